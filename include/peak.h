@@ -1,0 +1,363 @@
+/*
+ * peak.h - PE and Attention Kernels: the one public header.
+ *
+ * Hand-vectorised float32 CPU kernels for the Transformer's input and
+ * attention path ("Attention Is All You Need", Vaswani et al. 2017, sec. 3.2
+ * and 3.5), with a scalar reference for every kernel and AVX2 / AVX-512 / NEON
+ * variants chosen at run time.
+ *
+ * Conventions (shared by every function below)
+ * --------------------------------------------
+ * - Every function that can fail returns peak_status.  Arguments are
+ *   validated before anything is written: a call that returns anything but
+ *   PEAK_OK has changed no output byte.
+ * - Outputs come first, then inputs, then a params/descriptor pointer.
+ * - Sizes are size_t counts of elements.  Strides are ptrdiff_t counts of
+ *   elements (not bytes), must be >= 0, and a 2-D operand's row stride is
+ *   BLAS-style "ld".  The innermost dimension is always contiguous.  A stride
+ *   of 0 broadcasts (inputs only, where said).
+ * - Descriptor structs have a PEAK_..._DEFAULT initialiser; start from it and
+ *   set the fields you need, so that fields added later keep their defaults.
+ * - Tensors are row-major, float32, and need no particular alignment.
+ * - Kernels are reentrant and thread-safe.  The only global state is the
+ *   dispatch table, initialised once on first use (thread-safe) and changed
+ *   only by peak_isa_force().
+ *
+ * Why descriptors instead of long argument lists (as ../shared/API.md
+ * proposes): attention takes 7 sizes, 12 strides and a mask; a struct with a
+ * DEFAULT initialiser is the only form that stays readable at the call site
+ * and lets us add fields without breaking callers.
+ */
+#ifndef PEAK_H
+#define PEAK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define PEAK_API
+#elif defined(__GNUC__)
+#define PEAK_API __attribute__((visibility("default")))
+#else
+#define PEAK_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PEAK_VERSION_MAJOR 0
+#define PEAK_VERSION_MINOR 1
+#define PEAK_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum peak_status {
+    PEAK_OK = 0,
+    PEAK_ERR_INVALID_ARG = 1,  /* NULL pointer, zero or inconsistent size,
+                                  bad stride, bad enum value, NaN parameter  */
+    PEAK_ERR_OUT_OF_RANGE = 2, /* token id or position outside its table,
+                                  pos0 + n beyond PEAK_MAX_POSITION, a size
+                                  whose byte count would overflow size_t     */
+    PEAK_ERR_UNSUPPORTED = 3,  /* ISA not available on this CPU/OS/build    */
+    PEAK_ERR_WORKSPACE = 4,    /* caller-provided workspace too small        */
+    PEAK_ERR_NO_MEMORY = 5     /* convenience path could not allocate        */
+} peak_status;
+
+/* A static English description of s ("invalid argument", ...); never NULL,
+   "unknown status" for values outside the enum. */
+PEAK_API const char *peak_status_string(peak_status s);
+
+/* ------------------------------------------------------------------------ */
+/* Instruction-set tiers and run-time dispatch                                */
+/* ------------------------------------------------------------------------ */
+
+/* Ordered: a higher x86 tier implies the lower ones. */
+typedef enum peak_isa {
+    PEAK_ISA_SCALAR = 0, /* plain C: the reference and the fallback          */
+    PEAK_ISA_AVX2 = 1,   /* x86-64 AVX2 + FMA, OS saves YMM state            */
+    PEAK_ISA_AVX512 = 2, /* AVX-512 F/BW/DQ/VL, OS saves ZMM/opmask state    */
+    PEAK_ISA_NEON = 3    /* AArch64 AdvSIMD                                  */
+} peak_isa;
+
+/* The tier every kernel call currently uses: the best one the CPU, the OS
+   and this build support, lowered by the PEAK_ISA environment variable
+   ("scalar", "avx2", "avx512", "neon", any case; a cap, never a raise: an
+   unsupported request falls to the best supported tier below it, an unknown
+   value is ignored; both print one warning on stderr), or the tier last set
+   by peak_isa_force().  Setting PEAK_ISA_DEBUG=1 prints the decision on
+   stderr when it is first made. */
+PEAK_API peak_isa peak_isa_active(void);
+
+/* 1 if `isa` is compiled into this library and usable on this CPU and OS,
+   else 0 (also for values outside the enum). */
+PEAK_API int peak_isa_supported(peak_isa isa);
+
+/* Process-wide: make every later call use `isa` (for tests and benchmarks;
+   not meant to be changed while other threads run kernels).
+   Returns PEAK_ERR_UNSUPPORTED (and changes nothing) when
+   peak_isa_supported(isa) is 0; PEAK_ERR_INVALID_ARG for a value outside
+   the enum.  peak_isa_reset() goes back to the automatic choice. */
+PEAK_API peak_status peak_isa_force(peak_isa isa);
+PEAK_API void peak_isa_reset(void);
+
+/* "scalar", "avx2", "avx512", "neon"; "unknown" outside the enum. */
+PEAK_API const char *peak_isa_name(peak_isa isa);
+
+/* One line saying why the automatic choice is what it is, e.g.
+   "avx512: cpuid F/BW/DQ/VL and XCR0 opmask/ZMM state present".
+   Static storage, valid for the life of the process. */
+PEAK_API const char *peak_isa_reason(void);
+
+/* "0.1.0" */
+PEAK_API const char *peak_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Sinusoidal positional encoding                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Positions are limited to [0, PEAK_MAX_POSITION): beyond 2^32 the angle
+   pos * w can no longer be formed to the accuracy promised below. */
+#define PEAK_MAX_POSITION ((size_t)1 << 32)
+
+typedef enum peak_pe_layout {
+    /* Vaswani et al. 2017 eq. (PE) and the PyTorch tutorial module:
+         PE[p, 2i] = sin(p * w_i),  PE[p, 2i+1] = cos(p * w_i),
+         w_i = base^(-2i / d_model),  i = 0 .. ceil(d_model/2) - 1.
+       Odd d_model: the last column is the sine sin(p * w_{(d-1)/2}). */
+    PEAK_PE_INTERLEAVED = 0,
+    /* tensor2tensor get_timing_signal_1d, fairseq SinusoidalPositionalEmbedding,
+       Marian: PE[p, i] = sin(p * w_i), PE[p, half + i] = cos(p * w_i),
+         half = floor(d_model/2),  w_i = exp(-i * ln(base) / max(half - 1, 1)).
+       Odd d_model: the last column is 0 (d_model == 1: the row is [0]). */
+    PEAK_PE_SPLIT = 1,
+    /* [sin | cos] with the paper's frequencies w_i = base^(-2i / d_model),
+       i < half: the Hugging Face port of Marian (MarianSinusoidalPositional-
+       Embedding).  Odd d_model: the last column is 0. */
+    PEAK_PE_SPLIT_PAPER = 2
+} peak_pe_layout;
+
+typedef enum peak_pe_mode {
+    /* The angle p * w_i is formed in double precision and sin/cos evaluated
+       to ~1e-16, so every entry is within 2^-23 absolute of the exact real
+       value for every p < 2^20 and d_model <= 8192 (measured bound: see the
+       tests; in practice the float rounding, <= 2^-25, dominates).  Entries
+       depend only on (p, column, d_model, layout, base): a row is the same
+       bit pattern whatever pos0 and n_pos produced it, on every tier. */
+    PEAK_PE_EXACT = 0,
+    /* The seed's float32 PyTorch formula, reproduced: w_i = expf(j * c) with
+       j the float column exponent and c = (float)(-ln(base) / denom) (PyTorch
+       takes exp from SLEEF: expf u10), angle = (float)p * w_i rounded to
+       float, then sin/cos of that float angle.  Within 2 ULP of
+       torch 1.13's table; off from the exact value by up to ~1e-4 at p=5000
+       and ~2.5e-3 at p=96079 (float rounding of the angle). */
+    PEAK_PE_TORCH_F32 = 1
+} peak_pe_mode;
+
+typedef struct peak_pe_params {
+    peak_pe_layout layout;
+    peak_pe_mode mode;
+    double base; /* > 0 and finite; 10000 in the paper */
+} peak_pe_params;
+
+#define PEAK_PE_PARAMS_DEFAULT {PEAK_PE_INTERLEAVED, PEAK_PE_EXACT, 10000.0}
+
+/* The sinusoid table for positions pos0 .. pos0 + n_pos - 1.
+     out: [n_pos, d_model] float32, row-major, contiguous (row stride d_model).
+     params: NULL means PEAK_PE_PARAMS_DEFAULT.
+   Errors: PEAK_ERR_INVALID_ARG if out is NULL, n_pos or d_model is 0, or
+   params holds an unknown layout/mode or a base that is not > 0 and finite;
+   PEAK_ERR_OUT_OF_RANGE if pos0 + n_pos > PEAK_MAX_POSITION or
+   n_pos * d_model * 4 bytes overflows size_t.
+   Every tier returns the same bits (see the mode).
+   Source: Vaswani et al. 2017, sec. 3.5; layouts as documented above. */
+PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
+                                   const peak_pe_params *params);
+
+/* In-place positional add, the PyTorch module's forward():
+     x[b, s, :] += PE(pos0 + s, :)   for b < batch, s < seq_len,
+   row (b, s) at x + b * batch_stride + s * ld_x, d_model contiguous floats.
+   pe == NULL: PE(p, :) is computed on the fly, bit-identical to
+   peak_pe_table(..., params) row p.  pe != NULL: PE(p, :) is the table row
+   pe + (p * d_model), the table holding pe_rows rows [pe_rows, d_model]
+   (rows for positions 0 .. pe_rows - 1; params is then ignored).
+   Errors: PEAK_ERR_INVALID_ARG for a NULL x, a zero size, ld_x < d_model,
+   batch > 1 with batch_stride < d_model, or bad params;
+   PEAK_ERR_OUT_OF_RANGE if pos0 + seq_len > pe_rows (table) or
+   > PEAK_MAX_POSITION (on the fly).  x may not overlap pe. */
+PEAK_API peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                                 size_t seq_len, size_t d_model, size_t pos0, const float *pe,
+                                 size_t pe_rows, const peak_pe_params *params);
+
+/* ------------------------------------------------------------------------ */
+/* Fused embedding gather + scale + positional encoding                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct peak_embed_desc {
+    const float *table;     /* E: [vocab, d_model], row stride ld_table       */
+    size_t vocab;
+    ptrdiff_t ld_table;     /* >= d_model                                     */
+    size_t d_model;
+    float scale;            /* multiplies E; sqrt(d_model) in the paper 3.4   */
+    const float *pe;        /* [pe_rows, d_model] table, or NULL: on the fly  */
+    size_t pe_rows;
+    peak_pe_params pe_params;  /* for the on-the-fly PE                       */
+    const int64_t *positions;  /* per token; NULL: pos0 + t % seq_len         */
+    size_t pos0;
+    size_t seq_len;         /* 0: one sequence of n_tokens                    */
+    int32_t padding_idx;    /* -1: off.  Else fairseq: a token equal to
+                               padding_idx gets E[id]*scale and no PE, the
+                               others get position padding_idx + 1 + (number
+                               of non-pad tokens before it in its sequence).
+                               Not combined with positions.                   */
+} peak_embed_desc;
+
+#define PEAK_EMBED_DESC_DEFAULT                                                  \
+    {NULL, 0, 0, 0, 1.0f, NULL, 0, PEAK_PE_PARAMS_DEFAULT, NULL, 0, 0, -1}
+
+/* out[t, :] = E[ids[t], :] * scale + PE(pos(t), :)   for t < n_tokens,
+     out: [n_tokens, d_model], row stride ld_out (>= d_model);
+     ids: [n_tokens] int32 token ids in [0, vocab);
+     pos(t) = positions[t] if positions, else pos0 + t % seq_len
+              (pos0 + t if seq_len == 0); see padding_idx for fairseq numbering.
+   Each element is computed as one float multiply then one float add
+   (never fused), so every tier gives the same bits.
+   Errors: PEAK_ERR_INVALID_ARG for NULL out/ids/desc/table, zero n_tokens,
+   vocab or d_model, ld_out or ld_table < d_model, padding_idx outside
+   [-1, vocab), padding_idx combined with positions, out == table or
+   out == pe (exact alias), bad pe_params;
+   PEAK_ERR_OUT_OF_RANGE for an id outside [0, vocab), a position < 0 or
+   >= pe_rows (table) or >= PEAK_MAX_POSITION (on the fly).
+   Source: Vaswani et al. 2017, sec. 3.4-3.5; fairseq make_positions(). */
+PEAK_API peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids,
+                                   size_t n_tokens, const peak_embed_desc *desc);
+
+/* ------------------------------------------------------------------------ */
+/* Masks (shared by softmax and attention)                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Scores are indexed [b, h, i, j]: batch, head, query row i < Lq, key j < Lk.
+   A key is visible to a row when every enabled condition holds:
+     causal:  j <= qpos,  qpos = i + q_offset            (PEAK_ALIGN_TOP_LEFT,
+                                                          PyTorch is_causal)
+                          qpos = i + q_offset + Lk - Lq  (PEAK_ALIGN_BOTTOM_RIGHT,
+                                                          flash-attn, ONNX)
+              computed in signed arithmetic (qpos may be negative: no key).
+     window:  j > qpos - window   (window > 0; also used without causal)
+     key_len: j < key_len[b]      (key padding; 0 <= key_len[b] <= Lk)
+     keep:    keep[b*ks[0] + h*ks[1] + i*ks[2] + j] != 0
+     bias:    bias[b*bs[0] + h*bs[1] + i*bs[2] + j] != -inf  (also added)
+   Masked scores are never read, their probabilities are exactly 0, and a row
+   with no visible key is a row of zeros (never NaN).  Strides of 0 broadcast. */
+typedef enum peak_align { PEAK_ALIGN_TOP_LEFT = 0, PEAK_ALIGN_BOTTOM_RIGHT = 1 } peak_align;
+
+typedef struct peak_mask {
+    int causal;
+    peak_align align;
+    size_t q_offset;
+    size_t window;
+    const int32_t *key_len;   /* [batch] or NULL                              */
+    const uint8_t *keep;      /* boolean mask or NULL                         */
+    ptrdiff_t keep_stride[3]; /* for b, h, i; j contiguous                    */
+    const float *bias;        /* additive float mask or NULL                  */
+    ptrdiff_t bias_stride[3];
+} peak_mask;
+
+#define PEAK_MASK_DEFAULT {0, PEAK_ALIGN_TOP_LEFT, 0, 0, NULL, NULL, {0, 0, 0}, NULL, {0, 0, 0}}
+
+/* ------------------------------------------------------------------------ */
+/* Masked softmax                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct peak_softmax_desc {
+    size_t batch, heads, q_len, k_len; /* rows = batch*heads*q_len, cols = k_len */
+    ptrdiff_t x_stride[3];             /* for b, h, i; j contiguous             */
+    ptrdiff_t y_stride[3];
+    float scale;                       /* multiplies x before the mask; 0: 1    */
+    peak_mask mask;
+} peak_softmax_desc;
+
+#define PEAK_SOFTMAX_DESC_DEFAULT {0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, 0.0f, PEAK_MASK_DEFAULT}
+
+/* y[b,h,i,:] = softmax_j(x[b,h,i,j] * scale + bias[b,h,i,j]) over visible j,
+   0 at masked j; a row with no visible key is all zeros.  A +inf or NaN
+   among the visible scaled scores makes the row NaN.  The maximum is
+   subtracted first, so no finite input overflows.  y may equal x (in place;
+   then y_stride must equal x_stride); otherwise y must not overlap x.
+   Errors: PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a stride of
+   y below what keeps its rows apart, a non-finite scale, an align value
+   outside the enum; PEAK_ERR_OUT_OF_RANGE for key_len[b] outside [0, Lk].
+   Source: Vaswani et al. 2017 eq. (1); causal alignment as in PyTorch
+   scaled_dot_product_attention (top-left) and flash-attn 2.1 (bottom-right). */
+PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc);
+
+/* ------------------------------------------------------------------------ */
+/* Scaled dot-product attention                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct peak_attn_desc {
+    size_t batch, heads, kv_heads; /* kv_heads divides heads (MQA/GQA); 0: heads */
+    size_t q_len, kv_len;          /* Lq, Lk (cross-attention: Lq != Lk)         */
+    size_t head_dim, v_head_dim;   /* Dh; Dv (0: Dh)                             */
+    float scale;                   /* 0: 1/sqrt(head_dim)                        */
+    /* Strides for the [b, l, h] indices of Q, K, V, O; the last (d) is
+       contiguous.  [B, L, H, D] packed: {L*H*D, H*D, D};
+       [B, H, L, D] packed: {H*L*D, D, L*D}.                                 */
+    ptrdiff_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+    peak_mask mask;
+    float *lse;                    /* optional [b, h, i] log-sum-exp of the
+                                      scaled, masked scores (natural log);
+                                      -inf for a fully masked row            */
+    ptrdiff_t lse_stride[3];
+} peak_attn_desc;
+
+#define PEAK_ATTN_DESC_DEFAULT                                                   \
+    {0, 0, 0, 0, 0, 0, 0, 0.0f, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},     \
+     PEAK_MASK_DEFAULT, NULL, {0, 0, 0}}
+
+/* Bytes of scratch memory peak_attention needs for desc (64-byte aligned). */
+PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, size_t *bytes);
+
+/* O[b,i,h,:] = sum_j P[b,h,i,j] V[b,j,h/g,:],
+   P = softmax_j(Q[b,i,h,:] . K[b,j,h/g,:] * scale, masked as peak_mask says),
+   g = heads / kv_heads.  Fully masked rows give O = 0 (and lse = -inf).
+   Masked keys and values are never read.
+   workspace: NULL (then the library allocates and frees it inside the call)
+   or at least peak_attention_workspace_size() bytes.
+   Errors: PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
+   not dividing heads, a stride that makes O's rows overlap, non-finite
+   scale; PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk];
+   PEAK_ERR_WORKSPACE for a too small workspace; PEAK_ERR_NO_MEMORY.
+   O must not overlap Q, K or V.
+   Source: Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head). */
+PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
+                                    const peak_attn_desc *desc, void *workspace,
+                                    size_t workspace_size);
+
+/* ------------------------------------------------------------------------ */
+/* Residual add + LayerNorm                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* For each row t < rows:
+     s = x[t,:] + r[t,:]                        (r NULL: s = x[t,:])
+     y[t,:] = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta
+   with the biased variance (as torch.nn.LayerNorm); gamma NULL means 1,
+   beta NULL means 0.  sum (optional, pre-norm chains) receives s.
+   Rows at x + t*ld_x etc.; y may equal x (then ld_y == ld_x) and sum may
+   equal x or r.  Mean and variance are two-pass (stable for rows with a
+   large common offset).
+   Errors: PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
+   stride < d_model, eps < 0 or not finite.
+   Source: Ba et al. 2016; post-norm as in Vaswani et al. 2017 sec. 3.1. */
+PEAK_API peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
+                                        const float *x, ptrdiff_t ld_x, const float *r,
+                                        ptrdiff_t ld_r, const float *gamma, const float *beta,
+                                        size_t rows, size_t d_model, float eps);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PEAK_H */

@@ -1,0 +1,343 @@
+/*
+ * api.c - the public entry points: validate everything, then call the active
+ * tier's kernel.  No output byte is written before every check has passed,
+ * so a rejected call leaves the caller's buffers exactly as they were.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+const char *peak_status_string(peak_status s)
+{
+    switch (s) {
+    case PEAK_OK: return "success";
+    case PEAK_ERR_INVALID_ARG: return "invalid argument";
+    case PEAK_ERR_OUT_OF_RANGE: return "index or size out of range";
+    case PEAK_ERR_UNSUPPORTED: return "instruction set not supported on this CPU/OS/build";
+    case PEAK_ERR_WORKSPACE: return "workspace too small";
+    case PEAK_ERR_NO_MEMORY: return "out of memory";
+    }
+    return "unknown status";
+}
+
+/* ---- shared checks ------------------------------------------------------ */
+
+/* The largest element offset a kernel may touch, computed without overflow:
+   sum over dims of (n[k]-1)*stride[k], plus `inner` contiguous elements.
+   Sizes are >= 1 and strides >= 0 here.  Returns 0 if the extent, in bytes,
+   would not fit in a ptrdiff_t. */
+static int extent_fits(const size_t *n, const ptrdiff_t *stride, int dims, size_t inner)
+{
+    size_t limit = (size_t)PTRDIFF_MAX / sizeof(float);
+    size_t total = inner;
+    if (inner > limit)
+        return 0;
+    for (int k = 0; k < dims; k++) {
+        size_t span = n[k] - 1, s = (size_t)stride[k];
+        if (span && s > (limit - total) / span)
+            return 0;
+        total += span * s;
+    }
+    return 1;
+}
+
+static int strides_nonneg(const ptrdiff_t *stride, int dims)
+{
+    for (int k = 0; k < dims; k++)
+        if (stride[k] < 0)
+            return 0;
+    return 1;
+}
+
+/* An output's rows must not overlap one another: each stride that matters
+   (its dimension has more than one entry) must step over a whole row. */
+static int rows_apart(const size_t *n, const ptrdiff_t *stride, int dims, size_t row)
+{
+    for (int k = 0; k < dims; k++)
+        if (n[k] > 1 && (size_t)stride[k] < row)
+            return 0;
+    return 1;
+}
+
+static int pe_params_ok(const peak_pe_params *p)
+{
+    return (unsigned)p->layout <= PEAK_PE_SPLIT_PAPER && (unsigned)p->mode <= PEAK_PE_TORCH_F32 &&
+           p->base > 0.0 && isfinite(p->base);
+}
+
+static const peak_pe_params default_pe_params = PEAK_PE_PARAMS_DEFAULT;
+
+/* ---- sinusoid table ----------------------------------------------------- */
+
+peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
+                          const peak_pe_params *params)
+{
+    const peak_pe_params *p = params ? params : &default_pe_params;
+    if (!out || n_pos == 0 || d_model == 0 || !pe_params_ok(p))
+        return PEAK_ERR_INVALID_ARG;
+    if (pos0 > PEAK_MAX_POSITION || n_pos > PEAK_MAX_POSITION - pos0)
+        return PEAK_ERR_OUT_OF_RANGE;
+    ptrdiff_t ld = (ptrdiff_t)d_model;
+    if (!extent_fits(&n_pos, &ld, 1, d_model))
+        return PEAK_ERR_OUT_OF_RANGE;
+    peak_active_kernels()->pe_table(out, ld, n_pos, d_model, pos0, p);
+    return PEAK_OK;
+}
+
+peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                        size_t seq_len, size_t d_model, size_t pos0, const float *pe,
+                        size_t pe_rows, const peak_pe_params *params)
+{
+    const peak_pe_params *p = params ? params : &default_pe_params;
+    if (!x || batch == 0 || seq_len == 0 || d_model == 0 || batch_stride < 0 || ld_x < 0)
+        return PEAK_ERR_INVALID_ARG;
+    size_t n[2] = {batch, seq_len};
+    ptrdiff_t st[2] = {batch_stride, ld_x};
+    if ((size_t)ld_x < d_model || !rows_apart(n, st, 2, d_model) || x == pe)
+        return PEAK_ERR_INVALID_ARG;
+    if (!pe && !pe_params_ok(p))
+        return PEAK_ERR_INVALID_ARG;
+    if (!extent_fits(n, st, 2, d_model))
+        return PEAK_ERR_OUT_OF_RANGE;
+    size_t limit = pe ? pe_rows : PEAK_MAX_POSITION;
+    if (pos0 > limit || seq_len > limit - pos0)
+        return PEAK_ERR_OUT_OF_RANGE;
+    if (pe) {
+        ptrdiff_t ld_pe = (ptrdiff_t)d_model;
+        if (!extent_fits(&pe_rows, &ld_pe, 1, d_model))
+            return PEAK_ERR_OUT_OF_RANGE;
+    }
+    peak_active_kernels()->pe_add(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, p);
+    return PEAK_OK;
+}
+
+/* ---- embedding + PE ------------------------------------------------------ */
+
+/* Walks tokens in order and yields each one's position: explicit, pos0 plus
+   the index within its sequence, or fairseq's numbering (make_positions:
+   pad tokens get none, the others padding_idx + 1 + earlier non-pads). */
+typedef struct pos_walk {
+    const peak_embed_desc *d;
+    const int32_t *ids;
+    size_t t, in_seq, non_pad;
+} pos_walk;
+
+static int64_t pos_next(pos_walk *w)
+{
+    const peak_embed_desc *d = w->d;
+    size_t t = w->t++;
+    if (d->positions)
+        return d->positions[t];
+    if (d->seq_len && w->in_seq == d->seq_len)
+        w->in_seq = w->non_pad = 0;
+    size_t s = w->in_seq++;
+    if (d->padding_idx < 0)
+        return (int64_t)(d->pos0 + s);
+    if (w->ids[t] == d->padding_idx)
+        return -1;
+    return (int64_t)(d->pos0 + (size_t)d->padding_idx + 1 + w->non_pad++);
+}
+
+static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
+                               const peak_embed_desc *d)
+{
+    if (!out || !ids || !d || !d->table || n_tokens == 0 || d->vocab == 0 || d->d_model == 0)
+        return PEAK_ERR_INVALID_ARG;
+    if (ld_out < 0 || d->ld_table < 0 || (size_t)ld_out < d->d_model ||
+        (size_t)d->ld_table < d->d_model || !isfinite(d->scale))
+        return PEAK_ERR_INVALID_ARG;
+    if (d->padding_idx < -1 || (d->padding_idx >= 0 && (size_t)d->padding_idx >= d->vocab) ||
+        (d->padding_idx >= 0 && d->positions))
+        return PEAK_ERR_INVALID_ARG;
+    if (out == d->table || (d->pe && out == d->pe) || (!d->pe && !pe_params_ok(&d->pe_params)))
+        return PEAK_ERR_INVALID_ARG;
+    if (d->pe && d->pe_rows == 0)
+        return PEAK_ERR_INVALID_ARG;
+    ptrdiff_t ld_pe = (ptrdiff_t)d->d_model;
+    if (!extent_fits(&n_tokens, &ld_out, 1, d->d_model) ||
+        !extent_fits(&d->vocab, &d->ld_table, 1, d->d_model) ||
+        (d->pe && !extent_fits(&d->pe_rows, &ld_pe, 1, d->d_model)))
+        return PEAK_ERR_OUT_OF_RANGE;
+    /* Every id and position is checked before the first row is written. */
+    uint64_t limit = d->pe ? d->pe_rows : PEAK_MAX_POSITION;
+    pos_walk w = {d, ids, 0, 0, 0};
+    for (size_t t = 0; t < n_tokens; t++) {
+        int64_t pos = pos_next(&w);
+        if (ids[t] < 0 || (size_t)ids[t] >= d->vocab)
+            return PEAK_ERR_OUT_OF_RANGE;
+        if (pos < -1 || (pos == -1 && d->padding_idx < 0) || (pos >= 0 && (uint64_t)pos >= limit))
+            return PEAK_ERR_OUT_OF_RANGE;
+    }
+    return PEAK_OK;
+}
+
+peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
+                          const peak_embed_desc *desc)
+{
+    peak_status s = embed_check(out, ld_out, ids, n_tokens, desc);
+    if (s != PEAK_OK)
+        return s;
+    /* Positions are resolved here, a chunk at a time on the stack, so the
+       kernels see a plain array and nothing is allocated. */
+    enum { CHUNK = 256 };
+    int64_t pos[CHUNK];
+    pos_walk w = {desc, ids, 0, 0, 0};
+    peak_embed_pe_fn kernel = peak_active_kernels()->embed_pe;
+    for (size_t t0 = 0; t0 < n_tokens; t0 += CHUNK) {
+        size_t n = n_tokens - t0 < CHUNK ? n_tokens - t0 : CHUNK;
+        for (size_t t = 0; t < n; t++)
+            pos[t] = pos_next(&w);
+        kernel(out + t0 * (size_t)ld_out, ld_out, ids + t0, pos, n, desc);
+    }
+    return PEAK_OK;
+}
+
+/* ---- masks --------------------------------------------------------------- */
+
+/* qpos = i + q_offset (+ Lk - Lq) must stay far from int64 overflow. */
+#define PEAK_MAX_INDEX ((size_t)1 << 40)
+
+static peak_status mask_check(const peak_mask *m, size_t batch, size_t q_len, size_t k_len)
+{
+    if ((unsigned)m->align > PEAK_ALIGN_BOTTOM_RIGHT || !strides_nonneg(m->keep_stride, 3) ||
+        !strides_nonneg(m->bias_stride, 3))
+        return PEAK_ERR_INVALID_ARG;
+    if (m->q_offset > PEAK_MAX_INDEX || m->window > PEAK_MAX_INDEX || q_len > PEAK_MAX_INDEX ||
+        k_len > PEAK_MAX_INDEX)
+        return PEAK_ERR_OUT_OF_RANGE;
+    if (m->key_len)
+        for (size_t b = 0; b < batch; b++)
+            if (m->key_len[b] < 0 || (size_t)m->key_len[b] > k_len)
+                return PEAK_ERR_OUT_OF_RANGE;
+    return PEAK_OK;
+}
+
+/* ---- softmax ------------------------------------------------------------ */
+
+peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc)
+{
+    if (!y || !x || !desc)
+        return PEAK_ERR_INVALID_ARG;
+    const peak_softmax_desc *d = desc;
+    size_t n[3] = {d->batch, d->heads, d->q_len};
+    if (!d->batch || !d->heads || !d->q_len || !d->k_len || !isfinite(d->scale))
+        return PEAK_ERR_INVALID_ARG;
+    if (!strides_nonneg(d->x_stride, 3) || !strides_nonneg(d->y_stride, 3) ||
+        !rows_apart(n, d->y_stride, 3, d->k_len))
+        return PEAK_ERR_INVALID_ARG;
+    if (y == x && (d->x_stride[0] != d->y_stride[0] || d->x_stride[1] != d->y_stride[1] ||
+                   d->x_stride[2] != d->y_stride[2]))
+        return PEAK_ERR_INVALID_ARG;
+    if (!extent_fits(n, d->x_stride, 3, d->k_len) || !extent_fits(n, d->y_stride, 3, d->k_len))
+        return PEAK_ERR_OUT_OF_RANGE;
+    peak_status s = mask_check(&d->mask, d->batch, d->q_len, d->k_len);
+    if (s != PEAK_OK)
+        return s;
+    peak_active_kernels()->softmax(y, x, d);
+    return PEAK_OK;
+}
+
+/* ---- attention ------------------------------------------------------------ */
+
+/* Fills the zero "defaults" (kv_heads, v_head_dim, scale) and checks shapes. */
+static peak_status attn_resolve(const peak_attn_desc *in, peak_attn_desc *d)
+{
+    *d = *in;
+    if (!d->batch || !d->heads || !d->q_len || !d->kv_len || !d->head_dim || !isfinite(d->scale))
+        return PEAK_ERR_INVALID_ARG;
+    if (!d->kv_heads)
+        d->kv_heads = d->heads;
+    if (!d->v_head_dim)
+        d->v_head_dim = d->head_dim;
+    if (d->scale == 0.0f)
+        d->scale = (float)(1.0 / sqrt((double)d->head_dim));
+    if (d->kv_heads > d->heads || d->heads % d->kv_heads)
+        return PEAK_ERR_INVALID_ARG;
+    if (!strides_nonneg(d->q_stride, 3) || !strides_nonneg(d->k_stride, 3) ||
+        !strides_nonneg(d->v_stride, 3) || !strides_nonneg(d->o_stride, 3) ||
+        !strides_nonneg(d->lse_stride, 3))
+        return PEAK_ERR_INVALID_ARG;
+    size_t nq[3] = {d->batch, d->q_len, d->heads};
+    size_t nk[3] = {d->batch, d->kv_len, d->kv_heads};
+    size_t nl[3] = {d->batch, d->heads, d->q_len};
+    if (!rows_apart(nq, d->o_stride, 3, d->v_head_dim) ||
+        (d->lse && !rows_apart(nl, d->lse_stride, 3, 1)))
+        return PEAK_ERR_INVALID_ARG;
+    if (!extent_fits(nq, d->q_stride, 3, d->head_dim) ||
+        !extent_fits(nk, d->k_stride, 3, d->head_dim) ||
+        !extent_fits(nk, d->v_stride, 3, d->v_head_dim) ||
+        !extent_fits(nq, d->o_stride, 3, d->v_head_dim) ||
+        (d->lse && !extent_fits(nl, d->lse_stride, 3, 1)))
+        return PEAK_ERR_OUT_OF_RANGE;
+    return mask_check(&d->mask, d->batch, d->q_len, d->kv_len);
+}
+
+peak_status peak_attention_workspace_size(const peak_attn_desc *desc, size_t *bytes)
+{
+    if (!desc || !bytes)
+        return PEAK_ERR_INVALID_ARG;
+    peak_attn_desc d;
+    peak_status s = attn_resolve(desc, &d);
+    if (s != PEAK_OK)
+        return s;
+    *bytes = peak_active_kernels()->attention_ws(&d);
+    return PEAK_OK;
+}
+
+peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
+                           const peak_attn_desc *desc, void *workspace, size_t workspace_size)
+{
+    if (!o || !q || !k || !v || !desc)
+        return PEAK_ERR_INVALID_ARG;
+    if (o == q || o == k || o == v || (desc->lse && (desc->lse == o)))
+        return PEAK_ERR_INVALID_ARG;
+    peak_attn_desc d;
+    peak_status s = attn_resolve(desc, &d);
+    if (s != PEAK_OK)
+        return s;
+    const peak_kernels *kern = peak_active_kernels();
+    size_t need = kern->attention_ws(&d);
+    void *ws = workspace, *owned = NULL;
+    if (workspace) {
+        if ((uintptr_t)workspace % 64)
+            return PEAK_ERR_INVALID_ARG;
+        if (workspace_size < need)
+            return PEAK_ERR_WORKSPACE;
+    } else if (need) {
+        /* The convenience path; callers in a hot loop pass their own. */
+        owned = ws = aligned_alloc(64, (need + 63) & ~(size_t)63);
+        if (!owned)
+            return PEAK_ERR_NO_MEMORY;
+    }
+    kern->attention(o, q, k, v, &d, ws);
+    free(owned);
+    return PEAK_OK;
+}
+
+/* ---- residual + LayerNorm ------------------------------------------------ */
+
+peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
+                               const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+                               const float *gamma, const float *beta, size_t rows,
+                               size_t d_model, float eps)
+{
+    if (!y || !x || !rows || !d_model || !(eps >= 0.0f) || !isfinite(eps))
+        return PEAK_ERR_INVALID_ARG;
+    if (ld_y < 0 || ld_x < 0 || (size_t)ld_y < d_model || (size_t)ld_x < d_model)
+        return PEAK_ERR_INVALID_ARG;
+    if ((r && (ld_r < 0 || (size_t)ld_r < d_model)) ||
+        (sum && (ld_sum < 0 || (size_t)ld_sum < d_model)))
+        return PEAK_ERR_INVALID_ARG;
+    if ((y == x && ld_y != ld_x) || (sum && sum == x && ld_sum != ld_x) ||
+        (sum && r && sum == r && ld_sum != ld_r) || (sum && sum == y))
+        return PEAK_ERR_INVALID_ARG;
+    if (!extent_fits(&rows, &ld_y, 1, d_model) || !extent_fits(&rows, &ld_x, 1, d_model) ||
+        (r && !extent_fits(&rows, &ld_r, 1, d_model)) ||
+        (sum && !extent_fits(&rows, &ld_sum, 1, d_model)))
+        return PEAK_ERR_OUT_OF_RANGE;
+    peak_active_kernels()->add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta,
+                                         rows, d_model, eps);
+    return PEAK_OK;
+}

@@ -1,0 +1,95 @@
+/*
+ * cpu-x86.c - which x86 tier the CPU *and the OS* allow.
+ *
+ * A CPUID feature bit only says the core implements an instruction; the
+ * registers it uses are usable only if the OS saves them on a context switch,
+ * which XCR0 reports (Intel SDM vol. 1, 13.3).  Hypervisors routinely expose
+ * AVX-512 in CPUID with ZMM state disabled, so both must agree.
+ */
+#include "internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+/* CPUID.1:ECX */
+#define ECX1_FMA (1u << 12)
+#define ECX1_XSAVE (1u << 26)
+#define ECX1_OSXSAVE (1u << 27) /* OS enabled XSAVE: XGETBV may be executed */
+#define ECX1_AVX (1u << 28)
+/* CPUID.(EAX=7,ECX=0):EBX */
+#define EBX7_AVX2 (1u << 5)
+#define EBX7_AVX512F (1u << 16)
+#define EBX7_AVX512DQ (1u << 17)
+#define EBX7_AVX512BW (1u << 30)
+#define EBX7_AVX512VL (1u << 31)
+/* XCR0 state components */
+#define XCR0_SSE (1u << 1)       /* XMM registers                            */
+#define XCR0_AVX (1u << 2)       /* upper halves of YMM                      */
+#define XCR0_OPMASK (1u << 5)    /* k0-k7                                    */
+#define XCR0_ZMM_HI256 (1u << 6) /* upper halves of ZMM0-15                  */
+#define XCR0_HI16_ZMM (1u << 7)  /* ZMM16-31                                 */
+
+#define XCR0_YMM_STATE (XCR0_SSE | XCR0_AVX)
+#define XCR0_ZMM_STATE (XCR0_YMM_STATE | XCR0_OPMASK | XCR0_ZMM_HI256 | XCR0_HI16_ZMM)
+#define ECX1_AVX2_TIER (ECX1_XSAVE | ECX1_OSXSAVE | ECX1_AVX | ECX1_FMA)
+#define EBX7_AVX512_TIER (EBX7_AVX512F | EBX7_AVX512DQ | EBX7_AVX512BW | EBX7_AVX512VL)
+
+static int has_all(uint64_t value, uint64_t bits)
+{
+    return (value & bits) == bits;
+}
+
+peak_isa peak_x86_decide(const peak_x86_regs *r, const char **why)
+{
+    const char *w;
+    peak_isa isa = PEAK_ISA_SCALAR;
+    uint32_t ebx7 = r->max_leaf >= 7 ? r->leaf7_ebx : 0;
+
+    if (!has_all(r->leaf1_ecx, ECX1_XSAVE | ECX1_OSXSAVE))
+        w = "scalar: OS has not enabled XSAVE (CPUID.1:ECX.OSXSAVE clear), no AVX state";
+    else if (!has_all(r->xcr0, XCR0_YMM_STATE))
+        w = "scalar: OS does not save YMM state (XCR0 bits 1-2 clear)";
+    else if (!has_all(r->leaf1_ecx, ECX1_AVX2_TIER))
+        w = "scalar: CPU lacks AVX or FMA (CPUID.1:ECX)";
+    else if (!has_all(ebx7, EBX7_AVX2))
+        w = "scalar: CPU lacks AVX2 (CPUID.7:EBX bit 5)";
+    else {
+        isa = PEAK_ISA_AVX2;
+        if (!has_all(ebx7, EBX7_AVX512_TIER))
+            w = "avx2: CPU lacks one of AVX-512 F/DQ/BW/VL (CPUID.7:EBX)";
+        else if (!has_all(r->xcr0, XCR0_ZMM_STATE))
+            w = "avx2: CPU has AVX-512 but the OS does not save opmask/ZMM state "
+                "(XCR0 bits 5-7)";
+        else {
+            isa = PEAK_ISA_AVX512;
+            w = "avx512: CPU has AVX-512 F/DQ/BW/VL and the OS saves opmask/ZMM state";
+        }
+    }
+    if (why)
+        *why = w;
+    return isa;
+}
+
+void peak_x86_read(peak_x86_regs *r)
+{
+    *r = (peak_x86_regs){0, 0, 0, 0};
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return;
+    r->max_leaf = a;
+    __get_cpuid(1, &a, &b, &c, &d);
+    r->leaf1_ecx = c;
+    if (r->max_leaf >= 7) {
+        __cpuid_count(7, 0, a, b, c, d);
+        r->leaf7_ebx = b;
+    }
+    /* XGETBV is #UD unless the OS set CR4.OSXSAVE: guard it. */
+    if (r->leaf1_ecx & ECX1_OSXSAVE) {
+        uint32_t lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        r->xcr0 = ((uint64_t)hi << 32) | lo;
+    }
+#endif
+}

@@ -1,0 +1,224 @@
+/*
+ * dispatch.c - the one dispatch table, chosen once.
+ *
+ * Every public call costs one acquire load of `active` and an indirect call.
+ * The first call runs detection under pthread_once, so any number of threads
+ * may make their first call at the same moment.
+ */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+/* Reference first, then override (BLIS): a tier without its own version of a
+   family keeps the scalar kernel, so no slot is ever NULL. */
+#define PEAK_SCALAR_ROW(tier, pe_table_fn)                                         \
+    {                                                                              \
+        .isa = (tier), .pe_table = (pe_table_fn), .pe_add = peak_f32_pe_add__scalar, \
+        .embed_pe = peak_f32_embed_pe__scalar, .softmax = peak_f32_softmax__scalar,  \
+        .attention = peak_f32_sdpa__scalar,                                        \
+        .attention_ws = peak_f32_sdpa_workspace__scalar,                           \
+        .add_layernorm = peak_f32_add_layernorm__scalar,                           \
+    }
+
+const peak_kernels peak_kernels_scalar = PEAK_SCALAR_ROW(PEAK_ISA_SCALAR, peak_f32_pe_table__scalar);
+#if PEAK_HAVE_AVX2
+const peak_kernels peak_kernels_avx2 = PEAK_SCALAR_ROW(PEAK_ISA_AVX2, peak_f32_pe_table__avx2);
+#endif
+#if PEAK_HAVE_AVX512
+const peak_kernels peak_kernels_avx512 = PEAK_SCALAR_ROW(PEAK_ISA_AVX512, peak_f32_pe_table__avx512);
+#endif
+#if PEAK_HAVE_NEON
+/* No NEON kernel has landed yet: the NEON row is the scalar row. */
+const peak_kernels peak_kernels_neon = PEAK_SCALAR_ROW(PEAK_ISA_NEON, peak_f32_pe_table__scalar);
+#endif
+
+#define N_TIERS 4
+
+static const peak_kernels *const compiled[N_TIERS] = {
+    [PEAK_ISA_SCALAR] = &peak_kernels_scalar,
+#if PEAK_HAVE_AVX2
+    [PEAK_ISA_AVX2] = &peak_kernels_avx2,
+#endif
+#if PEAK_HAVE_AVX512
+    [PEAK_ISA_AVX512] = &peak_kernels_avx512,
+#endif
+#if PEAK_HAVE_NEON
+    [PEAK_ISA_NEON] = &peak_kernels_neon,
+#endif
+};
+
+static const char *const names[N_TIERS] = {"scalar", "avx2", "avx512", "neon"};
+
+static int valid_isa(peak_isa isa)
+{
+    return (unsigned)isa < N_TIERS;
+}
+
+/* Tiers form one chain per architecture: scalar < avx2 < avx512 on x86,
+   scalar < neon on AArch64.  rank() places a tier on its chain; arch() says
+   which chain (0 = both: scalar). */
+static int arch(peak_isa isa)
+{
+    return isa == PEAK_ISA_SCALAR ? 0 : isa == PEAK_ISA_NEON ? 2 : 1;
+}
+
+static int rank(peak_isa isa)
+{
+    return isa == PEAK_ISA_NEON ? 1 : (int)isa;
+}
+
+/* The next tier down the same chain. */
+static peak_isa lower(peak_isa isa)
+{
+    return isa == PEAK_ISA_AVX512 ? PEAK_ISA_AVX2 : PEAK_ISA_SCALAR;
+}
+
+static peak_isa best_compiled_at_or_below(peak_isa isa)
+{
+    while (isa != PEAK_ISA_SCALAR && !compiled[isa])
+        isa = lower(isa);
+    return isa;
+}
+
+const peak_kernels *peak_kernels_for(peak_isa isa)
+{
+    return valid_isa(isa) ? compiled[isa] : NULL;
+}
+
+const char *peak_isa_name(peak_isa isa)
+{
+    return valid_isa(isa) ? names[isa] : "unknown";
+}
+
+int peak_isa_parse(const char *s, peak_isa *isa)
+{
+    for (int i = 0; s && i < N_TIERS; i++) {
+        if (strcasecmp(s, names[i]) == 0) {
+            *isa = (peak_isa)i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+peak_isa peak_isa_cap(peak_isa detected, const char *env, const char **note)
+{
+    peak_isa req, isa = detected;
+    *note = NULL;
+    if (env && *env) {
+        if (!peak_isa_parse(env, &req))
+            *note = "unknown value, ignored (use scalar, avx2, avx512 or neon)";
+        else if (arch(req) != 0 && arch(req) != arch(detected) && detected != PEAK_ISA_SCALAR)
+            *note = "not an instruction set of this CPU's architecture, ignored";
+        else if (arch(req) != 0 && detected == PEAK_ISA_SCALAR)
+            *note = "not supported by this CPU/OS, using scalar";
+        else if (rank(req) > rank(detected))
+            *note = "not supported by this CPU/OS, using the best supported tier";
+        else
+            isa = req;
+    }
+    return best_compiled_at_or_below(isa);
+}
+
+/* ---- state: written once under pthread_once, then read-only ------------ */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static peak_isa detected_isa;
+static const peak_kernels *auto_row;
+static _Atomic(const peak_kernels *) active;
+static char reason[320];
+
+static peak_isa detect(const char **why)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    peak_x86_regs regs;
+    peak_x86_read(&regs);
+    return peak_x86_decide(&regs, why);
+#elif defined(__aarch64__) && defined(__linux__)
+    return peak_arm_decide(getauxval(AT_HWCAP), why);
+#else
+    *why = "scalar: no SIMD tier for this architecture";
+    return PEAK_ISA_SCALAR;
+#endif
+}
+
+static void init(void)
+{
+    const char *why, *note;
+    const char *env = getenv("PEAK_ISA");
+    detected_isa = best_compiled_at_or_below(detect(&why));
+    peak_isa isa = peak_isa_cap(detected_isa, env, &note);
+    if (note) {
+        fprintf(stderr, "peak: PEAK_ISA=%s: %s\n", env, note);
+        snprintf(reason, sizeof reason, "%s; PEAK_ISA=%s %s -> %s", why, env, note, names[isa]);
+    } else if (isa != detected_isa) {
+        snprintf(reason, sizeof reason, "%s; capped to %s by PEAK_ISA=%s", why, names[isa], env);
+    } else {
+        snprintf(reason, sizeof reason, "%s", why);
+    }
+    auto_row = compiled[isa];
+    atomic_store_explicit(&active, auto_row, memory_order_release);
+    const char *dbg = getenv("PEAK_ISA_DEBUG");
+    if (dbg && *dbg && strcmp(dbg, "0") != 0)
+        fprintf(stderr, "peak: dispatch -> %s (%s)\n", names[isa], reason);
+}
+
+const peak_kernels *peak_active_kernels(void)
+{
+    const peak_kernels *k = atomic_load_explicit(&active, memory_order_acquire);
+    if (__builtin_expect(k == NULL, 0)) {
+        pthread_once(&once, init);
+        k = atomic_load_explicit(&active, memory_order_acquire);
+    }
+    return k;
+}
+
+peak_isa peak_isa_active(void)
+{
+    return peak_active_kernels()->isa;
+}
+
+int peak_isa_supported(peak_isa isa)
+{
+    if (!valid_isa(isa) || !compiled[isa])
+        return 0;
+    pthread_once(&once, init);
+    if (isa == PEAK_ISA_SCALAR)
+        return 1;
+    return arch(isa) == arch(detected_isa) && rank(isa) <= rank(detected_isa);
+}
+
+peak_status peak_isa_force(peak_isa isa)
+{
+    if (!valid_isa(isa))
+        return PEAK_ERR_INVALID_ARG;
+    if (!peak_isa_supported(isa))
+        return PEAK_ERR_UNSUPPORTED;
+    atomic_store_explicit(&active, compiled[isa], memory_order_release);
+    return PEAK_OK;
+}
+
+void peak_isa_reset(void)
+{
+    pthread_once(&once, init);
+    atomic_store_explicit(&active, auto_row, memory_order_release);
+}
+
+const char *peak_isa_reason(void)
+{
+    pthread_once(&once, init);
+    return reason;
+}
+
+const char *peak_version(void)
+{
+    return "0.1.0";
+}

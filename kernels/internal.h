@@ -1,0 +1,136 @@
+/*
+ * internal.h - what the kernels, the dispatcher and the tests share.
+ *
+ * Public functions live in kernels/dispatch/api.c: they validate every
+ * argument, then call one slot of the active peak_kernels row.  Kernels may
+ * therefore assume valid, non-overlapping arguments and only assert().
+ *
+ * Kernel symbols are peak_f32_<family>__<isa> ("what__how", as XNNPACK): the
+ * family says what is computed, the suffix which instruction set computes it.
+ */
+#ifndef PEAK_INTERNAL_H
+#define PEAK_INTERNAL_H
+
+#include "peak.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PEAK_INTERNAL __attribute__((visibility("hidden")))
+
+/* ---- kernel signatures (arguments already validated) -------------------- */
+
+/* Rows pos0 .. pos0+n_pos-1 of the table into out (row stride ld_out).
+   params is never NULL. */
+typedef void (*peak_pe_table_fn)(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
+                                 size_t pos0, const peak_pe_params *params);
+
+/* x[b,s,:] += PE(pos0+s,:); pe == NULL: on the fly. */
+typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                               size_t seq_len, size_t d_model, size_t pos0, const float *pe,
+                               const peak_pe_params *params);
+
+/* Positions are resolved by the caller (api.c) into pos[t] (int64, >= 0, or
+   -1 for "no PE", the fairseq pad token). */
+typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *ids,
+                                 const int64_t *pos, size_t n_tokens,
+                                 const peak_embed_desc *desc);
+
+typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc);
+
+/* desc has kv_heads, v_head_dim and scale already resolved (no zeros).
+   workspace holds peak_attention_workspace_size() bytes, 64-byte aligned. */
+typedef void (*peak_attention_fn)(float *o, const float *q, const float *k, const float *v,
+                                  const peak_attn_desc *desc, void *workspace);
+typedef size_t (*peak_attention_ws_fn)(const peak_attn_desc *desc);
+
+typedef void (*peak_add_layernorm_fn)(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
+                                      const float *x, ptrdiff_t ld_x, const float *r,
+                                      ptrdiff_t ld_r, const float *gamma, const float *beta,
+                                      size_t rows, size_t d_model, float eps);
+
+
+/* ---- the kernels, per tier --------------------------------------------- */
+#define PEAK_DECLARE_PE_TABLE(isa)                                                   \
+    PEAK_INTERNAL void peak_f32_pe_table__##isa(float *out, ptrdiff_t ld_out, size_t n_pos, \
+                                                size_t d_model, size_t pos0,             \
+                                                const peak_pe_params *params);
+PEAK_DECLARE_PE_TABLE(scalar)
+PEAK_DECLARE_PE_TABLE(avx2)
+PEAK_DECLARE_PE_TABLE(avx512)
+PEAK_DECLARE_PE_TABLE(neon)
+
+PEAK_INTERNAL void peak_f32_pe_add__scalar(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
+                                           size_t batch, size_t seq_len, size_t d_model,
+                                           size_t pos0, const float *pe,
+                                           const peak_pe_params *params);
+PEAK_INTERNAL void peak_f32_embed_pe__scalar(float *out, ptrdiff_t ld_out, const int32_t *ids,
+                                             const int64_t *pos, size_t n_tokens,
+                                             const peak_embed_desc *desc);
+PEAK_INTERNAL void peak_f32_softmax__scalar(float *y, const float *x,
+                                            const peak_softmax_desc *desc);
+PEAK_INTERNAL void peak_f32_sdpa__scalar(float *o, const float *q, const float *k, const float *v,
+                                         const peak_attn_desc *desc, void *workspace);
+PEAK_INTERNAL size_t peak_f32_sdpa_workspace__scalar(const peak_attn_desc *desc);
+PEAK_INTERNAL void peak_f32_add_layernorm__scalar(float *y, ptrdiff_t ld_y, float *sum,
+                                                  ptrdiff_t ld_sum, const float *x,
+                                                  ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+                                                  const float *gamma, const float *beta,
+                                                  size_t rows, size_t d_model, float eps);
+
+/* ---- the dispatch table: one complete row per tier ---------------------- */
+/* A tier without its own version of a family points at the scalar kernel
+   (BLIS's "reference first, then override"), so no slot is ever NULL. */
+typedef struct peak_kernels {
+    peak_isa isa;
+    peak_pe_table_fn pe_table;
+    peak_pe_add_fn pe_add;
+    peak_embed_pe_fn embed_pe;
+    peak_softmax_fn softmax;
+    peak_attention_fn attention;
+    peak_attention_ws_fn attention_ws;
+    peak_add_layernorm_fn add_layernorm;
+} peak_kernels;
+
+PEAK_INTERNAL extern const peak_kernels peak_kernels_scalar;
+#if PEAK_HAVE_AVX2
+PEAK_INTERNAL extern const peak_kernels peak_kernels_avx2;
+#endif
+#if PEAK_HAVE_AVX512
+PEAK_INTERNAL extern const peak_kernels peak_kernels_avx512;
+#endif
+#if PEAK_HAVE_NEON
+PEAK_INTERNAL extern const peak_kernels peak_kernels_neon;
+#endif
+
+/* The active row (initialises dispatch on first use). */
+PEAK_INTERNAL const peak_kernels *peak_active_kernels(void);
+/* The row of a given tier if compiled in, else NULL (tests call kernels of
+   every tier directly through this). */
+PEAK_INTERNAL const peak_kernels *peak_kernels_for(peak_isa isa);
+
+/* ---- x86 detection as a pure function (tests feed mocked registers) ----- */
+typedef struct peak_x86_regs {
+    uint32_t max_leaf;   /* CPUID.0:EAX                                     */
+    uint32_t leaf1_ecx;  /* CPUID.1:ECX                                     */
+    uint32_t leaf7_ebx;  /* CPUID.(7,0):EBX (0 when max_leaf < 7)           */
+    uint64_t xcr0;       /* XGETBV(0); only meaningful when OSXSAVE is set  */
+} peak_x86_regs;
+
+/* The best x86 tier these registers allow; *why gets a static explanation. */
+PEAK_INTERNAL peak_isa peak_x86_decide(const peak_x86_regs *r, const char **why);
+/* Reads the real registers (never runs XGETBV when OSXSAVE is clear). */
+PEAK_INTERNAL void peak_x86_read(peak_x86_regs *r);
+
+/* AArch64: the tier allowed by getauxval(AT_HWCAP). */
+PEAK_INTERNAL peak_isa peak_arm_decide(unsigned long hwcap, const char **why);
+
+/* Parses a PEAK_ISA value: returns 1 and sets *isa for a known name
+   (case-insensitive), 0 otherwise. */
+PEAK_INTERNAL int peak_isa_parse(const char *s, peak_isa *isa);
+/* The tier to use given the detected best tier and an optional request:
+   the lower of the two, then down to a tier compiled in. */
+PEAK_INTERNAL peak_isa peak_isa_cap(peak_isa detected, const char *env, const char **note);
+
+#endif /* PEAK_INTERNAL_H */

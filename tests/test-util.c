@@ -1,0 +1,110 @@
+#include "test-util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+peak_isa peak_test_isa = PEAK_ISA_SCALAR;
+
+int peak_test_main(int argc, char **argv, Suite *(*make)(peak_isa isa))
+{
+    const char *name = argc > 1 ? argv[1] : "scalar";
+    if (!peak_isa_parse(name, &peak_test_isa)) {
+        fprintf(stderr, "%s: unknown tier '%s'\n", argv[0], name);
+        return 99;
+    }
+    if (peak_isa_force(peak_test_isa) != PEAK_OK) {
+        printf("SKIP: tier %s is not available on this CPU/OS/build\n", name);
+        return 77;
+    }
+    SRunner *sr = srunner_create(make(peak_test_isa));
+    srunner_run_all(sr, CK_ENV);
+    int run = srunner_ntests_run(sr);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (run == 0)
+        return 99;
+    return failed ? 1 : 0;
+}
+
+uint64_t peak_test_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+float peak_test_uniform(uint64_t *state, float lo, float hi)
+{
+    double u = (double)(peak_test_next(state) >> 11) * 0x1p-53;
+    return (float)(lo + (hi - lo) * u);
+}
+
+void peak_test_fill_uniform(float *p, size_t n, uint64_t *state, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = peak_test_uniform(state, lo, hi);
+}
+
+/* Maps float bits onto a line where adjacent floats differ by 1. */
+static int64_t ordered(float x)
+{
+    int32_t i;
+    memcpy(&i, &x, sizeof i);
+    return i < 0 ? (int64_t)INT32_MIN - (int64_t)i : (int64_t)i;
+}
+
+int64_t peak_test_ulp_diff(float a, float b)
+{
+    if (isnan(a) || isnan(b))
+        return (isnan(a) && isnan(b)) ? 0 : INT64_MAX;
+    int64_t d = ordered(a) - ordered(b);
+    return d < 0 ? -d : d;
+}
+
+/* The block ends exactly at the end of the allocation (so AddressSanitizer
+   flags any read past element n-1); the raw pointer is kept in the head. */
+float *peak_test_alloc(size_t n, size_t misalign)
+{
+    size_t head = 64 + (misalign % 16) * sizeof(float);
+    size_t bytes = (n ? n : 1) * sizeof(float);
+    void *raw = NULL;
+    if (posix_memalign(&raw, 64, head + bytes) != 0)
+        abort();
+    float *p = (float *)((unsigned char *)raw + head);
+    memcpy((unsigned char *)raw, &raw, sizeof raw);
+    peak_test_fill_canary(p, n);
+    return p;
+}
+
+void peak_test_free(float *p)
+{
+    if (!p)
+        return;
+    /* The head is 64 bytes plus the misalignment: find the 64-byte boundary. */
+    unsigned char *raw = (unsigned char *)((uintptr_t)p & ~(uintptr_t)63) - 64;
+    void *orig;
+    memcpy(&orig, raw, sizeof orig);
+    free(orig);
+}
+
+void peak_test_fill_canary(float *p, size_t n)
+{
+    uint32_t bits = PEAK_TEST_CANARY_BITS;
+    for (size_t i = 0; i < n; i++)
+        memcpy(&p[i], &bits, sizeof bits);
+}
+
+int peak_test_is_canary(float v)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits == PEAK_TEST_CANARY_BITS;
+}
+
+int peak_test_bytes_equal(const void *a, const void *b, size_t n)
+{
+    return memcmp(a, b, n) == 0;
+}

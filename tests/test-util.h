@@ -1,0 +1,52 @@
+/*
+ * test-util.h - shared by every Check test program.
+ *
+ * Each test program covers one kernel family and takes the tier to test as
+ * argv[1] ("scalar", "avx2", "avx512", "neon").  peak_test_main() forces
+ * that tier (so the public API, its validation and the dispatch table are
+ * all exercised) and exits 77, which meson reports as SKIP, when the CPU,
+ * the OS or the build lacks it.
+ */
+#ifndef PEAK_TEST_UTIL_H
+#define PEAK_TEST_UTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "peak.h"
+
+/* The tier under test (set by peak_test_main before the suite is built). */
+extern peak_isa peak_test_isa;
+
+/* Parses argv[1], forces the tier, builds the suite with make(isa), runs
+   it (CK_ENV verbosity) and returns 0 on success, 1 on any failure, 77 if
+   the tier is unavailable, 99 if no test ran. */
+int peak_test_main(int argc, char **argv, Suite *(*make)(peak_isa isa));
+
+/* splitmix64: a fixed-seed generator, so every failure reproduces. */
+uint64_t peak_test_next(uint64_t *state);
+/* Uniform in [lo, hi). */
+float peak_test_uniform(uint64_t *state, float lo, float hi);
+void peak_test_fill_uniform(float *p, size_t n, uint64_t *state, float lo, float hi);
+
+/* Distance in units in the last place between two finite floats of any sign
+   (0 for equal bits or +0/-0); INT64_MAX if exactly one is NaN. */
+int64_t peak_test_ulp_diff(float a, float b);
+
+/* Exact-size heap buffer (no padding: AddressSanitizer sees any over-read),
+   offset by `misalign` floats from a 64-byte boundary; free with
+   peak_test_free().  Contents are filled with the canary pattern. */
+float *peak_test_alloc(size_t n, size_t misalign);
+void peak_test_free(float *p);
+
+/* The canary: a NaN payload no kernel produces.  peak_test_canaries_intact
+   returns 1 if p[i] still holds it for every i in [0, n). */
+#define PEAK_TEST_CANARY_BITS 0x7fc0beefu
+void peak_test_fill_canary(float *p, size_t n);
+int peak_test_is_canary(float v);
+/* 1 if n bytes at a and b are identical. */
+int peak_test_bytes_equal(const void *a, const void *b, size_t n);
+
+#endif
