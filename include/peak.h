@@ -184,7 +184,8 @@ PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, siz
    pe + (p * d_model), the table holding pe_rows rows [pe_rows, d_model]
    (rows for positions 0 .. pe_rows - 1; params is then ignored).
    Errors: PEAK_ERR_INVALID_ARG for a NULL x, a zero size, ld_x < d_model,
-   batch > 1 with batch_stride < d_model, or bad params;
+   batch > 1 with batch_stride < d_model, x == pe, or bad params (on the
+   fly);
    PEAK_ERR_OUT_OF_RANGE if pos0 + seq_len > pe_rows (table) or
    > PEAK_MAX_POSITION (on the fly).  x may not overlap pe. */
 PEAK_API peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
@@ -207,11 +208,14 @@ typedef struct peak_embed_desc {
     const int64_t *positions;  /* per token; NULL: pos0 + t % seq_len         */
     size_t pos0;
     size_t seq_len;         /* 0: one sequence of n_tokens                    */
-    int32_t padding_idx;    /* -1: off.  Else fairseq: a token equal to
-                               padding_idx gets E[id]*scale and no PE, the
-                               others get position padding_idx + 1 + (number
-                               of non-pad tokens before it in its sequence).
-                               Not combined with positions.                   */
+    int32_t padding_idx;    /* -1: off.  Else fairseq make_positions(): a
+                               token equal to padding_idx gets E[id]*scale and
+                               no PE, the others get position pos0 +
+                               padding_idx + 1 + (number of non-pad tokens
+                               before it in its sequence); pos0 = 0 is
+                               fairseq's numbering, pos0 > 0 continues it
+                               (incremental decoding).  Not combined with
+                               positions.                                     */
 } peak_embed_desc;
 
 #define PEAK_EMBED_DESC_DEFAULT                                                  \
@@ -225,9 +229,10 @@ typedef struct peak_embed_desc {
    Each element is computed as one float multiply then one float add
    (never fused), so every tier gives the same bits.
    Errors: PEAK_ERR_INVALID_ARG for NULL out/ids/desc/table, zero n_tokens,
-   vocab or d_model, ld_out or ld_table < d_model, padding_idx outside
-   [-1, vocab), padding_idx combined with positions, out == table or
-   out == pe (exact alias), bad pe_params;
+   vocab or d_model, ld_out or ld_table < d_model, a non-finite scale,
+   padding_idx outside [-1, vocab), padding_idx combined with positions,
+   out == table or out == pe (exact alias; out must not overlap either),
+   bad pe_params (on the fly);
    PEAK_ERR_OUT_OF_RANGE for an id outside [0, vocab), a position < 0 or
    >= pe_rows (table) or >= PEAK_MAX_POSITION (on the fly).
    Source: Vaswani et al. 2017, sec. 3.4-3.5; fairseq make_positions(). */
@@ -250,7 +255,11 @@ PEAK_API peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *
      keep:    keep[b*ks[0] + h*ks[1] + i*ks[2] + j] != 0
      bias:    bias[b*bs[0] + h*bs[1] + i*bs[2] + j] != -inf  (also added)
    Masked scores are never read, their probabilities are exactly 0, and a row
-   with no visible key is a row of zeros (never NaN).  Strides of 0 broadcast. */
+   with no visible key -- or whose visible scores are all -inf -- is a row of
+   zeros (never NaN).  A visible +inf or NaN score makes the row NaN at its
+   visible keys (masked keys stay 0).  Strides of 0 broadcast.
+   q_offset, window, Lq and Lk must be below 2^40 (else
+   PEAK_ERR_OUT_OF_RANGE), so the signed index arithmetic cannot overflow. */
 typedef enum peak_align { PEAK_ALIGN_TOP_LEFT = 0, PEAK_ALIGN_BOTTOM_RIGHT = 1 } peak_align;
 
 typedef struct peak_mask {
@@ -286,9 +295,11 @@ typedef struct peak_softmax_desc {
    among the visible scaled scores makes the row NaN.  The maximum is
    subtracted first, so no finite input overflows.  y may equal x (in place;
    then y_stride must equal x_stride); otherwise y must not overlap x.
-   Errors: PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a stride of
-   y below what keeps its rows apart, a non-finite scale, an align value
-   outside the enum; PEAK_ERR_OUT_OF_RANGE for key_len[b] outside [0, Lk].
+   Errors: PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
+   stride, a stride of y below what keeps its rows apart, y == x with
+   different strides, a non-finite scale, an align value outside the enum;
+   PEAK_ERR_OUT_OF_RANGE for key_len[b] outside [0, Lk], the 2^40 limits of
+   peak_mask, or an extent whose byte offset overflows ptrdiff_t.
    Source: Vaswani et al. 2017 eq. (1); causal alignment as in PyTorch
    scaled_dot_product_attention (top-left) and flash-attn 2.1 (bottom-right). */
 PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc);
@@ -322,15 +333,19 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
 
 /* O[b,i,h,:] = sum_j P[b,h,i,j] V[b,j,h/g,:],
    P = softmax_j(Q[b,i,h,:] . K[b,j,h/g,:] * scale, masked as peak_mask says),
-   g = heads / kv_heads.  Fully masked rows give O = 0 (and lse = -inf).
-   Masked keys and values are never read.
+   g = heads / kv_heads.  Fully masked rows give O = 0 (and lse = -inf);
+   a visible +inf/NaN score gives O = NaN (and lse = NaN).  Masked keys and
+   values are never read.
    workspace: NULL (then the library allocates and frees it inside the call)
    or at least peak_attention_workspace_size() bytes.
    Errors: PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
-   not dividing heads, a stride that makes O's rows overlap, non-finite
-   scale; PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk];
-   PEAK_ERR_WORKSPACE for a too small workspace; PEAK_ERR_NO_MEMORY.
-   O must not overlap Q, K or V.
+   not dividing heads, a negative stride, a stride that makes O's rows
+   overlap, non-finite scale, o equal to q, k, v or lse, a workspace not
+   64-byte aligned; PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the
+   2^40 limits of peak_mask, an extent whose byte offset overflows
+   ptrdiff_t; PEAK_ERR_WORKSPACE for a too small workspace;
+   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails.
+   O must not overlap Q, K, V or lse.
    Source: Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head). */
 PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
                                     const peak_attn_desc *desc, void *workspace,
@@ -349,7 +364,9 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
    equal x or r.  Mean and variance are two-pass (stable for rows with a
    large common offset).
    Errors: PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
-   stride < d_model, eps < 0 or not finite.
+   stride < d_model, eps < 0 or not finite, y == x with ld_y != ld_x,
+   sum == x or r with a different row stride, sum == y;
+   PEAK_ERR_OUT_OF_RANGE for an extent whose byte offset overflows ptrdiff_t.
    Source: Ba et al. 2016; post-norm as in Vaswani et al. 2017 sec. 3.1. */
 PEAK_API peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                         const float *x, ptrdiff_t ld_x, const float *r,

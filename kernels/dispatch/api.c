@@ -153,12 +153,10 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
         return PEAK_ERR_INVALID_ARG;
     if (out == d->table || (d->pe && out == d->pe) || (!d->pe && !pe_params_ok(&d->pe_params)))
         return PEAK_ERR_INVALID_ARG;
-    if (d->pe && d->pe_rows == 0)
-        return PEAK_ERR_INVALID_ARG;
     ptrdiff_t ld_pe = (ptrdiff_t)d->d_model;
     if (!extent_fits(&n_tokens, &ld_out, 1, d->d_model) ||
         !extent_fits(&d->vocab, &d->ld_table, 1, d->d_model) ||
-        (d->pe && !extent_fits(&d->pe_rows, &ld_pe, 1, d->d_model)))
+        (d->pe && d->pe_rows && !extent_fits(&d->pe_rows, &ld_pe, 1, d->d_model)))
         return PEAK_ERR_OUT_OF_RANGE;
     /* Every id and position is checked before the first row is written. */
     uint64_t limit = d->pe ? d->pe_rows : PEAK_MAX_POSITION;
@@ -235,7 +233,11 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
     peak_status s = mask_check(&d->mask, d->batch, d->q_len, d->k_len);
     if (s != PEAK_OK)
         return s;
-    peak_active_kernels()->softmax(y, x, d);
+    /* Kernels never see the "0 means 1" default. */
+    peak_softmax_desc resolved = *d;
+    if (resolved.scale == 0.0f)
+        resolved.scale = 1.0f;
+    peak_active_kernels()->softmax(y, x, &resolved);
     return PEAK_OK;
 }
 

@@ -218,7 +218,11 @@ const char *peak_isa_reason(void)
     return reason;
 }
 
+#define PEAK_STR_(x) #x
+#define PEAK_STR(x) PEAK_STR_(x)
+
 const char *peak_version(void)
 {
-    return "0.1.0";
+    return PEAK_STR(PEAK_VERSION_MAJOR) "." PEAK_STR(PEAK_VERSION_MINOR) "." PEAK_STR(
+        PEAK_VERSION_PATCH);
 }

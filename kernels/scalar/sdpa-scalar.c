@@ -1,0 +1,179 @@
+/*
+ * sdpa-scalar.c - scaled dot-product attention, the reference every SIMD
+ * tier is tested against (peak_attention in peak.h).
+ *
+ * One query row at a time, the textbook way: all scores of the row into the
+ * workspace, then the max, the exponentials and P.V.  Everything after the
+ * float inputs is double (dot products, scale, bias, exp, the row sum, the
+ * P.V accumulator), so the result is the exact attention of the given
+ * floats up to ~1e-15 relative before the final rounding to float, and no
+ * finite input overflows.
+ *
+ * Edge cases, per query row:
+ *   - masked keys: neither K nor V is read (NaN stored there cannot leak);
+ *   - no visible key, or every visible score -inf: O = 0, lse = -inf;
+ *   - a visible score that is +inf or NaN: O = NaN, lse = NaN.
+ */
+#include "internal.h"
+#include "mask.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The scratch layout: scores[kv_len] then acc[v_head_dim], all double (the
+   workspace is 64-byte aligned, so both arrays are naturally aligned). */
+typedef struct sdpa_scratch {
+    double *scores;
+    double *acc;
+} sdpa_scratch;
+
+/* Where one (b, h, i) row reads and writes, and the mask that applies. */
+typedef struct sdpa_row {
+    const float *q;
+    const float *k; /* key 0 of kv head h/g; key j at k + j * k_ld */
+    const float *v;
+    float *o;
+    float *lse;
+    ptrdiff_t k_ld, v_ld;
+    const uint8_t *keep;
+    const float *bias;
+    peak_key_range keys;
+} sdpa_row;
+
+size_t peak_f32_sdpa_workspace__scalar(const peak_attn_desc *desc)
+{
+    assert(desc);
+    const size_t n = desc->kv_len + desc->v_head_dim;
+    /* Too big to allocate: a size no allocator can satisfy, rounded down to
+       64 so that a caller rounding it up to the alignment cannot wrap. */
+    if (n < desc->kv_len || n > SIZE_MAX / sizeof(double))
+        return SIZE_MAX & ~(size_t)63;
+    return n * sizeof(double);
+}
+
+static double dot(const float *a, const float *b, size_t n)
+{
+    double s = 0.0;
+    for (size_t d = 0; d < n; d++)
+        s += (double)a[d] * (double)b[d];
+    return s;
+}
+
+static bool row_visible(const sdpa_row *r, size_t j)
+{
+    return j >= r->keys.lo && j < r->keys.hi && peak_mask_visible(r->keep, r->bias, j);
+}
+
+/* Fills scores for the visible keys and returns their maximum; *poisoned
+   is set when one of them is +inf or NaN. */
+static double row_scores(const sdpa_row *r, const peak_attn_desc *d, double *scores,
+                         bool *poisoned)
+{
+    double m = -INFINITY;
+    *poisoned = false;
+    for (size_t j = r->keys.lo; j < r->keys.hi; j++) {
+        if (!row_visible(r, j))
+            continue;
+        double s = dot(r->q, r->k + (ptrdiff_t)j * r->k_ld, d->head_dim) * (double)d->scale;
+        if (r->bias)
+            s += (double)r->bias[j];
+        scores[j] = s;
+        if (isnan(s) || s == INFINITY)
+            *poisoned = true;
+        else if (s > m)
+            m = s;
+    }
+    return m;
+}
+
+/* acc = sum_j exp(s_j - m) V_j over visible keys; returns the sum of the
+   weights. */
+static double row_accumulate(const sdpa_row *r, size_t dv, double m, const sdpa_scratch *w)
+{
+    double sum = 0.0;
+    for (size_t c = 0; c < dv; c++)
+        w->acc[c] = 0.0;
+    for (size_t j = r->keys.lo; j < r->keys.hi; j++) {
+        if (!row_visible(r, j))
+            continue;
+        const double p = exp(w->scores[j] - m);
+        const float *vj = r->v + (ptrdiff_t)j * r->v_ld;
+        sum += p;
+        for (size_t c = 0; c < dv; c++)
+            w->acc[c] += p * (double)vj[c];
+    }
+    return sum;
+}
+
+static void row_fill(const sdpa_row *r, size_t dv, float value, float lse)
+{
+    for (size_t c = 0; c < dv; c++)
+        r->o[c] = value;
+    if (r->lse)
+        *r->lse = lse;
+}
+
+static void sdpa_one_row(const sdpa_row *r, const peak_attn_desc *d, const sdpa_scratch *w)
+{
+    bool poisoned;
+    const double m = row_scores(r, d, w->scores, &poisoned);
+    if (poisoned) {
+        row_fill(r, d->v_head_dim, NAN, NAN);
+        return;
+    }
+    if (m == -INFINITY) {
+        row_fill(r, d->v_head_dim, 0.0f, -INFINITY);
+        return;
+    }
+    /* The maximum contributes exp(0) = 1, so sum >= 1. */
+    const double sum = row_accumulate(r, d->v_head_dim, m, w);
+    for (size_t c = 0; c < d->v_head_dim; c++)
+        r->o[c] = (float)(w->acc[c] / sum);
+    if (r->lse)
+        *r->lse = (float)(m + log(sum));
+}
+
+/* Points r at the operands of (b, h, i); the K/V pointers only depend on
+   (b, h) and are set by the caller. */
+static void row_locate(sdpa_row *r, const float *q, float *o, const peak_attn_desc *d,
+                       size_t b, size_t h, size_t i)
+{
+    r->q = q + (ptrdiff_t)b * d->q_stride[0] + (ptrdiff_t)i * d->q_stride[1] +
+           (ptrdiff_t)h * d->q_stride[2];
+    r->o = o + (ptrdiff_t)b * d->o_stride[0] + (ptrdiff_t)i * d->o_stride[1] +
+           (ptrdiff_t)h * d->o_stride[2];
+    r->lse = d->lse ? d->lse + (ptrdiff_t)b * d->lse_stride[0] +
+                          (ptrdiff_t)h * d->lse_stride[1] + (ptrdiff_t)i * d->lse_stride[2]
+                    : NULL;
+    r->keys = peak_mask_keys(&d->mask, b, i, d->q_len, d->kv_len);
+    r->keep = peak_mask_keep_row(&d->mask, b, h, i);
+    r->bias = peak_mask_bias_row(&d->mask, b, h, i);
+}
+
+void peak_f32_sdpa__scalar(float *o, const float *q, const float *k, const float *v,
+                           const peak_attn_desc *desc, void *workspace)
+{
+    assert(o && q && k && v && desc);
+    const peak_attn_desc *d = desc;
+    assert(d->kv_heads > 0 && d->heads % d->kv_heads == 0);
+    assert(d->v_head_dim > 0 && d->scale != 0.0f);
+    assert(workspace || peak_f32_sdpa_workspace__scalar(d) == 0);
+    const sdpa_scratch w = {(double *)workspace, (double *)workspace + d->kv_len};
+    const size_t group = d->heads / d->kv_heads;
+    sdpa_row r;
+    r.k_ld = d->k_stride[1];
+    r.v_ld = d->v_stride[1];
+    for (size_t b = 0; b < d->batch; b++) {
+        for (size_t h = 0; h < d->heads; h++) {
+            const ptrdiff_t kvh = (ptrdiff_t)(h / group);
+            r.k = k + (ptrdiff_t)b * d->k_stride[0] + kvh * d->k_stride[2];
+            r.v = v + (ptrdiff_t)b * d->v_stride[0] + kvh * d->v_stride[2];
+            for (size_t i = 0; i < d->q_len; i++) {
+                row_locate(&r, q, o, d, b, h, i);
+                sdpa_one_row(&r, d, &w);
+            }
+        }
+    }
+}

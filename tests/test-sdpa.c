@@ -1,0 +1,909 @@
+/*
+ * test-sdpa.c - peak_attention on one tier against a double-precision
+ * oracle written here (plain loops, independent of kernels/mask.h).
+ *
+ * Q is filled everywhere; K and V only at the keys some query may see.
+ * Every other float (masked keys, row gaps) keeps the canary, a NaN, so a
+ * kernel that reads a masked key or value poisons its output and fails.
+ * Gaps of O and lse must still hold the canary afterwards.
+ */
+#include "test-util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ck_assert_msg without its cost: Check records the location of every
+   passing assertion (a write to its pipe), which dominates element-wise
+   comparisons, under AddressSanitizer most of all. */
+#define CHECK(cond, ...)                                                         \
+    do {                                                                         \
+        if (!(cond))                                                             \
+            ck_abort_msg(__VA_ARGS__);                                           \
+    } while (0)
+
+/* |O - ref| <= ATTN_TOL * max|V|: a float kernel's error is a few ULP of
+   the weighted mean of V, which is bounded by the largest |V|. */
+#define ATTN_TOL 1e-5
+/* |lse - ref| <= LSE_TOL * (1 + |ref|). */
+#define LSE_TOL 1e-5
+
+/* ---- problem set-up ------------------------------------------------------ */
+
+typedef struct at_shape {
+    size_t B, H, KVH, Lq, Lk, D, Dv;
+    int bhld;        /* [B, H, L, D] instead of [B, L, H, D] */
+    size_t pad;      /* floats of gap after each (b, l, h) row */
+    size_t misalign; /* floats off a 64-byte boundary */
+    int with_lse;
+} at_shape;
+
+typedef struct at_problem {
+    at_shape s;
+    peak_attn_desc d;
+    float *q, *k, *v, *o, *lse;
+    float *q0, *k0, *v0;
+    size_t nq, nk, nv, no, nl;
+    uint8_t *keep;
+    float *bias;
+    int32_t *key_len;
+    uint64_t rng;
+    int own_workspace; /* pass a caller workspace instead of NULL */
+} at_problem;
+
+static void operand_strides(const at_shape *s, size_t L, size_t heads, size_t width,
+                            ptrdiff_t st[3])
+{
+    const size_t row = width + s->pad;
+    if (s->bhld) {
+        st[0] = (ptrdiff_t)(heads * L * row);
+        st[1] = (ptrdiff_t)row;
+        st[2] = (ptrdiff_t)(L * row);
+    } else {
+        st[0] = (ptrdiff_t)(L * heads * row);
+        st[1] = (ptrdiff_t)(heads * row);
+        st[2] = (ptrdiff_t)row;
+    }
+}
+
+/* Floats spanned by an operand indexed [b < n0, . < n1, . < n2] + width. */
+static size_t span3(size_t n0, size_t n1, size_t n2, const ptrdiff_t st[3], size_t width)
+{
+    return (n0 - 1) * (size_t)st[0] + (n1 - 1) * (size_t)st[1] + (n2 - 1) * (size_t)st[2] +
+           width;
+}
+
+static float *operand(const at_shape *s, size_t L, size_t heads, size_t width, ptrdiff_t st[3],
+                      size_t *n, size_t misalign)
+{
+    operand_strides(s, L, heads, width, st);
+    *n = span3(s->B, L, heads, st, width);
+    return peak_test_alloc(*n, misalign);
+}
+
+static void at_init(at_problem *p, const at_shape *s, uint64_t seed)
+{
+    peak_attn_desc d0 = PEAK_ATTN_DESC_DEFAULT;
+    memset(p, 0, sizeof *p);
+    p->s = *s;
+    p->d = d0;
+    p->rng = seed;
+    p->d.batch = s->B;
+    p->d.heads = s->H;
+    p->d.kv_heads = s->KVH == s->H && (seed & 1) ? 0 : s->KVH; /* 0 means heads */
+    p->d.q_len = s->Lq;
+    p->d.kv_len = s->Lk;
+    p->d.head_dim = s->D;
+    p->d.v_head_dim = s->Dv == s->D && (seed & 2) ? 0 : s->Dv; /* 0 means head_dim */
+    p->q = operand(s, s->Lq, s->H, s->D, p->d.q_stride, &p->nq, s->misalign);
+    p->k = operand(s, s->Lk, s->KVH, s->D, p->d.k_stride, &p->nk, (s->misalign + 1) % 16);
+    p->v = operand(s, s->Lk, s->KVH, s->Dv, p->d.v_stride, &p->nv, (s->misalign + 2) % 16);
+    p->o = operand(s, s->Lq, s->H, s->Dv, p->d.o_stride, &p->no, (s->misalign + 3) % 16);
+    if (s->with_lse) {
+        const size_t step = s->pad ? 2 : 1; /* a gap between entries */
+        p->d.lse_stride[2] = (ptrdiff_t)step;
+        p->d.lse_stride[1] = (ptrdiff_t)(s->Lq * step);
+        p->d.lse_stride[0] = (ptrdiff_t)(s->H * s->Lq * step);
+        p->nl = span3(s->B, s->H, s->Lq, p->d.lse_stride, 1);
+        p->lse = p->d.lse = peak_test_alloc(p->nl, s->misalign);
+    }
+}
+
+static void at_free(at_problem *p)
+{
+    peak_test_free(p->q);
+    peak_test_free(p->k);
+    peak_test_free(p->v);
+    peak_test_free(p->o);
+    peak_test_free(p->lse);
+    peak_test_free(p->bias);
+    free(p->q0);
+    free(p->k0);
+    free(p->v0);
+    free(p->keep);
+    free(p->key_len);
+}
+
+static void mask_strides(const at_shape *s, unsigned broadcast, ptrdiff_t st[3])
+{
+    st[2] = (broadcast & 4) ? 0 : (ptrdiff_t)s->Lk;
+    st[1] = (broadcast & 2) ? 0 : (ptrdiff_t)(s->Lq * s->Lk);
+    st[0] = (broadcast & 1) ? 0 : (ptrdiff_t)(s->H * s->Lq * s->Lk);
+}
+
+static void at_add_keep(at_problem *p, unsigned broadcast, double density)
+{
+    mask_strides(&p->s, broadcast, p->d.mask.keep_stride);
+    size_t n = span3(p->s.B, p->s.H, p->s.Lq, p->d.mask.keep_stride, p->s.Lk);
+    p->keep = malloc(n);
+    for (size_t e = 0; e < n; e++)
+        p->keep[e] = peak_test_uniform(&p->rng, 0.0f, 1.0f) < density ? 1 : 0;
+    p->d.mask.keep = p->keep;
+}
+
+static void at_add_bias(at_problem *p, unsigned broadcast, float lo, float hi, double masked)
+{
+    mask_strides(&p->s, broadcast, p->d.mask.bias_stride);
+    size_t n = span3(p->s.B, p->s.H, p->s.Lq, p->d.mask.bias_stride, p->s.Lk);
+    p->bias = peak_test_alloc(n, 2);
+    for (size_t e = 0; e < n; e++) {
+        int off = peak_test_uniform(&p->rng, 0.0f, 1.0f) < masked;
+        p->bias[e] = off ? -INFINITY : peak_test_uniform(&p->rng, lo, hi);
+    }
+    p->d.mask.bias = p->bias;
+}
+
+static void at_add_key_len(at_problem *p)
+{
+    p->key_len = malloc(p->s.B * sizeof *p->key_len);
+    for (size_t b = 0; b < p->s.B; b++)
+        p->key_len[b] = (int32_t)(peak_test_next(&p->rng) % (p->s.Lk + 1));
+    if (p->s.B > 1)
+        p->key_len[1] = (int32_t)p->s.Lk;
+    if (p->s.B > 2)
+        p->key_len[2] = 0;
+    p->d.mask.key_len = p->key_len;
+}
+
+/* ---- the oracle ---------------------------------------------------------- */
+
+static float *at(float *base, const ptrdiff_t st[3], size_t i0, size_t i1, size_t i2)
+{
+    return base + (ptrdiff_t)i0 * st[0] + (ptrdiff_t)i1 * st[1] + (ptrdiff_t)i2 * st[2];
+}
+
+static const float *cat(const float *base, const ptrdiff_t st[3], size_t i0, size_t i1,
+                        size_t i2)
+{
+    return base + (ptrdiff_t)i0 * st[0] + (ptrdiff_t)i1 * st[1] + (ptrdiff_t)i2 * st[2];
+}
+
+static size_t kv_head(const peak_attn_desc *d, size_t h)
+{
+    size_t kvh = d->kv_heads ? d->kv_heads : d->heads;
+    return h / (d->heads / kvh);
+}
+
+static float resolved_scale(const peak_attn_desc *d)
+{
+    return d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)d->head_dim));
+}
+
+static size_t value_dim(const peak_attn_desc *d)
+{
+    return d->v_head_dim ? d->v_head_dim : d->head_dim;
+}
+
+/* peak.h's visibility rule, written out per element. */
+static int oracle_visible(const peak_attn_desc *d, size_t b, size_t h, size_t i, size_t j)
+{
+    const peak_mask *m = &d->mask;
+    long long qpos = (long long)i + (long long)m->q_offset;
+    if (m->align == PEAK_ALIGN_BOTTOM_RIGHT)
+        qpos += (long long)d->kv_len - (long long)d->q_len;
+    if (m->causal && (long long)j > qpos)
+        return 0;
+    if (m->window && (long long)j <= qpos - (long long)m->window)
+        return 0;
+    if (m->key_len && (long long)j >= m->key_len[b])
+        return 0;
+    if (m->keep && !m->keep[b * m->keep_stride[0] + h * m->keep_stride[1] +
+                            i * m->keep_stride[2] + j])
+        return 0;
+    if (m->bias && m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] +
+                           i * m->bias_stride[2] + j] == -INFINITY)
+        return 0;
+    return 1;
+}
+
+static double oracle_score(const at_problem *p, size_t b, size_t h, size_t i, size_t j)
+{
+    const peak_attn_desc *d = &p->d;
+    const float *q = cat(p->q0, d->q_stride, b, i, h);
+    const float *k = cat(p->k0, d->k_stride, b, j, kv_head(d, h));
+    double s = 0.0;
+    for (size_t c = 0; c < d->head_dim; c++)
+        s += (double)q[c] * (double)k[c];
+    s *= (double)resolved_scale(d);
+    if (d->mask.bias)
+        s += d->mask.bias[b * d->mask.bias_stride[0] + h * d->mask.bias_stride[1] +
+                          i * d->mask.bias_stride[2] + j];
+    return s;
+}
+
+enum { ROW_NORMAL, ROW_ZERO, ROW_NAN };
+
+/* out[Dv] and *lse for row (b, h, i); returns the row kind. */
+static int oracle_row(const at_problem *p, size_t b, size_t h, size_t i, double *sc, double *out,
+                      double *lse)
+{
+    const peak_attn_desc *d = &p->d;
+    double m = -INFINITY;
+    int poisoned = 0;
+    for (size_t j = 0; j < d->kv_len; j++) {
+        if (!oracle_visible(d, b, h, i, j))
+            continue;
+        sc[j] = oracle_score(p, b, h, i, j);
+        if (isnan(sc[j]) || sc[j] == INFINITY)
+            poisoned = 1;
+        else if (sc[j] > m)
+            m = sc[j];
+    }
+    if (poisoned || m == -INFINITY)
+        return poisoned ? ROW_NAN : ROW_ZERO;
+    double sum = 0.0;
+    for (size_t c = 0; c < value_dim(d); c++)
+        out[c] = 0.0;
+    for (size_t j = 0; j < d->kv_len; j++) {
+        if (!oracle_visible(d, b, h, i, j))
+            continue;
+        const double w = exp(sc[j] - m);
+        const float *v = cat(p->v0, d->v_stride, b, j, kv_head(d, h));
+        sum += w;
+        for (size_t c = 0; c < value_dim(d); c++)
+            out[c] += w * v[c];
+    }
+    for (size_t c = 0; c < value_dim(d); c++)
+        out[c] /= sum;
+    *lse = m + log(sum);
+    return ROW_NORMAL;
+}
+
+/* ---- checking ------------------------------------------------------------ */
+
+/* The largest finite |V| the call may read (canaries are NaN: skipped). */
+static double v_max(const at_problem *p)
+{
+    double m = 0.0;
+    for (size_t e = 0; e < p->nv; e++)
+        if (isfinite(p->v0[e]) && fabs(p->v0[e]) > m)
+            m = fabs(p->v0[e]);
+    return m;
+}
+
+static int value_ok(int kind, double ref, float got, double tol)
+{
+    if (kind == ROW_NAN)
+        return isnan(got);
+    if (kind == ROW_ZERO)
+        return got == 0.0f && !signbit(got);
+    return fabs((double)got - ref) <= tol;
+}
+
+static void expect_value(const char *where, int kind, double ref, float got, double tol)
+{
+    if (!value_ok(kind, ref, got, tol))
+        ck_abort_msg("%s: expected %s %.9g, got %.9g (tol %.3g)", where,
+                     kind == ROW_NAN ? "NaN" : kind == ROW_ZERO ? "+0" : "value", ref,
+                     (double)got, tol);
+}
+
+static void expect_lse(const char *where, int kind, double ref, float got)
+{
+    if (kind == ROW_ZERO)
+        CHECK(got == -INFINITY, "%s: lse expected -inf, got %.9g", where, (double)got);
+    else
+        expect_value(where, kind, ref, got, LSE_TOL * (1.0 + fabs(ref)));
+}
+
+static void mark(unsigned char *covered, const float *base, const float *p, size_t n)
+{
+    memset(covered + (p - base), 1, n);
+}
+
+static void expect_gaps(const char *name, const float *buf, const unsigned char *covered,
+                        size_t n)
+{
+    for (size_t e = 0; e < n; e++)
+        CHECK(covered[e] || peak_test_is_canary(buf[e]), "%s: gap float %zu of %s written",
+                      peak_isa_name(peak_test_isa), e, name);
+}
+
+/* "tier shape at b h i c", for failure messages. */
+static void describe(const at_problem *p, size_t b, size_t h, size_t i, size_t c, char *buf,
+                     size_t n)
+{
+    const peak_attn_desc *d = &p->d;
+    snprintf(buf, n, "%s B%zu H%zu/%zu Lq%zu Lk%zu D%zu Dv%zu at b%zu h%zu i%zu c%zu",
+             peak_isa_name(peak_test_isa), d->batch, d->heads, p->s.KVH, d->q_len, d->kv_len,
+             d->head_dim, value_dim(d), b, h, i, c);
+}
+
+static void check_row(const at_problem *p, size_t b, size_t h, size_t i, double *sc, double *ref,
+                      double tol, unsigned char *cov_o, unsigned char *cov_l)
+{
+    const peak_attn_desc *d = &p->d;
+    double lse = 0.0;
+    int kind = oracle_row(p, b, h, i, sc, ref, &lse);
+    char where[200];
+    const float *o = cat(p->o, d->o_stride, b, i, h);
+    for (size_t c = 0; c < value_dim(d); c++) {
+        if (value_ok(kind, ref[c], o[c], tol))
+            continue;
+        describe(p, b, h, i, c, where, sizeof where);
+        expect_value(where, kind, ref[c], o[c], tol);
+    }
+    mark(cov_o, p->o, o, value_dim(d));
+    if (p->lse) {
+        const float *l = cat(p->lse, d->lse_stride, b, h, i);
+        describe(p, b, h, i, 0, where, sizeof where);
+        expect_lse(where, kind, lse, *l);
+        mark(cov_l, p->lse, l, 1);
+    }
+}
+
+static void at_check(const at_problem *p)
+{
+    const peak_attn_desc *d = &p->d;
+    double *sc = malloc(d->kv_len * sizeof *sc);
+    double *ref = malloc(value_dim(d) * sizeof *ref);
+    unsigned char *cov_o = calloc(p->no, 1), *cov_l = calloc(p->nl + 1, 1);
+    const double tol = ATTN_TOL * v_max(p);
+    for (size_t b = 0; b < d->batch; b++)
+        for (size_t h = 0; h < d->heads; h++)
+            for (size_t i = 0; i < d->q_len; i++)
+                check_row(p, b, h, i, sc, ref, tol, cov_o, cov_l);
+    expect_gaps("O", p->o, cov_o, p->no);
+    if (p->lse)
+        expect_gaps("lse", p->lse, cov_l, p->nl);
+    free(cov_l);
+    free(cov_o);
+    free(ref);
+    free(sc);
+}
+
+/* ---- filling and running --------------------------------------------------- */
+
+/* 1 if some query row of some head in kv head kvh's group sees key j. */
+static int key_needed(const at_problem *p, size_t b, size_t kvh, size_t j)
+{
+    const peak_attn_desc *d = &p->d;
+    for (size_t h = 0; h < d->heads; h++)
+        if (kv_head(d, h) == kvh)
+            for (size_t i = 0; i < d->q_len; i++)
+                if (oracle_visible(d, b, h, i, j))
+                    return 1;
+    return 0;
+}
+
+static void fill_row(at_problem *p, float *row, size_t n, float lo, float hi)
+{
+    for (size_t c = 0; c < n; c++)
+        row[c] = peak_test_uniform(&p->rng, lo, hi);
+}
+
+/* Q everywhere; K in [-kq, kq] and V in [-vr, vr] only at needed keys. */
+static void at_fill(at_problem *p, float kq, float vr)
+{
+    const peak_attn_desc *d = &p->d;
+    const size_t kvh_n = p->s.KVH;
+    for (size_t b = 0; b < d->batch; b++) {
+        for (size_t i = 0; i < d->q_len; i++)
+            for (size_t h = 0; h < d->heads; h++)
+                fill_row(p, at(p->q, d->q_stride, b, i, h), d->head_dim, -kq, kq);
+        for (size_t j = 0; j < d->kv_len; j++)
+            for (size_t g = 0; g < kvh_n; g++)
+                if (key_needed(p, b, g, j)) {
+                    fill_row(p, at(p->k, d->k_stride, b, j, g), d->head_dim, -kq, kq);
+                    fill_row(p, at(p->v, d->v_stride, b, j, g), value_dim(d), -vr, vr);
+                }
+    }
+}
+
+static float *dup(const float *src, size_t n)
+{
+    float *c = malloc(n * sizeof *c);
+    memcpy(c, src, n * sizeof *c);
+    return c;
+}
+
+static peak_status at_call(at_problem *p)
+{
+    if (!p->own_workspace)
+        return peak_attention(p->o, p->q, p->k, p->v, &p->d, NULL, 0);
+    size_t bytes = 0;
+    ck_assert_int_eq(peak_attention_workspace_size(&p->d, &bytes), PEAK_OK);
+    void *ws = bytes ? aligned_alloc(64, (bytes + 63) & ~(size_t)63) : NULL;
+    peak_status s = peak_attention(p->o, p->q, p->k, p->v, &p->d, ws, bytes);
+    free(ws);
+    return s;
+}
+
+static void at_run(at_problem *p)
+{
+    p->q0 = dup(p->q, p->nq);
+    p->k0 = dup(p->k, p->nk);
+    p->v0 = dup(p->v, p->nv);
+    ck_assert_int_eq(at_call(p), PEAK_OK);
+    CHECK(peak_test_bytes_equal(p->q, p->q0, p->nq * sizeof(float)) &&
+                      peak_test_bytes_equal(p->k, p->k0, p->nk * sizeof(float)) &&
+                      peak_test_bytes_equal(p->v, p->v0, p->nv * sizeof(float)),
+                  "an input was modified");
+    at_check(p);
+}
+
+static void at_finish(at_problem *p, float kq, float vr)
+{
+    at_fill(p, kq, vr);
+    at_run(p);
+    at_free(p);
+}
+
+static void at_simple(const at_shape *s, uint64_t seed)
+{
+    at_problem p;
+    at_init(&p, s, seed);
+    p.own_workspace = (int)(seed & 4);
+    at_finish(&p, 1.0f, 1.0f);
+}
+
+/* ---- sizes, layouts, heads ----------------------------------------------- */
+
+/* Sizes 1..70 run as 7 Check tests of 10 sizes each: a fork per size
+   costs more than the size itself under AddressSanitizer. */
+#define SIZE_GROUP 10
+#define SIZE_GROUPS 7
+
+START_TEST(head_dims_1_to_70)
+{
+    for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
+        at_shape s = {1, 2, 2, 3, 5, n, n, (int)(n & 1), 0, 0, 1};
+        at_simple(&s, 100 + n);
+    }
+}
+END_TEST
+
+START_TEST(key_lengths_1_to_70)
+{
+    for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
+        at_shape s = {1, 1, 1, 2, n, 8, 8, (int)(n & 1), 1, 1, 1};
+        at_simple(&s, 200 + n);
+    }
+}
+END_TEST
+
+/* d_model 512 (8 heads of 64) and 768 (12 heads of 64), both layouts. */
+START_TEST(model_sizes)
+{
+    at_shape s = {1, _i < 2 ? 8 : 12, _i < 2 ? 8 : 12, 9, 16, 64, 64, _i & 1, 0, 0, 1};
+    at_simple(&s, 300 + (uint64_t)_i);
+}
+END_TEST
+
+START_TEST(strided_misaligned_layouts)
+{
+    static const size_t pads[] = {1, 3, 16, 37};
+    for (size_t mis = 0; mis < 4; mis++) {
+        at_shape s = {2, 2, 1, 3, 7, 5 + (size_t)_i, 3, (int)(mis & 1), pads[mis], 1 + mis * 3,
+                      1};
+        at_simple(&s, 400 + mis);
+    }
+}
+END_TEST
+
+START_TEST(cross_attention_lq_ne_lk)
+{
+    static const size_t lq[] = {1, 3, 20, 7}, lk[] = {9, 17, 4, 70};
+    at_shape s = {2, 3, 3, lq[_i], lk[_i], 16, 12, _i & 1, 2, 0, 1};
+    at_simple(&s, 500 + (uint64_t)_i);
+}
+END_TEST
+
+START_TEST(grouped_and_multi_query)
+{
+    static const size_t kvh[] = {1, 2, 4, 8};
+    at_shape s = {2, 8, kvh[_i], 5, 11, 8, 8, _i & 1, 1, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 600 + (uint64_t)_i);
+    at_add_keep(&p, 0, 0.7); /* per-head masks: groups see different keys */
+    at_finish(&p, 1.0f, 1.0f);
+}
+END_TEST
+
+/* ---- masks ----------------------------------------------------------------- */
+
+START_TEST(causal_both_alignments_with_q_offset)
+{
+    static const size_t lq[] = {1, 3, 7, 16}, lk[] = {1, 5, 16, 33}, off[] = {0, 1, 5};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t c = 0; c < 4; c++)
+            for (size_t o = 0; o < 3; o++) {
+                at_shape s = {1, 2, 1, lq[a], lk[c], 4, 4, (int)(o & 1), 1, 0, 1};
+                at_problem p;
+                at_init(&p, &s, 700 + a * 16 + c * 4 + o);
+                p.d.mask.causal = 1;
+                p.d.mask.align = (peak_align)_i;
+                p.d.mask.q_offset = off[o];
+                at_finish(&p, 1.0f, 1.0f);
+            }
+}
+END_TEST
+
+START_TEST(sliding_window_with_and_without_causal)
+{
+    static const size_t win[] = {1, 2, 5, 100};
+    for (size_t w = 0; w < 4; w++)
+        for (int align = 0; align < 2; align++) {
+            at_shape s = {1, 2, 2, 9, 13, 4, 4, 0, 1, 0, 1};
+            at_problem p;
+            at_init(&p, &s, 800 + w * 2 + (uint64_t)align);
+            p.d.mask.causal = _i;
+            p.d.mask.window = win[w];
+            p.d.mask.align = (peak_align)align;
+            p.d.mask.q_offset = w;
+            at_finish(&p, 1.0f, 1.0f);
+        }
+}
+END_TEST
+
+START_TEST(key_padding_lengths)
+{
+    at_shape s = {4, 2, 1, 3, 1 + (size_t)_i * 7, 8, 8, _i & 1, 2, 1, 1};
+    at_problem p;
+    at_init(&p, &s, 900 + (uint64_t)_i);
+    at_add_key_len(&p);
+    at_finish(&p, 1.0f, 1.0f);
+}
+END_TEST
+
+START_TEST(keep_mask_every_broadcast)
+{
+    at_shape s = {2, 3, 3, 4, 19, 8, 8, 0, 1, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 1000 + (uint64_t)_i);
+    at_add_keep(&p, (unsigned)_i, 0.6);
+    at_finish(&p, 1.0f, 1.0f);
+}
+END_TEST
+
+START_TEST(bias_mask_every_broadcast)
+{
+    at_shape s = {2, 3, 1, 4, 21, 8, 5, 1, 0, 1, 1};
+    at_problem p;
+    at_init(&p, &s, 1100 + (uint64_t)_i);
+    at_add_bias(&p, (unsigned)_i, -3.0f, 3.0f, 0.3);
+    at_finish(&p, 1.0f, 1.0f);
+}
+END_TEST
+
+START_TEST(mask_combinations_fuzz)
+{
+    uint64_t rng = 1200 + (uint64_t)_i;
+    for (int n = 0; n < 100; n++) {
+        size_t kvh = 1 + peak_test_next(&rng) % 2, grp = 1 + peak_test_next(&rng) % 2;
+        at_shape s = {1 + peak_test_next(&rng) % 3, kvh * grp, kvh, 1 + peak_test_next(&rng) % 9,
+                      1 + peak_test_next(&rng) % 30, 1 + peak_test_next(&rng) % 20,
+                      1 + peak_test_next(&rng) % 20, (int)(peak_test_next(&rng) % 2),
+                      peak_test_next(&rng) % 3, peak_test_next(&rng) % 4, 1};
+        at_problem p;
+        at_init(&p, &s, peak_test_next(&rng));
+        unsigned pick = (unsigned)peak_test_next(&rng);
+        p.d.scale = (pick & 1) ? 0.3f : 0.0f;
+        p.d.mask.causal = (pick >> 1) & 1;
+        p.d.mask.align = (peak_align)((pick >> 2) & 1);
+        p.d.mask.q_offset = (pick >> 3) & 3;
+        p.d.mask.window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0;
+        if ((pick >> 9) & 1)
+            at_add_key_len(&p);
+        if ((pick >> 10) & 1)
+            at_add_keep(&p, (pick >> 11) & 7, 0.7);
+        if ((pick >> 14) & 1)
+            at_add_bias(&p, (pick >> 15) & 7, -2.0f, 2.0f, 0.2);
+        p.own_workspace = (pick >> 18) & 1;
+        at_finish(&p, 2.0f, 3.0f);
+    }
+}
+END_TEST
+
+/* ---- special rows ---------------------------------------------------------- */
+
+START_TEST(fully_masked_rows_zero_and_lse_minus_inf)
+{
+    at_shape s = {3, 2, 1, 4, _i >= 3 ? 2 : 11, 8, 6, _i & 1, 1, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 1300 + (uint64_t)_i);
+    switch (_i) {
+    case 0:
+        at_add_key_len(&p); /* key_len[2] == 0 */
+        break;
+    case 1:
+        at_add_keep(&p, 0, 0.0);
+        break;
+    case 2:
+        at_add_bias(&p, 7, 0.0f, 1.0f, 1.0);
+        break;
+    case 3: /* bottom-right, Lq = 4 > Lk = 2: rows 0 and 1 see nothing */
+        p.d.mask.causal = 1;
+        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        break;
+    default:
+        p.d.mask.causal = 1;
+        p.d.mask.window = 2;
+        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        break;
+    }
+    at_finish(&p, 1.0f, 1.0f);
+}
+END_TEST
+
+/* K and V hold NaN and inf at every key the mask hides (the future and the
+   padding), instead of the canary: none of it may reach O or lse. */
+START_TEST(masked_nonfinite_kv_never_read)
+{
+    static const float poison[] = {NAN, INFINITY, -INFINITY};
+    at_shape s = {2, 2, 1, 6, 10, 8, 8, _i & 1, 0, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 1400 + (uint64_t)_i);
+    at_add_key_len(&p);
+    p.key_len[0] = 7;
+    p.d.mask.causal = 1;
+    p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    at_fill(&p, 1.0f, 1.0f);
+    for (size_t e = 0; e < p.nk; e++)
+        if (peak_test_is_canary(p.k[e]))
+            p.k[e] = poison[(size_t)_i % 3];
+    for (size_t e = 0; e < p.nv; e++)
+        if (peak_test_is_canary(p.v[e]))
+            p.v[e] = poison[((size_t)_i + 1) % 3];
+    at_run(&p);
+    at_free(&p);
+}
+END_TEST
+
+/* A visible NaN or +inf score makes its row NaN (O and lse). */
+START_TEST(nonfinite_visible_score_poisons_row)
+{
+    at_shape s = {1, 2, 2, 3, 6, 4, 4, 0, 0, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 1500 + (uint64_t)_i);
+    at_fill(&p, 1.0f, 1.0f);
+    if (_i == 0) {
+        at(p.k, p.d.k_stride, 0, 4, 1)[2] = NAN; /* key 4 of kv head 1: heads 1 */
+    } else {
+        float *q = at(p.q, p.d.q_stride, 0, 2, 0);
+        for (size_t c = 0; c < 4; c++)
+            q[c] = INFINITY;
+        for (size_t j = 0; j < 6; j++)
+            for (size_t c = 0; c < 4; c++)
+                at(p.k, p.d.k_stride, 0, j, 0)[c] = 0.5f; /* q.k = +inf */
+    }
+    at_run(&p);
+    at_free(&p);
+}
+END_TEST
+
+/* Scores of magnitude ~1e30 and values of ~1e30: no overflow anywhere. */
+START_TEST(huge_magnitudes)
+{
+    static const float kq[] = {3e14f, 1e15f, 1.0f}, vr[] = {1.0f, 1e30f, 1e30f};
+    at_shape s = {1, 2, 1, 3, 1 + (size_t)_i * 9, 4, 4, 0, 0, 0, 1};
+    for (size_t r = 0; r < 3; r++) {
+        at_problem p;
+        at_init(&p, &s, 1600 + r);
+        at_finish(&p, kq[r], vr[r]);
+    }
+}
+END_TEST
+
+/* ---- decoding -------------------------------------------------------------- */
+
+/* One query at step t over a KV cache of capacity L (entries > t never
+   written, so still NaN canaries) equals row t of the full causal call:
+   top-left with q_offset t over the whole cache, and bottom-right over the
+   first t+1 keys.  Also a chunked prefill of 3 queries at offset t. */
+static void expect_rows_match(const at_problem *full, const float *o, const ptrdiff_t o_st[3],
+                              size_t i0, size_t n_rows, size_t t, int align)
+{
+    const peak_attn_desc *d = &full->d;
+    const double tol = ATTN_TOL * v_max(full);
+    for (size_t h = 0; h < d->heads; h++)
+        for (size_t r = 0; r < n_rows; r++) {
+            const float *want = cat(full->o, d->o_stride, 0, i0 + r, h);
+            const float *got = cat(o, o_st, 0, r, h);
+            for (size_t c = 0; c < d->head_dim; c++)
+                CHECK(fabs((double)got[c] - want[c]) <= tol,
+                              "%s t%zu align %d h%zu row %zu c%zu: step %.9g full %.9g",
+                              peak_isa_name(peak_test_isa), t, align, h, i0 + r, c,
+                              (double)got[c], (double)want[c]);
+        }
+}
+
+static void decode_step(const at_problem *full, size_t t, size_t n_rows, int align)
+{
+    const size_t L = full->d.kv_len;
+    peak_attn_desc d = full->d;
+    d.q_len = n_rows;
+    d.kv_len = align ? t + n_rows : L;
+    d.mask.align = (peak_align)align;
+    d.mask.q_offset = align ? 0 : t;
+    d.lse = NULL;
+    /* A cache that holds only the keys 0 .. t+n_rows-1, the rest canary. */
+    float *k = peak_test_alloc(full->nk, 0), *v = peak_test_alloc(full->nv, 0);
+    const size_t used = (t + n_rows) * (size_t)d.k_stride[1];
+    memcpy(k, full->k0, used * sizeof *k);
+    memcpy(v, full->v0, used * sizeof *v);
+    float *o = peak_test_alloc(n_rows * d.heads * d.head_dim, 0);
+    d.o_stride[0] = (ptrdiff_t)(n_rows * d.heads * d.head_dim);
+    const float *q = cat(full->q0, d.q_stride, 0, t, 0);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_OK);
+    expect_rows_match(full, o, d.o_stride, t, n_rows, t, align);
+    peak_test_free(o);
+    peak_test_free(v);
+    peak_test_free(k);
+}
+
+START_TEST(decode_matches_full_causal)
+{
+    const size_t L = 2 + (size_t)_i * 5;
+    at_shape s = {1, 4, 2, L, L, 8, 8, 0, 0, 0, 0}; /* [B, L, H, D] packed: a cache */
+    at_problem full;
+    at_init(&full, &s, 1700 + (uint64_t)_i);
+    full.d.mask.causal = 1;
+    at_fill(&full, 1.0f, 1.0f);
+    at_run(&full);
+    for (size_t t = 0; t < L; t++)
+        for (int align = 0; align < 2; align++) {
+            decode_step(&full, t, 1, align);
+            if (t + 3 <= L)
+                decode_step(&full, t, 3, align);
+        }
+    at_free(&full);
+}
+END_TEST
+
+/* ---- workspace ------------------------------------------------------------- */
+
+START_TEST(workspace_caller_or_library)
+{
+    at_shape s = {2, 2, 1, 5, 33, 16, 8, 1, 1, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 1800);
+    at_fill(&p, 1.0f, 1.0f);
+    at_run(&p); /* library-allocated workspace */
+    float *o_lib = dup(p.o, p.no);
+    p.own_workspace = 1;
+    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    CHECK(peak_test_bytes_equal(o_lib, p.o, p.no * sizeof(float)),
+                  "caller and library workspaces differ");
+    size_t bytes = 0;
+    ck_assert_int_eq(peak_attention_workspace_size(&p.d, &bytes), PEAK_OK);
+    if (bytes > 0) {
+        void *ws = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        peak_test_fill_canary(p.o, p.no);
+        ck_assert_int_eq(peak_attention(p.o, p.q, p.k, p.v, &p.d, ws, bytes - 1),
+                         PEAK_ERR_WORKSPACE);
+        for (size_t e = 0; e < p.no; e++)
+            CHECK(peak_test_is_canary(p.o[e]), "O changed");
+        free(ws);
+    }
+    free(o_lib);
+    at_free(&p);
+}
+END_TEST
+
+/* ---- invalid arguments ------------------------------------------------------ */
+
+static void expect_rejected(const at_problem *p, const char *what, peak_status want, float *o,
+                            const float *q, const float *k, const float *v,
+                            const peak_attn_desc *d)
+{
+    peak_test_fill_canary(p->o, p->no);
+    if (p->lse)
+        peak_test_fill_canary(p->lse, p->nl);
+    peak_status got = peak_attention(o, q, k, v, d, NULL, 0);
+    CHECK(got == want, "%s: %s: status %d, want %d", peak_isa_name(peak_test_isa), what,
+                  (int)got, (int)want);
+    for (size_t e = 0; e < p->no; e++)
+        CHECK(peak_test_is_canary(p->o[e]), "%s: O changed", what);
+    for (size_t e = 0; e < p->nl; e++)
+        CHECK(peak_test_is_canary(p->lse[e]), "%s: lse changed", what);
+}
+
+static void reject_desc(const at_problem *p, const char *what, peak_status want,
+                        const peak_attn_desc *d)
+{
+    expect_rejected(p, what, want, p->o, p->q, p->k, p->v, d);
+}
+
+START_TEST(invalid_arguments)
+{
+    at_shape s = {3, 4, 2, 3, 8, 8, 8, 0, 0, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 1900);
+    at_fill(&p, 1.0f, 1.0f);
+    at_add_key_len(&p);
+    const peak_status inval = PEAK_ERR_INVALID_ARG;
+    expect_rejected(&p, "NULL o", inval, NULL, p.q, p.k, p.v, &p.d);
+    expect_rejected(&p, "NULL q", inval, p.o, NULL, p.k, p.v, &p.d);
+    expect_rejected(&p, "NULL k", inval, p.o, p.q, NULL, p.v, &p.d);
+    expect_rejected(&p, "NULL v", inval, p.o, p.q, p.k, NULL, &p.d);
+    expect_rejected(&p, "NULL desc", inval, p.o, p.q, p.k, p.v, NULL);
+
+    peak_attn_desc d;
+    size_t *sizes[5] = {&d.batch, &d.heads, &d.q_len, &d.kv_len, &d.head_dim};
+    for (int n = 0; n < 5; n++) {
+        d = p.d;
+        *sizes[n] = 0;
+        reject_desc(&p, "zero size", inval, &d);
+    }
+    d = p.d;
+    d.kv_heads = 3;
+    reject_desc(&p, "kv_heads does not divide heads", inval, &d);
+    d.kv_heads = 8;
+    reject_desc(&p, "kv_heads > heads", inval, &d);
+    d = p.d;
+    d.o_stride[2] = 7;
+    reject_desc(&p, "O rows overlap", inval, &d);
+    d = p.d;
+    d.q_stride[1] = -1;
+    reject_desc(&p, "negative stride", inval, &d);
+    d = p.d;
+    d.scale = NAN;
+    reject_desc(&p, "NaN scale", inval, &d);
+    d.scale = -INFINITY;
+    reject_desc(&p, "infinite scale", inval, &d);
+    d = p.d;
+    d.mask.align = (peak_align)5;
+    reject_desc(&p, "bad align", inval, &d);
+    p.key_len[0] = 9;
+    reject_desc(&p, "key_len > Lk", PEAK_ERR_OUT_OF_RANGE, &p.d);
+    p.key_len[0] = -1;
+    reject_desc(&p, "key_len < 0", PEAK_ERR_OUT_OF_RANGE, &p.d);
+    at_free(&p);
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------- */
+
+static Suite *make_suite(peak_isa isa)
+{
+    Suite *s = suite_create("sdpa");
+    TCase *tc = tcase_create(peak_isa_name(isa));
+    tcase_add_loop_test(tc, head_dims_1_to_70, 0, SIZE_GROUPS);
+    tcase_add_loop_test(tc, key_lengths_1_to_70, 0, SIZE_GROUPS);
+    tcase_add_loop_test(tc, model_sizes, 0, 4);
+    tcase_add_loop_test(tc, strided_misaligned_layouts, 0, 6);
+    tcase_add_loop_test(tc, cross_attention_lq_ne_lk, 0, 4);
+    tcase_add_loop_test(tc, grouped_and_multi_query, 0, 4);
+    tcase_add_loop_test(tc, causal_both_alignments_with_q_offset, 0, 2);
+    tcase_add_loop_test(tc, sliding_window_with_and_without_causal, 0, 2);
+    tcase_add_loop_test(tc, key_padding_lengths, 0, 6);
+    tcase_add_loop_test(tc, keep_mask_every_broadcast, 0, 8);
+    tcase_add_loop_test(tc, bias_mask_every_broadcast, 0, 8);
+    tcase_add_loop_test(tc, mask_combinations_fuzz, 0, 8);
+    tcase_add_loop_test(tc, fully_masked_rows_zero_and_lse_minus_inf, 0, 5);
+    tcase_add_loop_test(tc, masked_nonfinite_kv_never_read, 0, 3);
+    tcase_add_loop_test(tc, nonfinite_visible_score_poisons_row, 0, 2);
+    tcase_add_loop_test(tc, huge_magnitudes, 0, 4);
+    tcase_add_loop_test(tc, decode_matches_full_causal, 0, 4);
+    tcase_add_test(tc, workspace_caller_or_library);
+    tcase_add_test(tc, invalid_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return peak_test_main(argc, argv, make_suite);
+}

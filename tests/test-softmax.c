@@ -1,0 +1,730 @@
+/*
+ * test-softmax.c - peak_softmax on one tier against a double-precision
+ * oracle written here (plain loops, independent of kernels/mask.h).
+ *
+ * x is filled only where the oracle says a key is visible; every other
+ * float of x (masked keys and row gaps) keeps the canary, which is a NaN, so
+ * a kernel that reads a masked score poisons its row and fails.  y gaps must
+ * still hold the canary afterwards.
+ */
+#include "test-util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ck_assert_msg without its cost: Check records the location of every
+   passing assertion (a write to its pipe), which dominates element-wise
+   comparisons, under AddressSanitizer most of all. */
+#define CHECK(cond, ...)                                                         \
+    do {                                                                         \
+        if (!(cond))                                                             \
+            ck_abort_msg(__VA_ARGS__);                                           \
+    } while (0)
+
+/* A visible probability passes if it is within SM_ULP_TOL units in the last
+   place of the oracle or within SM_ABS_TOL absolutely (tiny probabilities,
+   where exp's relative error is larger than a few ULP of the result). */
+#define SM_ULP_TOL 4
+#define SM_ABS_TOL 1e-7
+
+/* ---- problem set-up ------------------------------------------------------ */
+
+typedef struct sm_shape {
+    size_t B, H, Lq, Lk;
+    size_t x_pad, y_pad; /* floats of gap after each row */
+    size_t misalign;     /* floats off a 64-byte boundary */
+    int in_place;
+    int bl_layout; /* rows ordered [b, i, h] instead of [b, h, i] */
+} sm_shape;
+
+typedef struct sm_problem {
+    sm_shape s;
+    peak_softmax_desc d;
+    float *x, *y, *x0; /* y == x in place; x0 = x before the call */
+    size_t nx, ny;
+    uint8_t *keep;
+    float *bias;
+    int32_t *key_len;
+    uint64_t rng;
+} sm_problem;
+
+/* Elements spanned by a [B, H, Lq, Lk] operand with these strides. */
+static size_t span(const sm_shape *s, const ptrdiff_t st[3])
+{
+    return (s->B - 1) * (size_t)st[0] + (s->H - 1) * (size_t)st[1] +
+           (s->Lq - 1) * (size_t)st[2] + s->Lk;
+}
+
+static void layout_strides(const sm_shape *s, size_t row, ptrdiff_t st[3])
+{
+    if (s->bl_layout) {
+        st[0] = (ptrdiff_t)(s->Lq * s->H * row);
+        st[1] = (ptrdiff_t)row;
+        st[2] = (ptrdiff_t)(s->H * row);
+    } else {
+        st[0] = (ptrdiff_t)(s->H * s->Lq * row);
+        st[1] = (ptrdiff_t)(s->Lq * row);
+        st[2] = (ptrdiff_t)row;
+    }
+}
+
+static void sm_init(sm_problem *p, const sm_shape *s, uint64_t seed)
+{
+    peak_softmax_desc d0 = PEAK_SOFTMAX_DESC_DEFAULT;
+    memset(p, 0, sizeof *p);
+    p->s = *s;
+    p->d = d0;
+    p->d.batch = s->B;
+    p->d.heads = s->H;
+    p->d.q_len = s->Lq;
+    p->d.k_len = s->Lk;
+    p->rng = seed;
+    layout_strides(s, s->Lk + s->x_pad, p->d.x_stride);
+    p->nx = span(s, p->d.x_stride);
+    p->x = peak_test_alloc(p->nx, s->misalign);
+    if (s->in_place) {
+        memcpy(p->d.y_stride, p->d.x_stride, sizeof p->d.y_stride);
+        p->y = p->x;
+        p->ny = p->nx;
+    } else {
+        layout_strides(s, s->Lk + s->y_pad, p->d.y_stride);
+        p->ny = span(s, p->d.y_stride);
+        p->y = peak_test_alloc(p->ny, (s->misalign + 3) % 16);
+    }
+}
+
+static void sm_free(sm_problem *p)
+{
+    if (p->y != p->x)
+        peak_test_free(p->y);
+    peak_test_free(p->x);
+    peak_test_free(p->bias);
+    free(p->x0);
+    free(p->keep);
+    free(p->key_len);
+}
+
+/* Mask strides: each of b, h, i either packed or broadcast (0). */
+static void mask_strides(const sm_shape *s, unsigned broadcast, ptrdiff_t st[3])
+{
+    st[2] = (broadcast & 4) ? 0 : (ptrdiff_t)s->Lk;
+    st[1] = (broadcast & 2) ? 0 : (ptrdiff_t)(s->Lq * s->Lk);
+    st[0] = (broadcast & 1) ? 0 : (ptrdiff_t)(s->H * s->Lq * s->Lk);
+}
+
+/* A boolean mask keeping each key with probability `density`. */
+static void sm_add_keep(sm_problem *p, unsigned broadcast, double density)
+{
+    mask_strides(&p->s, broadcast, p->d.mask.keep_stride);
+    size_t n = span(&p->s, p->d.mask.keep_stride);
+    p->keep = malloc(n);
+    for (size_t e = 0; e < n; e++)
+        p->keep[e] = peak_test_uniform(&p->rng, 0.0f, 1.0f) < density ? 1 : 0;
+    p->d.mask.keep = p->keep;
+}
+
+/* An additive mask in [lo, hi) with -inf at a fraction `masked`. */
+static void sm_add_bias(sm_problem *p, unsigned broadcast, float lo, float hi, double masked)
+{
+    mask_strides(&p->s, broadcast, p->d.mask.bias_stride);
+    size_t n = span(&p->s, p->d.mask.bias_stride);
+    p->bias = peak_test_alloc(n, 1);
+    for (size_t e = 0; e < n; e++) {
+        int off = peak_test_uniform(&p->rng, 0.0f, 1.0f) < masked;
+        p->bias[e] = off ? -INFINITY : peak_test_uniform(&p->rng, lo, hi);
+    }
+    p->d.mask.bias = p->bias;
+}
+
+/* Key lengths drawn from [0, Lk], with 0 and Lk forced in when B allows. */
+static void sm_add_key_len(sm_problem *p)
+{
+    p->key_len = malloc(p->s.B * sizeof *p->key_len);
+    for (size_t b = 0; b < p->s.B; b++)
+        p->key_len[b] = (int32_t)(peak_test_next(&p->rng) % (p->s.Lk + 1));
+    if (p->s.B > 1)
+        p->key_len[1] = (int32_t)p->s.Lk;
+    if (p->s.B > 2)
+        p->key_len[2] = 0;
+    p->d.mask.key_len = p->key_len;
+}
+
+/* ---- the oracle ---------------------------------------------------------- */
+
+static const float *row_of(const float *base, const ptrdiff_t st[3], size_t b, size_t h, size_t i)
+{
+    return base + (ptrdiff_t)b * st[0] + (ptrdiff_t)h * st[1] + (ptrdiff_t)i * st[2];
+}
+
+/* peak.h's visibility rule, written out per element. */
+static int oracle_visible(const peak_softmax_desc *d, size_t b, size_t h, size_t i, size_t j)
+{
+    const peak_mask *m = &d->mask;
+    long long qpos = (long long)i + (long long)m->q_offset;
+    if (m->align == PEAK_ALIGN_BOTTOM_RIGHT)
+        qpos += (long long)d->k_len - (long long)d->q_len;
+    if (m->causal && (long long)j > qpos)
+        return 0;
+    if (m->window && (long long)j <= qpos - (long long)m->window)
+        return 0;
+    if (m->key_len && (long long)j >= m->key_len[b])
+        return 0;
+    if (m->keep && !m->keep[b * m->keep_stride[0] + h * m->keep_stride[1] +
+                            i * m->keep_stride[2] + j])
+        return 0;
+    if (m->bias && m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] +
+                           i * m->bias_stride[2] + j] == -INFINITY)
+        return 0;
+    return 1;
+}
+
+/* The score as peak.h defines it: float x*scale, then float + bias. */
+static float oracle_score(const peak_softmax_desc *d, const float *x, size_t b, size_t h,
+                          size_t i, size_t j)
+{
+    const peak_mask *m = &d->mask;
+    float scale = d->scale == 0.0f ? 1.0f : d->scale;
+    float s = row_of(x, d->x_stride, b, h, i)[j] * scale;
+    if (m->bias)
+        s += m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] + i * m->bias_stride[2] + j];
+    return s;
+}
+
+enum { ROW_NORMAL, ROW_ZERO, ROW_NAN };
+
+/* ref[j] = probability (vis[j] = 1) or 0 (masked); returns the row kind. */
+static int oracle_row(const peak_softmax_desc *d, const float *x, size_t b, size_t h, size_t i,
+                      double *ref, int *vis)
+{
+    double m = -INFINITY;
+    int poisoned = 0;
+    for (size_t j = 0; j < d->k_len; j++) {
+        vis[j] = oracle_visible(d, b, h, i, j);
+        ref[j] = vis[j] ? oracle_score(d, x, b, h, i, j) : -INFINITY;
+        if (vis[j] && (isnan(ref[j]) || ref[j] == INFINITY))
+            poisoned = 1;
+        else if (ref[j] > m)
+            m = ref[j];
+    }
+    if (poisoned)
+        return ROW_NAN;
+    if (m == -INFINITY)
+        return ROW_ZERO;
+    double sum = 0.0;
+    for (size_t j = 0; j < d->k_len; j++)
+        sum += vis[j] ? exp(ref[j] - m) : 0.0;
+    for (size_t j = 0; j < d->k_len; j++)
+        ref[j] = vis[j] ? exp(ref[j] - m) / sum : 0.0;
+    return ROW_NORMAL;
+}
+
+/* ---- checking ------------------------------------------------------------ */
+
+static int entry_ok(int kind, int vis, double ref, float got)
+{
+    if (!vis || kind == ROW_ZERO)
+        return got == 0.0f && !signbit(got);
+    if (kind == ROW_NAN)
+        return isnan(got);
+    return fabs((double)got - ref) <= SM_ABS_TOL ||
+           peak_test_ulp_diff(got, (float)ref) <= SM_ULP_TOL;
+}
+
+static void expect_entry(const sm_problem *p, int kind, int vis, double ref, float got,
+                         size_t b, size_t h, size_t i, size_t j)
+{
+    if (entry_ok(kind, vis, ref, got))
+        return;
+    const char *want = !vis || kind == ROW_ZERO ? "+0" : kind == ROW_NAN ? "NaN" : "value";
+    ck_abort_msg("%s B%zu H%zu Lq%zu Lk%zu at [%zu,%zu,%zu,%zu]: expected %s %.9g, got %.9g "
+                 "(%lld ulp)",
+                 peak_isa_name(peak_test_isa), p->s.B, p->s.H, p->s.Lq, p->s.Lk, b, h, i, j, want,
+                 vis ? ref : 0.0, (double)got, (long long)peak_test_ulp_diff(got, (float)ref));
+}
+
+/* Every row against the oracle, every float of y outside a row untouched. */
+static void sm_check(const sm_problem *p)
+{
+    const peak_softmax_desc *d = &p->d;
+    double *ref = malloc(d->k_len * sizeof *ref);
+    int *vis = malloc(d->k_len * sizeof *vis);
+    unsigned char *covered = calloc(p->ny, 1);
+    for (size_t b = 0; b < d->batch; b++)
+        for (size_t h = 0; h < d->heads; h++)
+            for (size_t i = 0; i < d->q_len; i++) {
+                int kind = oracle_row(d, p->x0, b, h, i, ref, vis);
+                const float *y = row_of(p->y, d->y_stride, b, h, i);
+                for (size_t j = 0; j < d->k_len; j++) {
+                    expect_entry(p, kind, vis[j], ref[j], y[j], b, h, i, j);
+                    covered[(size_t)(y + j - p->y)] = 1;
+                }
+            }
+    for (size_t e = 0; e < p->ny; e++)
+        CHECK(covered[e] || peak_test_is_canary(p->y[e]),
+                      "%s: gap float %zu of y was written", peak_isa_name(peak_test_isa), e);
+    free(covered);
+    free(vis);
+    free(ref);
+}
+
+/* Scores in [lo, hi) at visible keys; masked keys and gaps keep the canary. */
+static void sm_fill_visible(sm_problem *p, float lo, float hi)
+{
+    const peak_softmax_desc *d = &p->d;
+    for (size_t b = 0; b < d->batch; b++)
+        for (size_t h = 0; h < d->heads; h++)
+            for (size_t i = 0; i < d->q_len; i++) {
+                float *x = (float *)row_of(p->x, d->x_stride, b, h, i);
+                for (size_t j = 0; j < d->k_len; j++)
+                    if (oracle_visible(d, b, h, i, j))
+                        x[j] = peak_test_uniform(&p->rng, lo, hi);
+            }
+}
+
+static void sm_run(sm_problem *p)
+{
+    p->x0 = malloc(p->nx * sizeof *p->x0);
+    memcpy(p->x0, p->x, p->nx * sizeof *p->x0);
+    ck_assert_int_eq(peak_softmax(p->y, p->x, &p->d), PEAK_OK);
+    if (!p->s.in_place)
+        CHECK(peak_test_bytes_equal(p->x, p->x0, p->nx * sizeof(float)),
+                      "input x was modified");
+    sm_check(p);
+}
+
+/* Fills, runs, checks and frees a problem whose mask is already set. */
+static void sm_finish(sm_problem *p, float lo, float hi)
+{
+    sm_fill_visible(p, lo, hi);
+    sm_run(p);
+    sm_free(p);
+}
+
+static void sm_simple(const sm_shape *s, float scale, uint64_t seed)
+{
+    sm_problem p;
+    sm_init(&p, s, seed);
+    p.d.scale = scale;
+    sm_finish(&p, -8.0f, 8.0f);
+}
+
+/* ---- sizes, strides, layouts --------------------------------------------- */
+
+/* Sizes 1..70 run as 7 Check tests of 10 sizes each: a fork per size
+   costs more than the size itself under AddressSanitizer. */
+#define SIZE_GROUP 10
+#define SIZE_GROUPS 7
+
+static const size_t model_sizes[] = {512, 768};
+
+START_TEST(sizes_1_to_70)
+{
+    for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
+        sm_shape s = {1, 1, 2, n, 0, 0, 0, 0, 0};
+        sm_simple(&s, 1.0f, 100 + n);
+        s.in_place = 1;
+        sm_simple(&s, 0.125f, 200 + n);
+    }
+}
+END_TEST
+
+START_TEST(model_sizes_with_batch_and_heads)
+{
+    sm_shape s = {2, 3, 2, model_sizes[_i], 0, 0, 0, 0, 0};
+    sm_simple(&s, 0.0f, 300 + (uint64_t)_i); /* scale 0 means 1 */
+}
+END_TEST
+
+START_TEST(strided_rows_keep_gaps)
+{
+    static const size_t pads[] = {1, 3, 16, 37};
+    for (size_t k = 0; k < 4; k++) {
+        sm_shape s = {2, 2, 3, 1 + (size_t)_i * 9, pads[k], pads[(k + 1) % 4], 0, 0, (int)(k & 1)};
+        sm_simple(&s, 0.5f, 400 + k);
+    }
+}
+END_TEST
+
+START_TEST(misaligned_pointers)
+{
+    for (size_t mis = 1; mis < 16; mis += 3) {
+        sm_shape s = {1, 2, 2, 5 + (size_t)_i * 13, 1, 2, mis, 0, 0};
+        sm_simple(&s, -0.75f, 500 + mis);
+    }
+}
+END_TEST
+
+START_TEST(in_place_strided)
+{
+    for (int layout = 0; layout < 2; layout++) {
+        sm_shape s = {2, 3, 4, 3 + (size_t)_i * 11, 5, 0, 2, 1, layout};
+        sm_simple(&s, 2.0f, 600 + (uint64_t)layout);
+    }
+}
+END_TEST
+
+/* ---- masks ----------------------------------------------------------------- */
+
+START_TEST(causal_both_alignments_with_q_offset)
+{
+    static const size_t lq[] = {1, 3, 7, 16}, lk[] = {1, 5, 16, 33}, off[] = {0, 1, 5};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t c = 0; c < 4; c++)
+            for (size_t o = 0; o < 3; o++) {
+                sm_shape s = {1, 2, lq[a], lk[c], 1, 0, 0, 0, 0};
+                sm_problem p;
+                sm_init(&p, &s, 700 + a * 16 + c * 4 + o);
+                p.d.mask.causal = 1;
+                p.d.mask.align = (peak_align)_i;
+                p.d.mask.q_offset = off[o];
+                sm_finish(&p, -4.0f, 4.0f);
+            }
+}
+END_TEST
+
+START_TEST(sliding_window_with_and_without_causal)
+{
+    static const size_t win[] = {1, 2, 5, 100};
+    for (size_t w = 0; w < 4; w++)
+        for (int align = 0; align < 2; align++) {
+            sm_shape s = {1, 1, 9, 13, 0, 2, 1, 0, 0};
+            sm_problem p;
+            sm_init(&p, &s, 800 + w * 2 + (uint64_t)align);
+            p.d.mask.causal = _i;
+            p.d.mask.window = win[w];
+            p.d.mask.align = (peak_align)align;
+            p.d.mask.q_offset = w;
+            sm_finish(&p, -4.0f, 4.0f);
+        }
+}
+END_TEST
+
+START_TEST(key_padding_lengths)
+{
+    sm_shape s = {4, 2, 3, 1 + (size_t)_i * 7, 2, 1, 0, (int)(_i & 1), 0};
+    sm_problem p;
+    sm_init(&p, &s, 900 + (uint64_t)_i);
+    sm_add_key_len(&p);
+    sm_finish(&p, -4.0f, 4.0f);
+}
+END_TEST
+
+START_TEST(keep_mask_every_broadcast)
+{
+    sm_shape s = {2, 3, 4, 19, 1, 3, 0, 0, 0};
+    sm_problem p;
+    sm_init(&p, &s, 1000 + (uint64_t)_i);
+    sm_add_keep(&p, (unsigned)_i, 0.6);
+    sm_finish(&p, -4.0f, 4.0f);
+}
+END_TEST
+
+START_TEST(bias_mask_every_broadcast)
+{
+    sm_shape s = {2, 3, 4, 21, 0, 1, 1, (int)(_i & 1), 0};
+    sm_problem p;
+    sm_init(&p, &s, 1100 + (uint64_t)_i);
+    p.d.scale = 0.25f;
+    sm_add_bias(&p, (unsigned)_i, -3.0f, 3.0f, 0.3);
+    sm_finish(&p, -4.0f, 4.0f);
+}
+END_TEST
+
+/* A finite bias, however negative, is added, not treated as a mask: a row
+   whose visible biases are all -1e30 is the uniform distribution over the
+   keys (x is absorbed by the rounding of x + -1e30). */
+START_TEST(huge_finite_bias_is_added)
+{
+    sm_shape s = {1, 1, 3, 17, 0, 0, 0, 0, 0};
+    sm_problem p;
+    sm_init(&p, &s, 1200);
+    sm_add_bias(&p, 0, -1.0f, 1.0f, 0.2);
+    for (size_t j = 0; j < 17; j++)
+        if (p.bias[j] != -INFINITY)
+            p.bias[j] = -1e30f; /* row 0 */
+    p.bias[17 + 3] = -1e30f;    /* one key of row 1 nearly impossible */
+    sm_finish(&p, -4.0f, 4.0f);
+}
+END_TEST
+
+/* Offsets and windows far beyond the row (api.c accepts up to 2^40): the
+   kernel's signed range arithmetic must neither overflow nor wrap. */
+START_TEST(large_offsets_and_windows)
+{
+    static const size_t big[] = {(size_t)1 << 40, ((size_t)1 << 40) - 3, 1000000};
+    sm_shape s = {1, 1, 5, 9, 0, 0, 0, 0, 0};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t w = 0; w < 3; w++) {
+            sm_problem p;
+            sm_init(&p, &s, 1250 + a * 3 + w);
+            p.d.mask.causal = 1;
+            p.d.mask.align = (peak_align)_i;
+            p.d.mask.q_offset = big[a];
+            p.d.mask.window = big[w];
+            sm_finish(&p, -4.0f, 4.0f);
+        }
+}
+END_TEST
+
+/* Random combinations of every mask kind against the oracle. */
+START_TEST(mask_combinations_fuzz)
+{
+    uint64_t rng = 1300 + (uint64_t)_i;
+    for (int n = 0; n < 150; n++) {
+        sm_shape s = {1 + peak_test_next(&rng) % 3, 1 + peak_test_next(&rng) % 3,
+                      1 + peak_test_next(&rng) % 9, 1 + peak_test_next(&rng) % 40,
+                      peak_test_next(&rng) % 3, peak_test_next(&rng) % 3,
+                      peak_test_next(&rng) % 4, (int)(peak_test_next(&rng) % 2),
+                      (int)(peak_test_next(&rng) % 2)};
+        sm_problem p;
+        sm_init(&p, &s, peak_test_next(&rng));
+        unsigned pick = (unsigned)peak_test_next(&rng);
+        p.d.scale = (pick & 1) ? 0.3f : 0.0f;
+        p.d.mask.causal = (pick >> 1) & 1;
+        p.d.mask.align = (peak_align)((pick >> 2) & 1);
+        p.d.mask.q_offset = (pick >> 3) & 3;
+        p.d.mask.window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0;
+        if ((pick >> 9) & 1)
+            sm_add_key_len(&p);
+        if ((pick >> 10) & 1)
+            sm_add_keep(&p, (pick >> 11) & 7, 0.7);
+        if ((pick >> 14) & 1)
+            sm_add_bias(&p, (pick >> 15) & 7, -2.0f, 2.0f, 0.2);
+        sm_finish(&p, -6.0f, 6.0f);
+    }
+}
+END_TEST
+
+/* ---- special rows ---------------------------------------------------------- */
+
+START_TEST(fully_masked_rows_are_zero)
+{
+    /* Lk = 2 < Lq for the alignment cases, so early rows see no key. */
+    sm_shape s = {3, 2, 4, _i >= 3 ? 2 : 11, 1, 1, 0, (int)(_i & 1), 0};
+    sm_problem p;
+    sm_init(&p, &s, 1400 + (uint64_t)_i);
+    switch (_i) {
+    case 0: /* key_len[2] == 0 */
+        sm_add_key_len(&p);
+        break;
+    case 1: /* keep all zero */
+        sm_add_keep(&p, 0, 0.0);
+        break;
+    case 2: /* bias all -inf */
+        sm_add_bias(&p, 7, 0.0f, 1.0f, 1.0);
+        break;
+    case 3: /* bottom-right with Lq > Lk */
+        p.d.mask.causal = 1;
+        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        break;
+    default: /* a window that ends before key 0 for early rows of a short row */
+        p.d.mask.causal = 1;
+        p.d.mask.window = 2;
+        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        break;
+    }
+    sm_finish(&p, -4.0f, 4.0f);
+}
+END_TEST
+
+/* Visible NaN/+inf poison the row; NaN/inf at masked keys are never read. */
+START_TEST(nonfinite_scores)
+{
+    static const float bad[] = {NAN, INFINITY};
+    sm_shape s = {1, 1, 4, 9, 0, 0, 0, 0, 0};
+    sm_problem p;
+    sm_init(&p, &s, 1500 + (uint64_t)_i);
+    sm_add_key_len(&p);
+    p.key_len[0] = 6;
+    sm_fill_visible(&p, -3.0f, 3.0f);
+    p.x[0 * 9 + 2] = bad[_i];     /* visible: row 0 is NaN at keys < 6 */
+    p.x[1 * 9 + 7] = bad[_i];     /* masked by key_len: row 1 normal */
+    p.x[2 * 9 + 8] = -bad[_i];    /* masked: NaN or -inf, row 2 normal */
+    p.x[3 * 9 + 1] = -INFINITY;   /* visible -inf: probability 0 */
+    sm_run(&p);
+    sm_free(&p);
+}
+END_TEST
+
+/* Every visible score -inf: no probability mass, the row is zeros. */
+START_TEST(all_visible_minus_inf_is_zero_row)
+{
+    sm_shape s = {1, 1, 2, 6, 0, 0, 0, 0, 0};
+    sm_problem p;
+    sm_init(&p, &s, 1600);
+    for (size_t e = 0; e < 12; e++)
+        p.x[e] = e < 6 ? -INFINITY : (float)e;
+    sm_run(&p);
+    sm_free(&p);
+}
+END_TEST
+
+/* Max subtraction: scores of +-1e30 and [90, 100] must not overflow. */
+START_TEST(huge_magnitudes)
+{
+    static const float lo[] = {90.0f, -100.0f, 1e30f, -1e30f, -1e30f};
+    static const float hi[] = {100.0f, -90.0f, 3e30f, -3e29f, 1e30f};
+    sm_shape s = {1, 2, 3, 1 + (size_t)_i * 15, 0, 0, 0, 0, 0};
+    for (size_t r = 0; r < 5; r++) {
+        sm_problem p;
+        sm_init(&p, &s, 1700 + r);
+        sm_finish(&p, lo[r], hi[r]);
+    }
+}
+END_TEST
+
+/* ---- decoding -------------------------------------------------------------- */
+
+/* Softmax of one query at offset t over a cache of L keys equals row t of
+   the full causal call, with top-left + q_offset and with bottom-right over
+   the first t+1 keys. */
+START_TEST(decode_rows_match_full_causal)
+{
+    const size_t L = 1 + (size_t)_i * 5;
+    sm_shape s = {1, 1, L, L, 0, 0, 0, 0, 0};
+    sm_problem full;
+    sm_init(&full, &s, 1800);
+    full.d.mask.causal = 1;
+    sm_fill_visible(&full, -5.0f, 5.0f);
+    sm_run(&full);
+    for (size_t t = 0; t < L; t++) {
+        for (int align = 0; align < 2; align++) {
+            peak_softmax_desc d = full.d;
+            d.q_len = 1;
+            d.k_len = align ? t + 1 : L;
+            d.mask.align = (peak_align)align;
+            d.mask.q_offset = align ? 0 : t;
+            float *y = peak_test_alloc(d.k_len, 0);
+            ck_assert_int_eq(peak_softmax(y, full.x0 + t * L, &d), PEAK_OK);
+            for (size_t j = 0; j < d.k_len; j++) {
+                float want = full.y[t * L + j];
+                CHECK(peak_test_ulp_diff(y[j], want) <= SM_ULP_TOL ||
+                                  fabs((double)y[j] - want) <= SM_ABS_TOL,
+                              "%s L%zu t%zu align %d key %zu: decode %.9g, full %.9g",
+                              peak_isa_name(peak_test_isa), L, t, align, j, (double)y[j],
+                              (double)want);
+            }
+            peak_test_free(y);
+        }
+    }
+    sm_free(&full);
+}
+END_TEST
+
+/* ---- invalid arguments ------------------------------------------------------ */
+
+typedef struct bad_call {
+    const char *what;
+    peak_status want;
+} bad_call;
+
+/* Runs peak_softmax on a mutated copy of a valid problem and checks that
+   it fails with `want` and leaves y untouched. */
+static void expect_rejected(const sm_problem *p, const peak_softmax_desc *d, float *y,
+                            const float *x, bad_call c)
+{
+    float *before = malloc(p->ny * sizeof *before);
+    memcpy(before, p->y, p->ny * sizeof *before);
+    peak_status got = peak_softmax(y, x, d);
+    CHECK(got == c.want, "%s: %s: status %d, want %d", peak_isa_name(peak_test_isa),
+                  c.what, (int)got, (int)c.want);
+    CHECK(peak_test_bytes_equal(before, p->y, p->ny * sizeof *before),
+                  "%s: output changed", c.what);
+    free(before);
+}
+
+START_TEST(invalid_arguments)
+{
+    sm_shape s = {2, 2, 3, 8, 0, 0, 0, 0, 0};
+    sm_problem p;
+    sm_init(&p, &s, 1900);
+    sm_fill_visible(&p, -1.0f, 1.0f);
+    sm_add_key_len(&p);
+    peak_softmax_desc d;
+    const bad_call inval = {"", PEAK_ERR_INVALID_ARG};
+    bad_call c = inval;
+
+    c.what = "NULL y";
+    expect_rejected(&p, &p.d, NULL, p.x, c);
+    c.what = "NULL x";
+    expect_rejected(&p, &p.d, p.y, NULL, c);
+    c.what = "NULL desc";
+    expect_rejected(&p, NULL, p.y, p.x, c);
+
+    size_t *sizes[4] = {&d.batch, &d.heads, &d.q_len, &d.k_len};
+    for (int k = 0; k < 4; k++) {
+        d = p.d;
+        *sizes[k] = 0;
+        c.what = "zero size";
+        expect_rejected(&p, &d, p.y, p.x, c);
+    }
+    d = p.d;
+    d.y_stride[2] = 7; /* rows of 8 overlap */
+    c.what = "y rows overlap";
+    expect_rejected(&p, &d, p.y, p.x, c);
+    d = p.d;
+    d.y_stride[0] = -1;
+    c.what = "negative stride";
+    expect_rejected(&p, &d, p.y, p.x, c);
+    d = p.d;
+    d.scale = INFINITY;
+    c.what = "infinite scale";
+    expect_rejected(&p, &d, p.y, p.x, c);
+    d.scale = NAN;
+    c.what = "NaN scale";
+    expect_rejected(&p, &d, p.y, p.x, c);
+    d = p.d;
+    d.mask.align = (peak_align)2;
+    c.what = "bad align";
+    expect_rejected(&p, &d, p.y, p.x, c);
+    d = p.d;
+    d.y_stride[2] = 9;
+    c.what = "in place with different strides";
+    expect_rejected(&p, &d, p.y, p.y, c);
+
+    c.want = PEAK_ERR_OUT_OF_RANGE;
+    p.key_len[1] = 9;
+    c.what = "key_len > Lk";
+    expect_rejected(&p, &p.d, p.y, p.x, c);
+    p.key_len[1] = -1;
+    c.what = "key_len < 0";
+    expect_rejected(&p, &p.d, p.y, p.x, c);
+    sm_free(&p);
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------- */
+
+static Suite *make_suite(peak_isa isa)
+{
+    Suite *s = suite_create("softmax");
+    TCase *tc = tcase_create(peak_isa_name(isa));
+    tcase_add_loop_test(tc, sizes_1_to_70, 0, SIZE_GROUPS);
+    tcase_add_loop_test(tc, model_sizes_with_batch_and_heads, 0, 2);
+    tcase_add_loop_test(tc, strided_rows_keep_gaps, 0, 5);
+    tcase_add_loop_test(tc, misaligned_pointers, 0, 4);
+    tcase_add_loop_test(tc, in_place_strided, 0, 4);
+    tcase_add_loop_test(tc, causal_both_alignments_with_q_offset, 0, 2);
+    tcase_add_loop_test(tc, sliding_window_with_and_without_causal, 0, 2);
+    tcase_add_loop_test(tc, key_padding_lengths, 0, 6);
+    tcase_add_loop_test(tc, keep_mask_every_broadcast, 0, 8);
+    tcase_add_loop_test(tc, bias_mask_every_broadcast, 0, 8);
+    tcase_add_test(tc, huge_finite_bias_is_added);
+    tcase_add_loop_test(tc, large_offsets_and_windows, 0, 2);
+    tcase_add_loop_test(tc, mask_combinations_fuzz, 0, 8);
+    tcase_add_loop_test(tc, fully_masked_rows_are_zero, 0, 5);
+    tcase_add_loop_test(tc, nonfinite_scores, 0, 2);
+    tcase_add_test(tc, all_visible_minus_inf_is_zero_row);
+    tcase_add_loop_test(tc, huge_magnitudes, 0, 4);
+    tcase_add_loop_test(tc, decode_rows_match_full_causal, 0, 4);
+    tcase_add_test(tc, invalid_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return peak_test_main(argc, argv, make_suite);
+}
