@@ -18,27 +18,58 @@
 #include <sys/auxv.h>
 #endif
 
-/* Reference first, then override (BLIS): a tier without its own version of a
-   family keeps the scalar kernel, so no slot is ever NULL. */
-#define PEAK_SCALAR_ROW(tier, pe_table_fn)                                         \
-    {                                                                              \
-        .isa = (tier), .pe_table = (pe_table_fn), .pe_add = peak_f32_pe_add__scalar, \
-        .embed_pe = peak_f32_embed_pe__scalar, .softmax = peak_f32_softmax__scalar,  \
-        .attention = peak_f32_sdpa__scalar,                                        \
-        .attention_ws = peak_f32_sdpa_workspace__scalar,                           \
-        .add_layernorm = peak_f32_add_layernorm__scalar,                           \
-    }
+/* One row per tier.  Reference first, then override (BLIS): a family with no
+   kernel of its own on a tier keeps the scalar kernel, so no slot is ever
+   NULL.  Each row lists every family so a reader sees at a glance which
+   tiers are really vectorised. */
+const peak_kernels peak_kernels_scalar = {
+    .isa = PEAK_ISA_SCALAR,
+    .pe_table = peak_f32_pe_table__scalar,
+    .pe_add = peak_f32_pe_add__scalar,
+    .embed_pe = peak_f32_embed_pe__scalar,
+    .softmax = peak_f32_softmax__scalar,
+    .attention = peak_f32_sdpa__scalar,
+    .attention_ws = peak_f32_sdpa_workspace__scalar,
+    .add_layernorm = peak_f32_add_layernorm__scalar,
+};
 
-const peak_kernels peak_kernels_scalar = PEAK_SCALAR_ROW(PEAK_ISA_SCALAR, peak_f32_pe_table__scalar);
 #if PEAK_HAVE_AVX2
-const peak_kernels peak_kernels_avx2 = PEAK_SCALAR_ROW(PEAK_ISA_AVX2, peak_f32_pe_table__avx2);
+const peak_kernels peak_kernels_avx2 = {
+    .isa = PEAK_ISA_AVX2,
+    .pe_table = peak_f32_pe_table__avx2,
+    .pe_add = peak_f32_pe_add__scalar,
+    .embed_pe = peak_f32_embed_pe__scalar,
+    .softmax = peak_f32_softmax__scalar,
+    .attention = peak_f32_sdpa__scalar,
+    .attention_ws = peak_f32_sdpa_workspace__scalar,
+    .add_layernorm = peak_f32_add_layernorm__scalar,
+};
 #endif
+
 #if PEAK_HAVE_AVX512
-const peak_kernels peak_kernels_avx512 = PEAK_SCALAR_ROW(PEAK_ISA_AVX512, peak_f32_pe_table__avx512);
+const peak_kernels peak_kernels_avx512 = {
+    .isa = PEAK_ISA_AVX512,
+    .pe_table = peak_f32_pe_table__avx512,
+    .pe_add = peak_f32_pe_add__scalar,
+    .embed_pe = peak_f32_embed_pe__scalar,
+    .softmax = peak_f32_softmax__scalar,
+    .attention = peak_f32_sdpa__scalar,
+    .attention_ws = peak_f32_sdpa_workspace__scalar,
+    .add_layernorm = peak_f32_add_layernorm__scalar,
+};
 #endif
+
 #if PEAK_HAVE_NEON
-/* No NEON kernel has landed yet: the NEON row is the scalar row. */
-const peak_kernels peak_kernels_neon = PEAK_SCALAR_ROW(PEAK_ISA_NEON, peak_f32_pe_table__scalar);
+const peak_kernels peak_kernels_neon = {
+    .isa = PEAK_ISA_NEON,
+    .pe_table = peak_f32_pe_table__scalar,
+    .pe_add = peak_f32_pe_add__scalar,
+    .embed_pe = peak_f32_embed_pe__scalar,
+    .softmax = peak_f32_softmax__scalar,
+    .attention = peak_f32_sdpa__scalar,
+    .attention_ws = peak_f32_sdpa_workspace__scalar,
+    .add_layernorm = peak_f32_add_layernorm__scalar,
+};
 #endif
 
 #define N_TIERS 4
