@@ -1,0 +1,652 @@
+/*
+ * test-pe-table.c - peak_pe_table on one tier.
+ *
+ *   - EXACT mode against an oracle written here in long double (powl for the
+ *     frequency, sinl/cosl of p * w): within 2^-23 for p < 2^20, d <= 8192;
+ *   - every tier bit-identical to the scalar kernel, and a row the same bits
+ *     whatever pos0/n_pos produced it (and the scalar row/column helpers the
+ *     on-the-fly PE uses);
+ *   - TORCH_F32 mode against rows PyTorch 1.13 computed
+ *     (scripts/make-torch-pe-ref.py -> tests/data/torch-pe-*.bin);
+ *   - argument validation leaves the output untouched.
+ */
+#include "test-util.h"
+
+#include "pe-table.h" /* peak_pe_row__scalar, peak_pe_cols__scalar */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ck_assert_msg records every passing assertion (a pipe write), which
+   dominates element-wise checks: only call Check on failure. */
+#define CHECK(cond, ...)                                                         \
+    do {                                                                         \
+        if (!(cond))                                                             \
+            ck_abort_msg(__VA_ARGS__);                                           \
+    } while (0)
+
+#define TIER peak_isa_name(peak_test_isa)
+
+static const char *const layout_names[3] = {"interleaved", "split", "split_paper"};
+static const char *const mode_names[2] = {"exact", "torch_f32"};
+
+static peak_pe_params make_params(int layout, int mode, double base)
+{
+    peak_pe_params p = PEAK_PE_PARAMS_DEFAULT;
+    p.layout = (peak_pe_layout)layout;
+    p.mode = (peak_pe_mode)mode;
+    p.base = base;
+    return p;
+}
+
+/* ---- the long double oracle -------------------------------------------------- */
+
+/* Frequencies w_i of the layout, straight from peak.h's definitions. */
+static long double *oracle_freqs(size_t d, peak_pe_layout layout, double base)
+{
+    size_t half = d / 2;
+    size_t n = layout == PEAK_PE_INTERLEAVED ? (d + 1) / 2 : half;
+    long double *w = malloc((n ? n : 1) * sizeof *w);
+    for (size_t i = 0; i < n; i++) {
+        long double e = layout == PEAK_PE_SPLIT
+                            ? (long double)i / (long double)(half > 1 ? half - 1 : 1)
+                            : 2.0L * (long double)i / (long double)d;
+        w[i] = powl((long double)base, -e);
+    }
+    return w;
+}
+
+static long double oracle(const long double *w, size_t p, size_t col, size_t d,
+                          peak_pe_layout layout)
+{
+    size_t half = d / 2, i;
+    int is_cos;
+    if (layout == PEAK_PE_INTERLEAVED) {
+        i = col / 2;
+        is_cos = (int)(col & 1);
+    } else if (col >= 2 * half) {
+        return 0.0L;
+    } else {
+        is_cos = col >= half;
+        i = is_cos ? col - half : col;
+    }
+    long double a = (long double)p * w[i];
+    return is_cos ? cosl(a) : sinl(a);
+}
+
+/* Max |row - oracle| over one row. */
+static double row_error(const float *row, const long double *w, size_t p, size_t d,
+                        peak_pe_layout layout)
+{
+    double worst = 0.0;
+    for (size_t c = 0; c < d; c++) {
+        double e = (double)fabsl((long double)row[c] - oracle(w, p, c, d, layout));
+        CHECK(!isnan(row[c]), "%s: NaN at p=%zu col %zu d=%zu", TIER, p, c, d);
+        if (e > worst)
+            worst = e;
+    }
+    return worst;
+}
+
+/* ---- EXACT mode accuracy ----------------------------------------------------- */
+
+/* Largest error seen (x86-64, every tier, all layouts, bases 10000, 5e5 and
+   2.5): 2.98e-8 = 2^-25.0, i.e. the float rounding of values near 1.  The
+   double-precision part is far smaller: on 3.5 million entries (d 512 and
+   8192, p < 2^20) 99.97% were the correctly rounded float of the exact
+   value, and the others cost at most 2.5e-10 more.  The bound tested is the
+   promised 2^-23. */
+#define EXACT_BOUND 0x1p-23
+
+static const size_t exact_dims[] = {1,  2,  3,  7,   8,   15,  16,   17,
+                                    63, 64, 65, 511, 512, 768, 1024, 8192};
+
+static double exact_worst[3];
+
+static void check_exact_rows(peak_pe_layout layout, double base, size_t d, const size_t *pos,
+                             size_t n_single, size_t block0, size_t block_n)
+{
+    peak_pe_params prm = make_params(layout, PEAK_PE_EXACT, base);
+    long double *w = oracle_freqs(d, layout, base);
+    float *row = peak_test_alloc(d, 0);
+    for (size_t k = 0; k < n_single; k++) {
+        ck_assert_int_eq(peak_pe_table(row, 1, d, pos[k], &prm), PEAK_OK);
+        double e = row_error(row, w, pos[k], d, layout);
+        CHECK(e <= EXACT_BOUND, "%s %s base %g d=%zu p=%zu: error %.3g > 2^-23", TIER,
+              layout_names[layout], base, d, pos[k], e);
+        if (e > exact_worst[layout])
+            exact_worst[layout] = e;
+    }
+    peak_test_free(row);
+    if (block_n) {
+        float *t = peak_test_alloc(block_n * d, 0);
+        ck_assert_int_eq(peak_pe_table(t, block_n, d, block0, &prm), PEAK_OK);
+        for (size_t r = 0; r < block_n; r++) {
+            double e = row_error(t + r * d, w, block0 + r, d, layout);
+            CHECK(e <= EXACT_BOUND, "%s %s base %g d=%zu p=%zu (block): error %.3g", TIER,
+                  layout_names[layout], base, d, block0 + r, e);
+            if (e > exact_worst[layout])
+                exact_worst[layout] = e;
+        }
+        peak_test_free(t);
+    }
+    free(w);
+}
+
+START_TEST(exact_mode_within_2_pow_minus_23)
+{
+    const peak_pe_layout layout = (peak_pe_layout)_i;
+    size_t pos[24] = {0, 1, 2, 31, 32, 33, 4999, 5000, 96079, (1u << 20) - 1, 65535, 524288};
+    size_t n_pos = 12;
+    uint64_t rng = 0x5eed0000u + (uint64_t)_i;
+    while (n_pos < 24)
+        pos[n_pos++] = (size_t)(peak_test_next(&rng) % (1u << 20));
+
+    for (size_t k = 0; k < sizeof exact_dims / sizeof exact_dims[0]; k++) {
+        size_t d = exact_dims[k];
+        if (d == 8192) /* sampled rows */
+            check_exact_rows(layout, 10000.0, d, pos + 6, 6, (1u << 20) - 3, 3);
+        else
+            check_exact_rows(layout, 10000.0, d, pos, n_pos, (1u << 20) - 24, 24);
+    }
+    /* RoPE-style and tiny bases: other frequency ranges, same bound. */
+    const double bases[] = {500000.0, 2.5};
+    const size_t dims[] = {7, 64, 65, 512};
+    for (size_t b = 0; b < 2; b++)
+        for (size_t k = 0; k < 4; k++)
+            check_exact_rows(layout, bases[b], dims[k], pos, n_pos, 4990, 20);
+    printf("%s %s: max |EXACT - oracle| = %.3g (2^%.2f)\n", TIER, layout_names[layout],
+           exact_worst[layout], log2(exact_worst[layout]));
+}
+END_TEST
+
+/* ---- the double-precision sincos ----------------------------------------------- */
+
+typedef void (*sincos_chunk_fn)(const double *x, double *s, double *c);
+
+static sincos_chunk_fn tier_sincos(void)
+{
+    switch (peak_test_isa) {
+#if PEAK_HAVE_AVX2
+    case PEAK_ISA_AVX2:
+        return peak_pe_sincos_chunk__avx2;
+#endif
+#if PEAK_HAVE_AVX512
+    case PEAK_ISA_AVX512:
+        return peak_pe_sincos_chunk__avx512;
+#endif
+    default:
+        return peak_pe_sincos_chunk__scalar;
+    }
+}
+
+/* Largest error seen against sinl/cosl: 1.4e-16 (x < 2^33). */
+#define SINCOS_BOUND 2.5e-16
+
+/* The tier's sincos against the scalar one in double (every bit, including
+   the rare slow-path lanes), and both against long double. */
+START_TEST(sincos_double_bits_and_accuracy)
+{
+    PEAK_PE_ALIGN double x[PEAK_PE_CHUNK], s0[PEAK_PE_CHUNK], c0[PEAK_PE_CHUNK];
+    PEAK_PE_ALIGN double s1[PEAK_PE_CHUNK], c1[PEAK_PE_CHUNK];
+    const sincos_chunk_fn tier = tier_sincos();
+    uint64_t rng = 0x51c05;
+    double worst = 0.0;
+    for (int round = 0; round < 4000; round++) {
+        for (size_t j = 0; j < PEAK_PE_CHUNK; j++) {
+            uint64_t u = peak_test_next(&rng);
+            double v;
+            switch ((u >> 60) & 7) {
+            case 0: /* near a multiple of pi/4: quadrant edges */
+                v = (double)((u >> 8) % 100000) * 0x1.921fb54442d18p-1 +
+                    (double)(int)(u & 0xff) * 0x1p-40;
+                break;
+            case 1: /* small */
+                v = ldexp((double)(u & 0xfffff), -(int)((u >> 20) % 60));
+                break;
+            case 2: /* integers times a frequency, as the driver forms them */
+                v = (double)((u >> 10) % ((uint64_t)1 << 32)) *
+                    pow(10000.0, -(double)(u & 1023) / 1024.0);
+                break;
+            default: /* uniform up to 2^33 */
+                v = (double)(u >> 11) * 0x1p-20;
+                break;
+            }
+            x[j] = fabs(v);
+        }
+        if (round == 0) { /* the slow path: beyond 2^50, overflowed */
+            x[1] = 0x1p50;
+            x[2] = 0x1.8p60;
+            x[3] = 1e300;
+            x[4] = INFINITY;
+            x[5] = NAN;
+            x[6] = 0x1.fffffffffffffp49;
+            x[7] = 0.0;
+        }
+        peak_pe_sincos_chunk__scalar(x, s0, c0);
+        tier(x, s1, c1);
+        for (size_t j = 0; j < PEAK_PE_CHUNK; j++) {
+            CHECK(peak_test_bytes_equal(&s0[j], &s1[j], sizeof(double)) &&
+                      peak_test_bytes_equal(&c0[j], &c1[j], sizeof(double)),
+                  "%s: sincos(%a) = (%a, %a), scalar (%a, %a)", TIER, x[j], s1[j], c1[j], s0[j],
+                  c0[j]);
+            CHECK(!isnan(s0[j]) && !isnan(c0[j]), "sincos(%a) is NaN", x[j]);
+            if (x[j] < 0x1p33) {
+                double e = (double)fmaxl(fabsl((long double)s0[j] - sinl((long double)x[j])),
+                                         fabsl((long double)c0[j] - cosl((long double)x[j])));
+                CHECK(e <= SINCOS_BOUND, "sincos(%a): error %.3g", x[j], e);
+                if (e > worst)
+                    worst = e;
+            }
+        }
+    }
+    printf("%s: sincos max error %.3g against long double\n", TIER, worst);
+}
+END_TEST
+
+/* ---- bit identity across tiers ------------------------------------------------- */
+
+static const peak_pe_table_fn *scalar_kernel(void)
+{
+    const peak_kernels *k = peak_kernels_for(PEAK_ISA_SCALAR);
+    ck_assert_ptr_nonnull(k);
+    return &k->pe_table;
+}
+
+/* The tier through the public API (dispatch, validation) against the scalar
+   kernel called directly. */
+static void check_same_as_scalar(size_t n_pos, size_t d, size_t pos0, const peak_pe_params *prm,
+                                 size_t misalign)
+{
+    float *want = peak_test_alloc(n_pos * d, 0);
+    float *got = peak_test_alloc(n_pos * d, misalign);
+    (*scalar_kernel())(want, (ptrdiff_t)d, n_pos, d, pos0, prm);
+    peak_status st = peak_pe_table(got, n_pos, d, pos0, prm);
+    CHECK(st == PEAK_OK, "%s: status %d for n_pos %zu d %zu pos0 %zu", TIER, (int)st, n_pos, d,
+          pos0);
+    if (!peak_test_bytes_equal(want, got, n_pos * d * sizeof(float))) {
+        for (size_t e = 0; e < n_pos * d; e++)
+            CHECK(peak_test_bytes_equal(&want[e], &got[e], sizeof(float)),
+                  "%s %s %s base %g n_pos %zu d %zu pos0 %zu: row %zu col %zu is %a, "
+                  "scalar %a",
+                  TIER, layout_names[prm->layout], mode_names[prm->mode], prm->base, n_pos, d,
+                  pos0, e / d, e % d, (double)got[e], (double)want[e]);
+    }
+    peak_test_free(want);
+    peak_test_free(got);
+}
+
+/* _i = layout * 2 + mode */
+START_TEST(tiers_bit_identical_small_sizes)
+{
+    peak_pe_params prm = make_params(_i / 2, _i % 2, 10000.0);
+    const size_t rows[] = {1, 2, 31, 32, 33, 70};
+    for (size_t d = 1; d <= 70; d++)
+        for (size_t r = 0; r < 6; r++)
+            check_same_as_scalar(rows[r], d, (d & 1) ? 29 : 0, &prm, d % 4);
+    const size_t dims[] = {1, 2, 3, 8, 17, 64, 65, 70};
+    for (size_t n = 1; n <= 70; n++)
+        for (size_t k = 0; k < 8; k++)
+            check_same_as_scalar(n, dims[k], 1000003, &prm, 0);
+}
+END_TEST
+
+START_TEST(tiers_bit_identical_model_sizes_and_far_positions)
+{
+    peak_pe_params prm = make_params(_i / 2, _i % 2, 10000.0);
+    const size_t dims[] = {512, 768, 1024, 129};
+    const size_t top = (size_t)1 << 32;
+    for (size_t k = 0; k < 4; k++) {
+        check_same_as_scalar(1, dims[k], 4999, &prm, 0);
+        check_same_as_scalar(40, dims[k], 4971, &prm, 1);
+        check_same_as_scalar(37, dims[k], top - 37, &prm, 0);
+    }
+    const size_t small[] = {1, 7, 64, 65};
+    const size_t rows[] = {1, 33, 70};
+    for (size_t k = 0; k < 4; k++)
+        for (size_t r = 0; r < 3; r++)
+            check_same_as_scalar(rows[r], small[k], top - rows[r], &prm, 0);
+}
+END_TEST
+
+/* Bases far from 10000 reach the slow sincos path (angles >= 2^50 or
+   overflowed), lane by lane in the SIMD tiers. */
+START_TEST(tiers_bit_identical_extreme_bases)
+{
+    const double bases[] = {1e-300, 5e-324, 0.5, 1e300, 1.0};
+    for (int lm = 0; lm < 6; lm++)
+        for (size_t b = 0; b < 5; b++) {
+            peak_pe_params prm = make_params(lm / 2, lm % 2, bases[b]);
+            check_same_as_scalar(35, 64, 0, &prm, 0);
+            check_same_as_scalar(3, 21, 4294967293u, &prm, 0);
+        }
+}
+END_TEST
+
+/* Tables big enough for the SIMD tiers' streaming stores (>= 2 MiB), with
+   aligned, misaligned and alternating row alignments. */
+START_TEST(tiers_bit_identical_large_tables)
+{
+    peak_pe_params prm = make_params(_i, PEAK_PE_EXACT, 10000.0);
+    check_same_as_scalar(1100, 512, 0, &prm, 0);
+    check_same_as_scalar(1030, 520, 77, &prm, 3);
+    check_same_as_scalar(1040, 516, 5, &prm, 0);
+}
+END_TEST
+
+/* The kernel itself supports a row stride: gaps keep their canaries. */
+START_TEST(strided_rows_keep_gaps)
+{
+    const peak_pe_table_fn tier = peak_kernels_for(peak_test_isa)->pe_table;
+    const size_t dims[] = {1, 7, 16, 33, 64, 130};
+    for (int lm = 0; lm < 6; lm++) {
+        peak_pe_params prm = make_params(lm / 2, lm % 2, 10000.0);
+        for (size_t k = 0; k < 6; k++) {
+            size_t d = dims[k], n = 37, ld = d + 5;
+            float *want = peak_test_alloc(n * d, 0);
+            float *got = peak_test_alloc(n * ld, 0);
+            (*scalar_kernel())(want, (ptrdiff_t)d, n, d, 61, &prm);
+            tier(got, (ptrdiff_t)ld, n, d, 61, &prm);
+            for (size_t r = 0; r < n; r++) {
+                CHECK(peak_test_bytes_equal(want + r * d, got + r * ld, d * sizeof(float)),
+                      "%s %s %s d %zu: strided row %zu differs", TIER, layout_names[lm / 2],
+                      mode_names[lm % 2], d, r);
+                if (r + 1 < n)
+                    for (size_t g = d; g < ld; g++)
+                        CHECK(peak_test_is_canary(got[r * ld + g]),
+                              "%s d %zu: gap after row %zu written", TIER, d, r);
+            }
+            peak_test_free(want);
+            peak_test_free(got);
+        }
+    }
+}
+END_TEST
+
+/* ---- a row does not depend on how it was asked for ----------------------------- */
+
+START_TEST(rows_independent_of_pos0_and_n_pos)
+{
+    peak_pe_params prm = make_params(_i / 2, _i % 2, 10000.0);
+    const size_t dims[] = {1, 7, 64, 65, 130};
+    const size_t starts[] = {27, 4960, ((size_t)1 << 32) - 70};
+    for (size_t k = 0; k < 5; k++) {
+        size_t d = dims[k], n = 70;
+        float *table = peak_test_alloc(n * d, 0);
+        float *row = peak_test_alloc(d, 0);
+        float *cols = peak_test_alloc(d, 0);
+        for (size_t s = 0; s < 3; s++) {
+            ck_assert_int_eq(peak_pe_table(table, n, d, starts[s], &prm), PEAK_OK);
+            for (size_t r = 0; r < n; r++) {
+                size_t p = starts[s] + r;
+                ck_assert_int_eq(peak_pe_table(row, 1, d, p, &prm), PEAK_OK);
+                CHECK(peak_test_bytes_equal(row, table + r * d, d * sizeof(float)),
+                      "%s %s %s d %zu: row %zu alone differs from the table starting at %zu",
+                      TIER, layout_names[_i / 2], mode_names[_i % 2], d, p, starts[s]);
+                /* The scalar helpers the on-the-fly PE is built on. */
+                peak_pe_row__scalar(row, p, d, &prm);
+                CHECK(peak_test_bytes_equal(row, table + r * d, d * sizeof(float)),
+                      "%s d %zu p %zu: peak_pe_row__scalar differs", TIER, d, p);
+                if (r % 8 == 0) {
+                    for (size_t c0 = 0; c0 < d; c0 += 5) {
+                        size_t w = d - c0 < 11 ? d - c0 : 11;
+                        peak_pe_cols__scalar(cols, p, c0, w, d, &prm);
+                        CHECK(peak_test_bytes_equal(cols, table + r * d + c0, w * sizeof(float)),
+                              "%s %s %s d %zu p %zu: peak_pe_cols__scalar(%zu, %zu) differs",
+                              TIER, layout_names[_i / 2], mode_names[_i % 2], d, p, c0, w);
+                    }
+                }
+            }
+        }
+        peak_test_free(table);
+        peak_test_free(row);
+        peak_test_free(cols);
+    }
+}
+END_TEST
+
+/* ---- structure: odd widths, no NaN ------------------------------------------------- */
+
+START_TEST(no_nan_and_odd_widths_d_1_to_70)
+{
+    const size_t pos[] = {0, 1, 12345, ((size_t)1 << 32) - 1};
+    for (int lm = 0; lm < 6; lm++) {
+        peak_pe_params prm = make_params(lm / 2, lm % 2, 10000.0);
+        for (size_t d = 1; d <= 70; d++) {
+            float *row = peak_test_alloc(d, 0);
+            for (size_t k = 0; k < 4; k++) {
+                ck_assert_int_eq(peak_pe_table(row, 1, d, pos[k], &prm), PEAK_OK);
+                for (size_t c = 0; c < d; c++)
+                    CHECK(!isnan(row[c]) && fabsf(row[c]) <= 1.0f,
+                          "%s %s %s d %zu p %zu col %zu: %g", TIER, layout_names[lm / 2],
+                          mode_names[lm % 2], d, pos[k], c, (double)row[c]);
+                if (prm.layout != PEAK_PE_INTERLEAVED && (d & 1)) {
+                    uint32_t bits;
+                    memcpy(&bits, &row[d - 1], sizeof bits);
+                    CHECK(bits == 0, "%s split d %zu: last column %g, want +0", TIER, d,
+                          (double)row[d - 1]);
+                }
+                if (pos[k] == 0 && prm.layout == PEAK_PE_INTERLEAVED)
+                    for (size_t c = 0; c < d; c++)
+                        CHECK(row[c] == (float)(c & 1), "%s d %zu: PE(0, %zu) = %g", TIER, d,
+                              c, (double)row[c]);
+            }
+            peak_test_free(row);
+        }
+    }
+}
+END_TEST
+
+/* ---- TORCH_F32 against PyTorch -------------------------------------------------- */
+
+/* Keep in step with scripts/make-torch-pe-ref.py. */
+static const size_t torch_positions[] = {0, 1, 2,   3,    4,    5,     6,    7,
+                                        8, 9, 100, 4999, 5000, 96079, 99999};
+static const size_t torch_far_positions[] = {1048575, 16777216, 123456789, 4294967295u};
+
+typedef struct torch_file {
+    const char *name;
+    peak_pe_layout layout;
+    size_t d;
+    int far;
+} torch_file;
+
+static const torch_file torch_files[] = {
+    {"torch-pe-interleaved-d512.bin", PEAK_PE_INTERLEAVED, 512, 0},
+    {"torch-pe-interleaved-d7.bin", PEAK_PE_INTERLEAVED, 7, 0},
+    {"torch-pe-split-d512.bin", PEAK_PE_SPLIT, 512, 0},
+    {"torch-pe-split-d7.bin", PEAK_PE_SPLIT, 7, 0},
+    {"torch-pe-split_paper-d512.bin", PEAK_PE_SPLIT_PAPER, 512, 0},
+    {"torch-pe-split_paper-d7.bin", PEAK_PE_SPLIT_PAPER, 7, 0},
+    {"torch-pe-far-interleaved-d64.bin", PEAK_PE_INTERLEAVED, 64, 1},
+};
+#define N_TORCH_FILES (sizeof torch_files / sizeof torch_files[0])
+
+/* PEAK_TEST_DATA_DIR (environment) or tests/data next to this source:
+   meson compiles it by a path relative to the build root and runs tests
+   from there. */
+static float *read_reference(const char *name, size_t n)
+{
+    char path[4096];
+    const char *dir = getenv("PEAK_TEST_DATA_DIR");
+    if (dir) {
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+    } else {
+        const char *src = __FILE__;
+        const char *slash = strrchr(src, '/');
+        int len = slash ? (int)(slash - src) : 1;
+        snprintf(path, sizeof path, "%.*s/data/%s", len, slash ? src : ".", name);
+    }
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot open %s (set PEAK_TEST_DATA_DIR to tests/data)", path);
+    float *v = malloc(n * sizeof *v);
+    unsigned char *raw = malloc(n * 4);
+    size_t got = fread(raw, 4, n, f);
+    int extra = fgetc(f);
+    fclose(f);
+    CHECK(got == n && extra == EOF, "%s: %zu floats, want exactly %zu", path, got, n);
+    for (size_t i = 0; i < n; i++) { /* little-endian on every host */
+        uint32_t b = (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
+                     (uint32_t)raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24;
+        memcpy(&v[i], &b, sizeof b);
+    }
+    free(raw);
+    return v;
+}
+
+/* Largest difference seen: 1 ULP (SLEEF's u10 sin/cos vs our nearly
+   correctly rounded ones); div_term itself matches bit for bit. */
+#define TORCH_ULP_BOUND 2
+
+START_TEST(torch_f32_matches_pytorch)
+{
+    const torch_file *tf = &torch_files[_i];
+    const size_t *pos = tf->far ? torch_far_positions : torch_positions;
+    size_t n_rows = tf->far ? sizeof torch_far_positions / sizeof torch_far_positions[0]
+                            : sizeof torch_positions / sizeof torch_positions[0];
+    size_t d = tf->d;
+    float *ref = read_reference(tf->name, n_rows * d);
+    peak_pe_params prm = make_params(tf->layout, PEAK_PE_TORCH_F32, 10000.0);
+    float *row = peak_test_alloc(d, 0);
+    int64_t worst = 0;
+    for (size_t r = 0; r < n_rows; r++) {
+        ck_assert_int_eq(peak_pe_table(row, 1, d, pos[r], &prm), PEAK_OK);
+        for (size_t c = 0; c < d; c++) {
+            int64_t u = peak_test_ulp_diff(row[c], ref[r * d + c]);
+            CHECK(u <= TORCH_ULP_BOUND, "%s %s p %zu col %zu: %.9g, torch %.9g (%lld ULP)", TIER,
+                  tf->name, pos[r], c, (double)row[c], (double)ref[r * d + c], (long long)u);
+            if (u > worst)
+                worst = u;
+        }
+    }
+    /* Rows 0..9 once more as one block. */
+    if (!tf->far) {
+        float *block = peak_test_alloc(10 * d, 0);
+        ck_assert_int_eq(peak_pe_table(block, 10, d, 0, &prm), PEAK_OK);
+        for (size_t e = 0; e < 10 * d; e++)
+            CHECK(peak_test_ulp_diff(block[e], ref[e]) <= TORCH_ULP_BOUND,
+                  "%s %s block row %zu col %zu", TIER, tf->name, e / d, e % d);
+        peak_test_free(block);
+    }
+    printf("%s %s: max %lld ULP from PyTorch\n", TIER, tf->name, (long long)worst);
+    peak_test_free(row);
+    free(ref);
+}
+END_TEST
+
+/* The point of EXACT: the seed's float angle is off by ~1e-4 at p = 5000. */
+START_TEST(exact_beats_torch_f32_at_5000)
+{
+    const size_t d = 512;
+    const size_t ps[] = {5000, 96079};
+    long double *w = oracle_freqs(d, PEAK_PE_INTERLEAVED, 10000.0);
+    float *row = peak_test_alloc(d, 0);
+    for (size_t k = 0; k < 2; k++) {
+        peak_pe_params prm = make_params(PEAK_PE_INTERLEAVED, PEAK_PE_EXACT, 10000.0);
+        ck_assert_int_eq(peak_pe_table(row, 1, d, ps[k], &prm), PEAK_OK);
+        double exact_err = row_error(row, w, ps[k], d, PEAK_PE_INTERLEAVED);
+        prm.mode = PEAK_PE_TORCH_F32;
+        ck_assert_int_eq(peak_pe_table(row, 1, d, ps[k], &prm), PEAK_OK);
+        double torch_err = row_error(row, w, ps[k], d, PEAK_PE_INTERLEAVED);
+        printf("%s p=%zu: max error EXACT %.3g, TORCH_F32 %.3g\n", TIER, ps[k], exact_err,
+               torch_err);
+        CHECK(exact_err <= EXACT_BOUND && torch_err > 1e-5 && exact_err < torch_err / 100,
+              "%s p=%zu: EXACT %.3g vs TORCH_F32 %.3g", TIER, ps[k], exact_err, torch_err);
+    }
+    peak_test_free(row);
+    free(w);
+}
+END_TEST
+
+/* ---- argument validation ----------------------------------------------------- */
+
+#define CANARY_N 64
+
+static void expect_status(const char *what, peak_status want, float *buf, size_t n_pos,
+                          size_t d, size_t pos0, const peak_pe_params *prm, int use_buf)
+{
+    peak_test_fill_canary(buf, CANARY_N);
+    peak_status got = peak_pe_table(use_buf ? buf : NULL, n_pos, d, pos0, prm);
+    CHECK(got == want, "%s: %s: status %d (%s), want %d", TIER, what, (int)got,
+          peak_status_string(got), (int)want);
+    if (want != PEAK_OK)
+        for (size_t i = 0; i < CANARY_N; i++)
+            CHECK(peak_test_is_canary(buf[i]), "%s: %s: output float %zu changed", TIER, what,
+                  i);
+}
+
+START_TEST(invalid_arguments)
+{
+    float *buf = peak_test_alloc(CANARY_N, 0);
+    const size_t top = (size_t)1 << 32;
+    const peak_pe_params ok = PEAK_PE_PARAMS_DEFAULT;
+    peak_pe_params p = ok;
+    const peak_status inval = PEAK_ERR_INVALID_ARG, range = PEAK_ERR_OUT_OF_RANGE;
+
+    expect_status("NULL out", inval, buf, 2, 4, 0, &ok, 0);
+    expect_status("n_pos 0", inval, buf, 0, 4, 0, &ok, 1);
+    expect_status("d_model 0", inval, buf, 2, 0, 0, &ok, 1);
+    p.layout = (peak_pe_layout)3;
+    expect_status("layout 3", inval, buf, 2, 4, 0, &p, 1);
+    p.layout = (peak_pe_layout)-1;
+    expect_status("layout -1", inval, buf, 2, 4, 0, &p, 1);
+    p = ok;
+    p.mode = (peak_pe_mode)2;
+    expect_status("mode 2", inval, buf, 2, 4, 0, &p, 1);
+    p.mode = (peak_pe_mode)-1;
+    expect_status("mode -1", inval, buf, 2, 4, 0, &p, 1);
+    const double bad_bases[] = {0.0, -0.0, -1.0, NAN, INFINITY, -INFINITY};
+    for (size_t k = 0; k < 6; k++) {
+        p = ok;
+        p.base = bad_bases[k];
+        expect_status("bad base", inval, buf, 2, 4, 0, &p, 1);
+    }
+    expect_status("pos0 = 2^32", range, buf, 1, 4, top, &ok, 1);
+    expect_status("pos0 + n_pos = 2^32 + 1", range, buf, 2, 4, top - 1, &ok, 1);
+    expect_status("pos0 = SIZE_MAX", range, buf, 1, 4, SIZE_MAX, &ok, 1);
+    expect_status("n_pos = 2^32 + 1", range, buf, top + 1, 1, 0, &ok, 1);
+    expect_status("n_pos * d_model * 4 overflows", range, buf, (size_t)1 << 31,
+                  (size_t)1 << 33, 0, &ok, 1);
+    expect_status("n_pos * d_model overflows", range, buf, 3, SIZE_MAX / 2, 0, &ok, 1);
+
+    /* The edges that are allowed. */
+    expect_status("last position", PEAK_OK, buf, 1, 4, top - 1, &ok, 1);
+    expect_status("last two positions", PEAK_OK, buf, 2, 4, top - 2, &ok, 1);
+    float *dflt = peak_test_alloc(CANARY_N, 0);
+    ck_assert_int_eq(peak_pe_table(dflt, 4, 16, 77, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_pe_table(buf, 4, 16, 77, &ok), PEAK_OK);
+    CHECK(peak_test_bytes_equal(buf, dflt, CANARY_N * sizeof(float)),
+          "%s: NULL params differ from PEAK_PE_PARAMS_DEFAULT", TIER);
+    peak_test_free(dflt);
+    peak_test_free(buf);
+}
+END_TEST
+
+/* ---- suite -------------------------------------------------------------------- */
+
+static Suite *make_suite(peak_isa isa)
+{
+    Suite *s = suite_create("pe-table");
+    TCase *tc = tcase_create(peak_isa_name(isa));
+    tcase_add_test(tc, sincos_double_bits_and_accuracy);
+    tcase_add_loop_test(tc, exact_mode_within_2_pow_minus_23, 0, 3);
+    tcase_add_loop_test(tc, tiers_bit_identical_small_sizes, 0, 6);
+    tcase_add_loop_test(tc, tiers_bit_identical_model_sizes_and_far_positions, 0, 6);
+    tcase_add_test(tc, tiers_bit_identical_extreme_bases);
+    tcase_add_loop_test(tc, tiers_bit_identical_large_tables, 0, 3);
+    tcase_add_test(tc, strided_rows_keep_gaps);
+    tcase_add_loop_test(tc, rows_independent_of_pos0_and_n_pos, 0, 6);
+    tcase_add_test(tc, no_nan_and_odd_widths_d_1_to_70);
+    tcase_add_loop_test(tc, torch_f32_matches_pytorch, 0, (int)N_TORCH_FILES);
+    tcase_add_test(tc, exact_beats_torch_f32_at_5000);
+    tcase_add_test(tc, invalid_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return peak_test_main(argc, argv, make_suite);
+}
