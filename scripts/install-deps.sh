@@ -1,14 +1,27 @@
 #!/bin/sh
 # Installs the Debian 12 packages peak needs to build, test and run its demo.
 # Idempotent: packages already present are not touched, and apt is not even
-# called when nothing is missing.  Usage: scripts/install-deps.sh [extra-pkg ...]
+# called when nothing is missing.
+#   scripts/install-deps.sh            native build, tests, benchmarks, demo
+#   scripts/install-deps.sh --arm64    also the AArch64 cross toolchain, qemu
+#                                      and the arm64 multiarch libraries
 set -eu
 
 pkgs="gcc g++ meson ninja-build pkg-config libsleef-dev check libsubunit-dev \
 libbenchmark-dev libopenblas-dev"
+arm64_pkgs="gcc-aarch64-linux-gnu qemu-user libsleef-dev:arm64 check:arm64"
+
+want="$pkgs"
+arm64=no
+for a in "$@"; do
+    case "$a" in
+    --arm64) arm64=yes; want="$want $arm64_pkgs" ;;
+    *) want="$want $a" ;;
+    esac
+done
 
 missing=""
-for p in $pkgs "$@"; do
+for p in $want; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
         missing="$missing $p"
     fi
@@ -21,6 +34,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
+if [ "$arm64" = yes ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+fi
 apt-get update -o DPkg::Lock::Timeout=600 -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends $missing >/dev/null
