@@ -1,0 +1,232 @@
+/*
+ * bench-layernorm.c - peak_add_layernorm per tier, against a plain C loop
+ * and memcpy, in one binary so that every ratio comes from the same run on
+ * the same machine state.
+ *
+ * Names: layernorm/<variant>/rows:<R>/d_model:<D> (Google Benchmark adds
+ * /real_time).  The post-norm form of the paper, y = LayerNorm(x + r) *
+ * gamma + beta, eps 1e-5, rows contiguous; 4096 rows stay within the last
+ * level cache, 65536 rows (128 or 192 MiB an operand) do not.  Variants:
+ *   scalar, avx2, avx512  peak_add_layernorm with that tier forced
+ *   plain_loop  the textbook two-pass loop in C (double accumulators, which
+ *               the 1e4 + noise accuracy needs), built with the project's
+ *               flags
+ *   memcpy      memcpy moving as many bytes as the kernel reads and writes
+ * bytes_per_second counts bytes read and written: x, r and y (4 * D each a
+ * row) plus gamma and beta once; memcpy counts its source and destination.
+ *
+ * Before timing, every run checks its output against the plain loop
+ * (within 2e-6 * max(1, |y|)), so a wrong kernel is skipped instead of
+ * producing a fast, meaningless number; that call also faults the pages in.
+ */
+#include "bench.h"
+#include "gbench-shim.h"
+
+#include "peak.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum ln_impl { LN_TIER, LN_PLAIN, LN_MEMCPY } ln_impl;
+
+typedef struct ln_variant {
+    const char *name;
+    ln_impl impl;
+    peak_isa isa; /* LN_TIER */
+} ln_variant;
+
+static const ln_variant ln_variants[] = {
+    {"scalar", LN_TIER, PEAK_ISA_SCALAR},
+#if defined(__x86_64__)
+    {"avx2", LN_TIER, PEAK_ISA_AVX2},
+    {"avx512", LN_TIER, PEAK_ISA_AVX512},
+#endif
+    {"plain_loop", LN_PLAIN, PEAK_ISA_SCALAR},
+    {"memcpy", LN_MEMCPY, PEAK_ISA_SCALAR},
+};
+
+static const int64_t ln_shapes[][2] = {{4096, 512}, {4096, 768}, {65536, 512}, {65536, 768}};
+
+#define LN_EPS 1e-5f
+#define LN_TOL 2e-6
+
+typedef struct ln_run {
+    const ln_variant *v;
+    size_t rows, d;
+    float *x, *r, *y, *gamma, *beta;
+    void *src, *dst; /* memcpy */
+    size_t copy_bytes;
+} ln_run;
+
+static size_t ln_traffic(size_t rows, size_t d)
+{
+    return (3 * rows * d + 2 * d) * sizeof(float);
+}
+
+static void ln_plain_loop(float *y, const float *x, const float *r, const float *gamma,
+                          const float *beta, size_t rows, size_t d, float eps)
+{
+    for (size_t t = 0; t < rows; t++) {
+        const float *xt = x + t * d, *rt = r + t * d;
+        double acc = 0.0;
+        for (size_t j = 0; j < d; j++)
+            acc += (double)(xt[j] + rt[j]);
+        const double mean = acc / (double)d;
+        double var = 0.0;
+        for (size_t j = 0; j < d; j++) {
+            const double dev = (double)(xt[j] + rt[j]) - mean;
+            var += dev * dev;
+        }
+        const double rstd = 1.0 / sqrt(var / (double)d + (double)eps);
+        for (size_t j = 0; j < d; j++)
+            y[t * d + j] =
+                (float)(((double)(xt[j] + rt[j]) - mean) * rstd * gamma[j] + beta[j]);
+    }
+}
+
+static peak_status ln_call(ln_run *w)
+{
+    switch (w->v->impl) {
+    case LN_TIER:
+        return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
+                                  (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+    case LN_PLAIN:
+        ln_plain_loop(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+        return PEAK_OK;
+    case LN_MEMCPY:
+        memcpy(w->dst, w->src, w->copy_bytes);
+        return PEAK_OK;
+    }
+    return PEAK_ERR_UNSUPPORTED;
+}
+
+static float *ln_alloc(size_t n)
+{
+    return aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+}
+
+static void ln_fill(float *p, size_t n, uint64_t *s, float lo, float hi)
+{
+    for (size_t k = 0; k < n; k++) {
+        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+        p[k] = lo + (hi - lo) * (float)((double)(*s >> 40) * 0x1p-24);
+    }
+}
+
+static const char *ln_setup(ln_run *w)
+{
+    if (w->v->impl == LN_TIER && peak_isa_force(w->v->isa) != PEAK_OK)
+        return "isa unsupported on this CPU/OS/build";
+    if (w->v->impl == LN_MEMCPY) {
+        w->copy_bytes = ln_traffic(w->rows, w->d) / 2;
+        w->src = aligned_alloc(64, (w->copy_bytes + 63) / 64 * 64);
+        w->dst = aligned_alloc(64, (w->copy_bytes + 63) / 64 * 64);
+        if (!w->src || !w->dst)
+            return "out of memory";
+        memset(w->src, 0x3c, w->copy_bytes);
+        memset(w->dst, 0, w->copy_bytes);
+        return NULL;
+    }
+    const size_t n = w->rows * w->d;
+    w->x = ln_alloc(n);
+    w->r = ln_alloc(n);
+    w->y = ln_alloc(n);
+    w->gamma = ln_alloc(w->d);
+    w->beta = ln_alloc(w->d);
+    if (!w->x || !w->r || !w->y || !w->gamma || !w->beta)
+        return "out of memory";
+    uint64_t s = 0x13198a2e03707344ull;
+    ln_fill(w->x, n, &s, -2.0f, 3.0f);
+    ln_fill(w->r, n, &s, -1.0f, 1.0f);
+    ln_fill(w->gamma, w->d, &s, 0.5f, 1.5f);
+    ln_fill(w->beta, w->d, &s, -1.0f, 1.0f);
+    return NULL;
+}
+
+static const char *ln_check(const ln_run *w, char *msg, size_t len)
+{
+    if (w->v->impl == LN_MEMCPY)
+        return memcmp(w->dst, w->src, w->copy_bytes) ? "memcpy copied wrong bytes" : NULL;
+    const size_t n = w->rows * w->d;
+    float *want = ln_alloc(n);
+    if (!want)
+        return "out of memory";
+    ln_plain_loop(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+    const char *bad = NULL;
+    for (size_t k = 0; k < n && !bad; k++) {
+        const double ref = want[k];
+        if (!(fabs((double)w->y[k] - ref) <= LN_TOL * fmax(1.0, fabs(ref)))) {
+            snprintf(msg, len, "wrong output: row %zu col %zu is %.9g, want %.9g", k / w->d,
+                     k % w->d, (double)w->y[k], ref);
+            bad = msg;
+        }
+    }
+    free(want);
+    return bad;
+}
+
+static void ln_measure(gb_state *st, ln_run *w)
+{
+    if (w->y)
+        for (size_t k = 0; k < w->rows * w->d; k++)
+            w->y[k] = NAN;
+    const peak_status status = ln_call(w);
+    if (status != PEAK_OK) {
+        gb_skip_with_error(st, peak_status_string(status));
+        return;
+    }
+    char msg[160];
+    const char *bad = ln_check(w, msg, sizeof msg);
+    if (bad) {
+        gb_skip_with_error(st, bad);
+        return;
+    }
+    while (gb_keep_running(st)) {
+        ln_call(w);
+        gb_do_not_optimize(w->y ? (void *)w->y : w->dst);
+    }
+    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)ln_traffic(w->rows, w->d));
+    gb_set_items_processed(st, gb_iterations(st) * (int64_t)w->rows);
+}
+
+static void bench_layernorm(gb_state *st, void *user)
+{
+    ln_run w = {0};
+    w.v = user;
+    w.rows = (size_t)gb_range(st, 0);
+    w.d = (size_t)gb_range(st, 1);
+    const char *why = ln_setup(&w);
+    if (why)
+        gb_skip_with_error(st, why);
+    else
+        ln_measure(st, &w);
+    peak_isa_reset();
+    free(w.x);
+    free(w.r);
+    free(w.y);
+    free(w.gamma);
+    free(w.beta);
+    free(w.src);
+    free(w.dst);
+}
+
+void bench_register_layernorm(void)
+{
+    static const char *const arg_names[] = {"rows", "d_model"};
+    char name[64];
+    for (size_t s = 0; s < sizeof ln_shapes / sizeof ln_shapes[0]; s++) {
+        for (size_t i = 0; i < sizeof ln_variants / sizeof ln_variants[0]; i++) {
+            snprintf(name, sizeof name, "layernorm/%s", ln_variants[i].name);
+            gb_bench *b = gb_register(name, bench_layernorm, (void *)&ln_variants[i]);
+            b = gb_args(b, ln_shapes[s], 2);
+            b = gb_arg_names(b, arg_names, 2);
+            b = gb_unit(b, GB_MICROSECOND);
+            if (gb_use_real_time(b) == NULL) {
+                fprintf(stderr, "bench_peak: cannot register %s\n", name);
+                exit(EXIT_FAILURE);
+            }
+        }
+    }
+}
