@@ -24,5 +24,6 @@ int main(int argc, char **argv)
     bench_register_softmax();
     bench_register_embed();
     bench_register_layernorm();
+    bench_register_sdpa();
     return gb_main(argc, argv);
 }

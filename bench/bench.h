@@ -21,4 +21,8 @@ void bench_register_softmax(void);
 void bench_register_embed(void);
 void bench_register_layernorm(void);
 
+/* Registers sdpa/<variant>/H:<h>/Lq:<n>/Lk:<n>/causal:<0|1>/cold:<0|1> and
+   fma_peak/<isa> (bench-sdpa.c). */
+void bench_register_sdpa(void);
+
 #endif /* PEAK_BENCH_H */

@@ -18,15 +18,18 @@
  *   of 0 broadcasts (inputs only, where said).
  * - Descriptor structs have a PEAK_..._DEFAULT initialiser; start from it and
  *   set the fields you need, so that fields added later keep their defaults.
- * - Tensors are row-major, float32, and need no particular alignment.
+ * - Tensors are row-major float32 and need no alignment beyond float's own
+ *   (4 bytes); vector kernels use unaligned loads and masked tails.
+ * - Strided outputs must not overlap themselves: a layout in which two
+ *   index tuples land on the same row is rejected (PEAK_ERR_INVALID_ARG).
  * - Kernels are reentrant and thread-safe.  The only global state is the
  *   dispatch table, initialised once on first use (thread-safe) and changed
  *   only by peak_isa_force().
  *
- * Why descriptors instead of long argument lists (as ../shared/API.md
- * proposes): attention takes 7 sizes, 12 strides and a mask; a struct with a
- * DEFAULT initialiser is the only form that stays readable at the call site
- * and lets us add fields without breaking callers.
+ * Why descriptors instead of long argument lists for softmax, attention and
+ * the embedding: attention takes 7 sizes, 12 strides and a mask; a struct
+ * with a DEFAULT initialiser is the only form that stays readable at the
+ * call site and lets us add fields without breaking callers.
  */
 #ifndef PEAK_H
 #define PEAK_H
@@ -86,9 +89,9 @@ typedef enum peak_isa {
    and this build support, lowered by the PEAK_ISA environment variable
    ("scalar", "avx2", "avx512", "neon", any case; a cap, never a raise: an
    unsupported request falls to the best supported tier below it, an unknown
-   value is ignored; both print one warning on stderr), or the tier last set
-   by peak_isa_force().  Setting PEAK_ISA_DEBUG=1 prints the decision on
-   stderr when it is first made. */
+   value, or one naming another architecture's tier, is ignored; each prints
+   one warning on stderr), or the tier last set by peak_isa_force().
+   PEAK_ISA_DEBUG=1 prints the decision on stderr when it is first made. */
 PEAK_API peak_isa peak_isa_active(void);
 
 /* 1 if `isa` is compiled into this library and usable on this CPU and OS,
@@ -107,7 +110,8 @@ PEAK_API void peak_isa_reset(void);
 PEAK_API const char *peak_isa_name(peak_isa isa);
 
 /* One line saying why the automatic choice is what it is, e.g.
-   "avx512: cpuid F/BW/DQ/VL and XCR0 opmask/ZMM state present".
+   "avx512: CPU has AVX-512 F/DQ/BW/VL and the OS saves opmask/ZMM state",
+   followed by what PEAK_ISA changed, if anything.
    Static storage, valid for the life of the process. */
 PEAK_API const char *peak_isa_reason(void);
 
@@ -259,7 +263,7 @@ PEAK_API peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *
    with no visible key -- or whose visible scores are all -inf -- is a row of
    zeros (never NaN).  A visible +inf or NaN score makes the row NaN at its
    visible keys (masked keys stay 0).  Strides of 0 broadcast.
-   q_offset, window, Lq and Lk must be below 2^40 (else
+   q_offset, window, Lq and Lk must be at most 2^40 (else
    PEAK_ERR_OUT_OF_RANGE), so the signed index arithmetic cannot overflow. */
 typedef enum peak_align { PEAK_ALIGN_TOP_LEFT = 0, PEAK_ALIGN_BOTTOM_RIGHT = 1 } peak_align;
 
@@ -293,8 +297,12 @@ typedef struct peak_softmax_desc {
 
 /* y[b,h,i,:] = softmax_j(x[b,h,i,j] * scale + bias[b,h,i,j]) over visible j,
    0 at masked j; a row with no visible key is all zeros.  A +inf or NaN
-   among the visible scaled scores makes the row NaN.  The maximum is
-   subtracted first, so no finite input overflows.  y may equal x (in place;
+   among the visible scaled scores makes the row NaN.  The score
+   x*scale + bias is formed in float (as PyTorch does): if it overflows to
+   +inf the row is NaN; if it overflows to -inf (or a huge negative bias
+   makes it so) that key is visible with probability exactly 0, and a row of
+   only such keys is all zeros.  The maximum is subtracted before exp, so no
+   finite score overflows exp.  y may equal x (in place;
    then y_stride must equal x_stride); otherwise y must not overlap x.
    Errors: PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
    stride, a stride of y below what keeps its rows apart, y == x with
@@ -304,6 +312,33 @@ typedef struct peak_softmax_desc {
    Source: Vaswani et al. 2017 eq. (1); causal alignment as in PyTorch
    scaled_dot_product_attention (top-left) and flash-attn 2.1 (bottom-right). */
 PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc);
+
+/* ------------------------------------------------------------------------ */
+/* Vector exponential                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* y[k] = e^x[k] for k < n, float32 in and out (x in natural units, no
+   scaling).  y may equal x (in place); otherwise y must not overlap x.
+   Accuracy: at most 1 ULP from e^x for every normal result (0.91 ULP,
+   measured exhaustively over all 2^32 inputs).  Every tier returns the
+   same bits (the SIMD tiers, and a scalar tier running the same algorithm
+   with fmaf), so results do not depend on the CPU.
+   Edges: the result is +inf exactly for x >= 0x1.62e430p+6f (88.722839),
+   the first float whose e^x rounds past FLT_MAX.  Underflow is gradual:
+   results below FLT_MIN (x < -87.33654) are subnormals rounded once from
+   the approximation, within one subnormal step of e^x (98% of them are
+   e^x correctly rounded), and +0 exactly for x <= -0x1.9fe36ap+6f
+   (-103.972084), the first float whose e^x is below 2^-150.
+   e^-inf = +0, e^+inf = +inf, e^+-0 = 1 exactly, NaN gives NaN; a result
+   is never negative.  errno is never set.
+   The softmax kernels use their own, faster 2^t variant (internal; its
+   results below FLT_MIN are flushed to +0), not this function.
+   Errors: PEAK_ERR_INVALID_ARG for NULL y or x, n == 0, or y overlapping
+   x without being equal to it; PEAK_ERR_OUT_OF_RANGE if n * 4 bytes does
+   not fit in a ptrdiff_t.
+   Source: Cody and Waite (1980) range reduction and a minimax polynomial
+   (kernels/exp-poly.h). */
+PEAK_API peak_status peak_exp(float *y, const float *x, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Scaled dot-product attention                                               */
@@ -363,7 +398,10 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
    beta NULL means 0.  sum (optional, pre-norm chains) receives s.
    Rows at x + t*ld_x etc.; y may equal x (then ld_y == ld_x) and sum may
    equal x or r.  Mean and variance are two-pass (stable for rows with a
-   large common offset).
+   large common offset).  Unlike peak_embed_pe the tiers are not
+   bit-identical here: each is within 2e-6 * max(1, |y|) of the exact
+   LayerNorm of s (the SIMD tiers normalise in float from statistics
+   accumulated in double).
    Errors: PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
    stride < d_model, eps < 0 or not finite, y == x with ld_y != ld_x,
    sum == x or r with a different row stride, sum == y;

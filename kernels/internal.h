@@ -39,6 +39,10 @@ typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *id
 
 typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc);
 
+/* y[j] = e^x[j] (peak_exp), or 2^x[j] for x[j] <= 1 as the softmax kernels
+   compute it (exp2: for the tests and benchmarks); y may equal x. */
+typedef void (*peak_exp_fn)(float *y, const float *x, size_t n);
+
 /* desc has kv_heads, v_head_dim and scale already resolved (no zeros).
    workspace holds peak_attention_workspace_size() bytes, 64-byte aligned. */
 typedef void (*peak_attention_fn)(float *o, const float *q, const float *k, const float *v,
@@ -70,10 +74,52 @@ PEAK_INTERNAL void peak_f32_embed_pe__scalar(float *out, ptrdiff_t ld_out, const
                                              const peak_embed_desc *desc);
 PEAK_INTERNAL void peak_f32_softmax__scalar(float *y, const float *x,
                                             const peak_softmax_desc *desc);
+PEAK_INTERNAL void peak_f32_softmax__avx2(float *y, const float *x,
+                                          const peak_softmax_desc *desc);
+PEAK_INTERNAL void peak_f32_softmax__avx512(float *y, const float *x,
+                                            const peak_softmax_desc *desc);
+PEAK_INTERNAL void peak_f32_exp__scalar(float *y, const float *x, size_t n);
+PEAK_INTERNAL void peak_f32_exp__avx2(float *y, const float *x, size_t n);
+PEAK_INTERNAL void peak_f32_exp__avx512(float *y, const float *x, size_t n);
+PEAK_INTERNAL void peak_f32_exp2__scalar(float *y, const float *x, size_t n);
+PEAK_INTERNAL void peak_f32_exp2__avx2(float *y, const float *x, size_t n);
+PEAK_INTERNAL void peak_f32_exp2__avx512(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_sdpa__scalar(float *o, const float *q, const float *k, const float *v,
                                          const peak_attn_desc *desc, void *workspace);
 PEAK_INTERNAL size_t peak_f32_sdpa_workspace__scalar(const peak_attn_desc *desc);
+#define PEAK_DECLARE_SDPA(isa)                                                             \
+    PEAK_INTERNAL void peak_f32_sdpa__##isa(float *o, const float *q, const float *k,      \
+                                            const float *v, const peak_attn_desc *desc,    \
+                                            void *workspace);                              \
+    PEAK_INTERNAL size_t peak_f32_sdpa_workspace__##isa(const peak_attn_desc *desc);
+PEAK_DECLARE_SDPA(avx2)
+PEAK_DECLARE_SDPA(avx512)
 PEAK_INTERNAL void peak_f32_add_layernorm__scalar(float *y, ptrdiff_t ld_y, float *sum,
+                                                  ptrdiff_t ld_sum, const float *x,
+                                                  ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+                                                  const float *gamma, const float *beta,
+                                                  size_t rows, size_t d_model, float eps);
+
+PEAK_INTERNAL void peak_f32_pe_add__avx2(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
+                                         size_t batch, size_t seq_len, size_t d_model,
+                                         size_t pos0, const float *pe,
+                                         const peak_pe_params *params);
+PEAK_INTERNAL void peak_f32_embed_pe__avx2(float *out, ptrdiff_t ld_out, const int32_t *ids,
+                                           const int64_t *pos, size_t n_tokens,
+                                           const peak_embed_desc *desc);
+PEAK_INTERNAL void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum,
+                                                ptrdiff_t ld_sum, const float *x,
+                                                ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+                                                const float *gamma, const float *beta,
+                                                size_t rows, size_t d_model, float eps);
+PEAK_INTERNAL void peak_f32_pe_add__avx512(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
+                                           size_t batch, size_t seq_len, size_t d_model,
+                                           size_t pos0, const float *pe,
+                                           const peak_pe_params *params);
+PEAK_INTERNAL void peak_f32_embed_pe__avx512(float *out, ptrdiff_t ld_out, const int32_t *ids,
+                                             const int64_t *pos, size_t n_tokens,
+                                             const peak_embed_desc *desc);
+PEAK_INTERNAL void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum,
                                                   ptrdiff_t ld_sum, const float *x,
                                                   ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
                                                   const float *gamma, const float *beta,
@@ -88,6 +134,8 @@ typedef struct peak_kernels {
     peak_pe_add_fn pe_add;
     peak_embed_pe_fn embed_pe;
     peak_softmax_fn softmax;
+    peak_exp_fn exp;
+    peak_exp_fn exp2;
     peak_attention_fn attention;
     peak_attention_ws_fn attention_ws;
     peak_add_layernorm_fn add_layernorm;

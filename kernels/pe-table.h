@@ -264,4 +264,124 @@ peak_pe_table_run(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model, si
     }
 }
 
+/* ---- the rows driver: on-the-fly PE fused into its consumer -------------- */
+
+/* peak_embed_pe and peak_pe_add without a table.  Their rows sit at
+   arbitrary positions (a batch of sequences, fairseq pads, per-token
+   positions), and a PE row is wanted only to be added to something at once,
+   so the rows driver evaluates the table's very expressions -- the same
+   frequencies, sincos chunks and emit callbacks as peak_pe_table_run, hence
+   the same bits -- one column chunk of a few rows at a time into a small
+   scratch block, and hands each finished block to a sink that consumes it
+   while it is in L1.  Writing whole PE rows to the output first and adding
+   afterwards would send every row through L2 twice.
+
+   Order: column chunk outermost (the offset tables sk/ck of one chunk are
+   16 KiB; all of a row's would not stay in L1), then blocks of rows.  A
+   block base (sb, cb) is reused while consecutive rows stay in its block of
+   PEAK_PE_BLOCK positions, and an offset k is evaluated the first time a row
+   of the chunk needs it, so a call costs two sincos per frequency for a
+   single row and ~1/6 of one per row and frequency for 256 consecutive
+   positions.  Callers bound n_rows (PEAK_PE_ROWS_MAX) so that one column
+   pass over the rows' operands stays in cache until the next pass. */
+#define PEAK_PE_ROWS_MAX 256
+_Static_assert(PEAK_PE_BLOCK <= 64, "the rows driver keeps one bit per offset k in a uint64_t");
+
+/* Rows t0 .. t1-1 of the call have their PE columns [c0, c1) in
+   scratch[(t - t0) * ld_scratch + c0 .. + c1) (rows with a negative
+   position: nothing, skip them). */
+typedef void (*peak_pe_sink_fn)(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1);
+
+/* Calls sink for the columns that chunk (i0, nc) fills. */
+static inline __attribute__((always_inline)) void
+peak_pe_sink_chunk(peak_pe_sink_fn sink, void *ctx, size_t t0, size_t t1, size_t i0, size_t nc,
+                   size_t d_model, peak_pe_layout layout)
+{
+    if (layout == PEAK_PE_INTERLEAVED) {
+        sink(ctx, t0, t1, 2 * i0, 2 * (i0 + nc) < d_model ? 2 * (i0 + nc) : d_model);
+    } else {
+        sink(ctx, t0, t1, i0, i0 + nc);
+        sink(ctx, t0, t1, d_model / 2 + i0, d_model / 2 + i0 + nc);
+    }
+}
+
+/* scratch: scratch_rows rows of d_model floats, ld_scratch apart.  pos ==
+   NULL: row t is at position pos0 + t. */
+static inline __attribute__((always_inline)) void
+peak_pe_rows_run(float *scratch, size_t scratch_rows, size_t ld_scratch, size_t n_rows,
+                 const int64_t *pos, size_t pos0, size_t d_model, const peak_pe_params *params,
+                 peak_pe_sincos_chunk_fn sincos_chunk, peak_pe_emit_exact_fn emit_exact,
+                 peak_pe_emit_torch_fn emit_torch, peak_pe_sink_fn sink, void *ctx)
+{
+    const peak_pe_layout layout = params->layout;
+    const size_t n_freq = peak_pe_n_freq(d_model, layout);
+    const int torch = params->mode == PEAK_PE_TORCH_F32;
+
+    if (layout != PEAK_PE_INTERLEAVED && (d_model & 1)) {
+        for (size_t r = 0; r < scratch_rows; r++)
+            scratch[r * ld_scratch + d_model - 1] = 0.0f;
+        for (size_t t0 = 0; t0 < n_rows; t0 += scratch_rows)
+            sink(ctx, t0, n_rows - t0 < scratch_rows ? n_rows : t0 + scratch_rows, d_model - 1,
+                 d_model);
+    }
+
+    PEAK_PE_ALIGN double w[PEAK_PE_CHUNK];
+    PEAK_PE_ALIGN double lo[PEAK_PE_CHUNK];
+    PEAK_PE_ALIGN double x[PEAK_PE_CHUNK];
+    PEAK_PE_ALIGN double sb[PEAK_PE_CHUNK];
+    PEAK_PE_ALIGN double cb[PEAK_PE_CHUNK];
+    PEAK_PE_ALIGN double sk[PEAK_PE_BLOCK][PEAK_PE_CHUNK];
+    PEAK_PE_ALIGN double ck[PEAK_PE_BLOCK][PEAK_PE_CHUNK];
+    PEAK_PE_ALIGN float wf[PEAK_PE_CHUNK];
+
+    for (size_t i0 = 0; i0 < n_freq; i0 += PEAK_PE_CHUNK) {
+        const size_t nc = n_freq - i0 < PEAK_PE_CHUNK ? n_freq - i0 : PEAK_PE_CHUNK;
+        peak_pe_freqs(w, lo, i0, nc, d_model, params);
+        if (torch)
+            for (size_t c = 0; c < PEAK_PE_CHUNK; c++)
+                wf[c] = (float)w[c];
+        uint64_t have_k = 0;    /* offsets k already in sk/ck */
+        size_t base = SIZE_MAX; /* the block whose sincos is in sb/cb */
+        for (size_t t0 = 0; t0 < n_rows; t0 += scratch_rows) {
+            const size_t t1 = n_rows - t0 < scratch_rows ? n_rows : t0 + scratch_rows;
+            for (size_t t = t0; t < t1; t++) {
+                if (pos && pos[t] < 0)
+                    continue;
+                float *row = scratch + (t - t0) * ld_scratch;
+                const size_t p = pos ? (size_t)pos[t] : pos0 + t;
+                if (torch) {
+                    emit_torch(row, (float)p, wf, i0, nc, d_model, layout);
+                    continue;
+                }
+                const size_t p0 = p & ~(size_t)(PEAK_PE_BLOCK - 1);
+                const size_t k = p - p0;
+                if (!(have_k >> k & 1)) {
+                    for (size_t c = 0; c < PEAK_PE_CHUNK; c++)
+                        x[c] = (double)k * w[c];
+                    sincos_chunk(x, sk[k], ck[k]);
+                    have_k |= (uint64_t)1 << k;
+                }
+                if (p0 != base) {
+                    for (size_t c = 0; c < PEAK_PE_CHUNK; c++)
+                        x[c] = (double)p0 * w[c];
+                    sincos_chunk(x, sb, cb);
+                    base = p0;
+                }
+                emit_exact(row, sb, cb, sk[k], ck[k], i0, nc, d_model, layout);
+            }
+            peak_pe_sink_chunk(sink, ctx, t0, t1, i0, nc, d_model, layout);
+        }
+    }
+}
+
+/* Each SIMD tier's instance of the rows driver (its own sincos and emit). */
+PEAK_INTERNAL void peak_pe_rows__avx2(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                                      size_t n_rows, const int64_t *pos, size_t pos0,
+                                      size_t d_model, const peak_pe_params *params,
+                                      peak_pe_sink_fn sink, void *ctx);
+PEAK_INTERNAL void peak_pe_rows__avx512(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                                        size_t n_rows, const int64_t *pos, size_t pos0,
+                                        size_t d_model, const peak_pe_params *params,
+                                        peak_pe_sink_fn sink, void *ctx);
+
 #endif /* PEAK_PE_TABLE_H */

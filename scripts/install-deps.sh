@@ -8,7 +8,7 @@
 set -eu
 
 pkgs="gcc g++ meson ninja-build pkg-config libsleef-dev check libsubunit-dev \
-libbenchmark-dev libopenblas-dev"
+libbenchmark-dev libopenblas-dev libdnnl-dev"
 arm64_pkgs="gcc-aarch64-linux-gnu qemu-user libsleef-dev:arm64 check:arm64"
 
 want="$pkgs"

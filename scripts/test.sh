@@ -10,6 +10,8 @@ dir=${1:-build-test}
 [ $# -gt 0 ] && shift
 if [ ! -f "$dir/build.ninja" ]; then
     meson setup "$dir" --buildtype=debugoptimized "$@"
+elif [ $# -gt 0 ]; then
+    meson setup --reconfigure "$dir" "$@"
 fi
 ninja -C "$dir"
 # -v prints every test's own output: Check's summary lines

@@ -3,9 +3,12 @@
  * bit: each element is one float operation (x + pe; e * scale then + pe), so
  * the expected value is that operation done here.  The PE row of the
  * on-the-fly paths is peak_pe_table's row for the same position and params
- * (peak.h promises the same bits).
+ * (peak.h promises the same bits), taken from the scalar tier's table kernel
+ * whatever tier is under test, so a SIMD tier's on-the-fly rows are checked
+ * against the reference table and never against its own code.
  *
- * Output gaps hold the canary and must keep it.
+ * Output gaps hold the canary and must keep it.  Buffers are exact-size:
+ * under AddressSanitizer a read past a row's extent fails the test.
  */
 #include "test-util.h"
 
@@ -40,11 +43,12 @@ static int same_bits(float a, float b)
     return peak_test_bytes_equal(&a, &b, sizeof a);
 }
 
-/* Row `pos` of the public table: the ground truth for on-the-fly PE. */
+/* Row `pos` of the scalar reference table: the ground truth for
+   on-the-fly PE. */
 static float *pe_row(size_t pos, size_t d, const peak_pe_params *params)
 {
     float *row = malloc(d * sizeof *row);
-    ck_assert_int_eq(peak_pe_table(row, 1, d, pos, params), PEAK_OK);
+    peak_kernels_for(PEAK_ISA_SCALAR)->pe_table(row, (ptrdiff_t)d, 1, d, pos, params);
     return row;
 }
 
@@ -168,7 +172,7 @@ END_TEST
 
 START_TEST(pe_add_model_sizes_every_variant)
 {
-    static const size_t d[] = {512, 768};
+    static const size_t d[] = {512, 768, 1024};
     for (size_t v = 0; v < N_PE_VARIANTS; v++) {
         pa_shape s = {2, 5, d[_i], 1000, 0, 0, 0};
         pa_fly_case(&s, &pe_variants[v], 300 + v);
@@ -194,6 +198,17 @@ START_TEST(pe_add_last_positions)
 {
     pa_shape s = {1, 3, 64, (size_t)(PEAK_MAX_POSITION - 3), 0, 0, 0};
     pa_fly_case(&s, &pe_variants[(size_t)_i], 500 + (uint64_t)_i);
+}
+END_TEST
+
+/* More positions than one pass of the rows driver (PEAK_PE_ROWS_MAX), and
+   rows wider than its scratch block (they take the scalar kernel). */
+START_TEST(pe_add_long_and_wide)
+{
+    pa_shape s = {2, 300, 40, 17, 3, 1, 0};
+    pa_fly_case(&s, &pe_variants[0], 520);
+    pa_shape wide = {2, 2, 8195, 5, 0, 2, 1};
+    pa_fly_case(&wide, &pe_variants[(size_t)_i % N_PE_VARIANTS], 530 + (uint64_t)_i);
 }
 END_TEST
 
@@ -345,7 +360,7 @@ static int64_t expected_position(const em_problem *p, size_t t)
     int64_t before = 0;
     for (size_t u = start; u < t; u++)
         before += p->ids[u] != d->padding_idx;
-    return (int64_t)d->padding_idx + 1 + before;
+    return (int64_t)(d->pos0 + (size_t)d->padding_idx + 1) + before;
 }
 
 static float expected_value(const em_problem *p, size_t t, size_t j, const float *pe_row_t)
@@ -413,7 +428,7 @@ END_TEST
 
 START_TEST(embed_model_sizes_every_variant)
 {
-    static const size_t d[] = {512, 768};
+    static const size_t d[] = {512, 768, 1024};
     for (size_t v = 0; v < N_PE_VARIANTS; v++) {
         em_problem p;
         em_init(&p, 100, d[_i], 7, 0, 0, 200 + v);
@@ -497,6 +512,89 @@ START_TEST(embed_scales)
     p.d.scale = scale[_i];
     em_add_table(&p, 8);
     em_run(&p);
+    em_free(&p);
+}
+END_TEST
+
+/* Long calls: api.c hands the kernels 256 tokens at a time, and a chunk
+   of 256 x 512 floats is written with streaming stores; the output is 1
+   float off a 64-byte boundary with an odd row stride, so every row has an
+   unaligned head and tail.  Positions are explicit and random (repeats,
+   blocks in any order), or the seed's sequences. */
+START_TEST(embed_long_streaming_calls)
+{
+    em_problem p;
+    em_init(&p, 50, 512, 600, 3, 1, 800 + (uint64_t)_i);
+    p.ids[7] = p.ids[8] = p.ids[300] = 17; /* repeated ids */
+    if (_i & 1) {
+        p.positions = malloc(600 * sizeof *p.positions);
+        for (size_t t = 0; t < 600; t++)
+            p.positions[t] = (int64_t)(peak_test_next(&p.rng) % 700);
+        p.positions[9] = p.positions[10] = 699;
+        p.d.positions = p.positions;
+    } else {
+        p.d.seq_len = 290;
+        p.d.pos0 = 410;
+    }
+    if (_i & 2)
+        em_add_table(&p, 700);
+    else
+        p.d.pe_params = pe_variants[(size_t)_i % N_PE_VARIANTS];
+    em_run(&p);
+    em_free(&p);
+}
+END_TEST
+
+/* Rows wider than the on-the-fly scratch block (beyond the documented
+   d_model range) take a row-at-a-time path. */
+START_TEST(embed_wide_rows)
+{
+    em_problem p;
+    em_init(&p, 3, 8197, 3, 1, 2, 850 + (uint64_t)_i);
+    p.d.pe_params = pe_variants[(size_t)_i];
+    p.d.pos0 = 31;
+    em_run(&p);
+    em_free(&p);
+}
+END_TEST
+
+/* KV-cache decoding: a one-token call at position p writes exactly row p of
+   the one-shot call, for every p, through both PE sources, and with
+   fairseq numbering (pos0 = the non-pad tokens already decoded). */
+static void decode_case(em_problem *p)
+{
+    const size_t n = p->n_tokens, d = p->d.d_model;
+    ck_assert_int_eq(peak_embed_pe(p->out, p->ld_out, p->ids, n, &p->d), PEAK_OK);
+    float *one = peak_test_alloc(d, 3);
+    size_t non_pad = 0;
+    for (size_t t = 0; t < n; t++) {
+        peak_embed_desc step = p->d;
+        step.pos0 = p->d.padding_idx >= 0 ? non_pad : p->d.pos0 + t;
+        ck_assert_int_eq(peak_embed_pe(one, (ptrdiff_t)d, &p->ids[t], 1, &step), PEAK_OK);
+        CHECK(peak_test_bytes_equal(one, p->out + t * (size_t)p->ld_out, d * sizeof(float)),
+              "%s D%zu: decode step %zu differs from the one-shot row",
+              peak_isa_name(peak_test_isa), d, t);
+        non_pad += p->ids[t] != p->d.padding_idx;
+    }
+    peak_test_free(one);
+}
+
+START_TEST(embed_kv_cache_decode)
+{
+    static const size_t dims[] = {512, 37, 768, 64};
+    em_problem p;
+    em_init(&p, 40, dims[_i % 4], 70, (size_t)_i, 0, 900 + (uint64_t)_i);
+    p.d.pe_params = pe_variants[(size_t)_i % N_PE_VARIANTS];
+    if (_i >= 4) {
+        p.d.padding_idx = 2;
+        for (size_t t = 0; t < 70; t += 5)
+            p.ids[t] = 2;
+    } else {
+        p.d.pos0 = 25;
+    }
+    if (_i & 1)
+        em_add_table(&p, 110);
+    decode_case(&p);
     em_free(&p);
 }
 END_TEST
@@ -593,16 +691,20 @@ static Suite *make_suite(peak_isa isa)
     TCase *tc = tcase_create(peak_isa_name(isa));
     tcase_add_loop_test(tc, pe_add_table_sizes_1_to_70, 0, SIZE_GROUPS);
     tcase_add_loop_test(tc, pe_add_on_the_fly_sizes_1_to_70, 0, SIZE_GROUPS);
-    tcase_add_loop_test(tc, pe_add_model_sizes_every_variant, 0, 2);
+    tcase_add_loop_test(tc, pe_add_model_sizes_every_variant, 0, 3);
     tcase_add_loop_test(tc, pe_add_strided_misaligned_layouts, 0, 5);
     tcase_add_loop_test(tc, pe_add_last_positions, 0, (int)N_PE_VARIANTS);
+    tcase_add_loop_test(tc, pe_add_long_and_wide, 0, 2);
     tcase_add_test(tc, pe_add_invalid_arguments);
     tcase_add_loop_test(tc, embed_sizes_1_to_70, 0, SIZE_GROUPS);
-    tcase_add_loop_test(tc, embed_model_sizes_every_variant, 0, 2);
+    tcase_add_loop_test(tc, embed_model_sizes_every_variant, 0, 3);
     tcase_add_loop_test(tc, embed_explicit_positions, 0, 2);
     tcase_add_loop_test(tc, embed_sequences, 0, 4);
     tcase_add_loop_test(tc, embed_fairseq_padding, 0, 3);
     tcase_add_loop_test(tc, embed_scales, 0, 4);
+    tcase_add_loop_test(tc, embed_long_streaming_calls, 0, 4);
+    tcase_add_loop_test(tc, embed_wide_rows, 0, (int)N_PE_VARIANTS);
+    tcase_add_loop_test(tc, embed_kv_cache_decode, 0, 8);
     tcase_add_test(tc, embed_invalid_arguments);
     suite_add_tcase(s, tc);
     return s;

@@ -229,7 +229,7 @@ END_TEST
 
 START_TEST(model_sizes)
 {
-    static const size_t d[] = {512, 768};
+    static const size_t d[] = {512, 768, 1024};
     ln_shape s = {4, d[_i], 0, 0, USE_R | USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
     ln_simple(&s, 200 + (uint64_t)_i);
     s.use = USE_SUM | USE_R;
@@ -288,6 +288,64 @@ START_TEST(large_offset_plus_noise)
 }
 END_TEST
 
+/* 1e4 + small noise, the case two-pass statistics exist for: noise from
+   1e-2 down to a few float ULPs of 1e4 (a float sum of the row would lose
+   it entirely), with and without the offset arriving through r. */
+START_TEST(offset_small_noise)
+{
+    static const float noise[] = {1e-2f, 3e-3f, 5e-2f};
+    ln_shape s = {4, 512 + (size_t)_i * 131, 1, 3, USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE,
+                  1e-12f};
+    if (_i & 1)
+        s.use |= USE_R;
+    ln_problem p;
+    ln_init(&p, &s, 650 + (uint64_t)_i);
+    for (size_t e = 0; e < p.n; e++) {
+        const float v = 1e4f + peak_test_uniform(&p.rng, -noise[_i], noise[_i]);
+        if (_i & 1) {
+            p.r[e] = 1e4f;
+            p.x[e] = v - 1e4f;
+        } else {
+            p.x[e] = v;
+        }
+    }
+    ln_run(&p);
+    ln_free(&p);
+}
+END_TEST
+
+/* Rows longer than L1 and than one pass-2 flush block, many of them (the
+   prefetch of later rows runs out at the end), strided and misaligned. */
+START_TEST(long_rows)
+{
+    static const size_t d[] = {4099, 1000, 257};
+    ln_shape s = {_i == 2 ? 300 : 5, d[_i], 7, 5, USE_R | USE_GAMMA | USE_BETA | USE_SUM,
+                  ALIAS_NONE, 1e-5f};
+    ln_simple(&s, 680 + (uint64_t)_i);
+}
+END_TEST
+
+/* Outputs of 32 MiB and more are written with streaming stores: y and sum
+   share a misalignment (both stream after a masked head), or do not (sum
+   ordinary), or y is x (in place). */
+START_TEST(streaming_outputs)
+{
+    ln_shape s = {16300, 515, 0, 3, USE_R | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
+    if (_i == 2)
+        s.alias = ALIAS_Y_X;
+    if (_i == 2)
+        s.use &= ~(unsigned)USE_SUM;
+    ln_problem p;
+    ln_init(&p, &s, 690 + (uint64_t)_i);
+    if (_i == 0) { /* ln_init offsets sum from y by 2 floats; align them alike */
+        peak_test_free(p.sum);
+        p.sum = peak_test_alloc(p.n, (s.misalign + 5) % 16);
+    }
+    ln_run(&p);
+    ln_free(&p);
+}
+END_TEST
+
 /* A constant row has variance 0: y = 0 * gamma + beta = beta. */
 START_TEST(constant_rows)
 {
@@ -318,10 +376,13 @@ typedef struct ln_call {
     float eps;
 } ln_call;
 
+/* The call must fail and write nothing: not y, not sum, and not x or r
+   (the alias cases pass them as outputs). */
 static void expect_rejected(const ln_problem *p, const char *what, ln_call c)
 {
     peak_test_fill_canary(p->y, p->n);
     peak_test_fill_canary(p->sum, p->n);
+    float *x0 = dup(p->x, p->n), *r0 = dup(p->r, p->n);
     peak_status got = peak_add_layernorm(c.y, c.ld_y, c.sum, c.ld_sum, c.x, c.ld_x, c.r, c.ld_r,
                                          p->gamma, p->beta, c.rows, c.d, c.eps);
     CHECK(got == PEAK_ERR_INVALID_ARG, "%s: %s: status %d",
@@ -329,6 +390,11 @@ static void expect_rejected(const ln_problem *p, const char *what, ln_call c)
     for (size_t e = 0; e < p->n; e++)
         CHECK(peak_test_is_canary(p->y[e]) && peak_test_is_canary(p->sum[e]),
                       "%s: output changed", what);
+    CHECK(peak_test_bytes_equal(x0, p->x, p->n * sizeof(float)) &&
+              peak_test_bytes_equal(r0, p->r, p->n * sizeof(float)),
+          "%s: x or r changed", what);
+    free(x0);
+    free(r0);
 }
 
 START_TEST(invalid_arguments)
@@ -362,6 +428,21 @@ START_TEST(invalid_arguments)
         c.eps = bad_eps[k];
         expect_rejected(&p, "bad eps", c);
     }
+    c = ok;
+    c.sum = c.y;
+    expect_rejected(&p, "sum == y", c);
+    c = ok;
+    c.y = (float *)p.x;
+    c.ld_y = ld + 1;
+    expect_rejected(&p, "y == x with another stride", c);
+    c = ok;
+    c.sum = (float *)p.x;
+    c.ld_sum = ld + 2;
+    expect_rejected(&p, "sum == x with another stride", c);
+    c = ok;
+    c.sum = (float *)p.r;
+    c.ld_sum = ld + 2;
+    expect_rejected(&p, "sum == r with another stride", c);
     ln_free(&p);
 }
 END_TEST
@@ -373,11 +454,14 @@ static Suite *make_suite(peak_isa isa)
     Suite *s = suite_create("layernorm");
     TCase *tc = tcase_create(peak_isa_name(isa));
     tcase_add_loop_test(tc, sizes_1_to_70, 0, SIZE_GROUPS);
-    tcase_add_loop_test(tc, model_sizes, 0, 2);
+    tcase_add_loop_test(tc, model_sizes, 0, 3);
     tcase_add_loop_test(tc, optional_operands, 0, 16);
     tcase_add_loop_test(tc, strided_misaligned_rows, 0, 4);
     tcase_add_loop_test(tc, in_place_aliases, ALIAS_Y_X, ALIAS_Y_X_SUM_R + 1);
     tcase_add_loop_test(tc, large_offset_plus_noise, 0, 4);
+    tcase_add_loop_test(tc, offset_small_noise, 0, 3);
+    tcase_add_loop_test(tc, long_rows, 0, 3);
+    tcase_add_loop_test(tc, streaming_outputs, 0, 3);
     tcase_add_loop_test(tc, constant_rows, 0, 2);
     tcase_add_test(tc, zero_eps);
     tcase_add_test(tc, invalid_arguments);

@@ -772,6 +772,143 @@ START_TEST(decode_matches_full_causal)
 }
 END_TEST
 
+/* ---- the tiled SIMD kernels: blocks, tiles and their edges ------------------ */
+
+/* The issue's head sizes across block (64 rows) and tile (64 keys) edges,
+   with 3 query heads per kv head (a block mixes heads), both layouts. */
+START_TEST(issue_head_dims_across_tiles)
+{
+    static const size_t dh[] = {1, 7, 8, 16, 63, 64, 65, 128, 256};
+    const size_t D = dh[_i];
+    for (int causal = 0; causal < 2; causal++) {
+        at_shape s = {1, 6, 2, 23 + (size_t)causal * 48, 131 - (size_t)causal * 60, D,
+                      causal ? D : (D % 5) + 3, causal, causal ? 0 : 3, (size_t)_i % 4, 1};
+        at_problem p;
+        at_init(&p, &s, 2000 + (uint64_t)_i * 2 + (uint64_t)causal);
+        p.d.mask.causal = causal;
+        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        p.own_workspace = causal;
+        at_finish(&p, 1.0f, 2.0f);
+    }
+}
+END_TEST
+
+/* Lq and Lk from 1 to 300, primes and the multiples of 64 +-1 included,
+   sampled in pairs with a random mask each. */
+START_TEST(lengths_to_300_sampled)
+{
+    static const size_t len[] = {1, 2, 13, 63, 64, 65, 97, 127, 128, 129, 199, 211, 256, 257, 300};
+    const size_t nl = sizeof len / sizeof len[0];
+    uint64_t rng = 2100 + (uint64_t)_i;
+    for (int n = 0; n < 6; n++) {
+        const size_t lq = len[peak_test_next(&rng) % nl], lk = len[peak_test_next(&rng) % nl];
+        const unsigned pick = (unsigned)peak_test_next(&rng);
+        at_shape s = {1 + (pick & 1), 2, 1 + ((pick >> 1) & 1), lq, lk, 16, 8,
+                      (int)((pick >> 2) & 1), (pick >> 3) % 3, (pick >> 5) % 4, 1};
+        at_problem p;
+        at_init(&p, &s, peak_test_next(&rng));
+        p.d.mask.causal = (pick >> 7) & 1;
+        p.d.mask.align = (peak_align)((pick >> 8) & 1);
+        p.d.mask.q_offset = (pick >> 9) & 1 ? (pick >> 10) % 70 : 0;
+        p.d.mask.window = (pick >> 17) & 1 ? 1 + (pick >> 18) % 90 : 0;
+        if ((pick >> 25) & 1)
+            at_add_key_len(&p);
+        if ((pick >> 26) & 1)
+            at_add_keep(&p, (pick >> 27) & 7, 0.8);
+        if ((pick >> 30) & 1)
+            at_add_bias(&p, 0, -2.0f, 2.0f, 0.1);
+        at_finish(&p, 1.0f, 1.0f);
+    }
+}
+END_TEST
+
+/* Whole tiles masked inside rows that see other tiles: keys 64..191 hidden
+   by the keep mask (case 0), the bias (1) or a window (2); the hidden K and
+   V keep their NaN canaries, and no NaN may come out. */
+START_TEST(fully_masked_tiles_inside_visible_rows)
+{
+    at_shape s = {1, 2, 1, 70, 260, 16, 16, 0, 0, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 2200 + (uint64_t)_i);
+    if (_i == 0) {
+        at_add_keep(&p, 0, 1.0);
+        for (size_t e = 0; e < 2 * 70; e++)
+            memset(p.keep + e * 260 + 64, 0, 128);
+    } else if (_i == 1) {
+        at_add_bias(&p, 0, -1.0f, 1.0f, 0.0);
+        for (size_t e = 0; e < 2 * 70; e++)
+            for (size_t j = 64; j < 192; j++)
+                p.bias[e * 260 + j] = -INFINITY;
+    } else {
+        p.d.mask.window = 20;
+        p.d.mask.causal = 1;
+        p.d.mask.q_offset = 150;
+    }
+    at_finish(&p, 1.0f, 1.0f);
+}
+END_TEST
+
+/* A V row holding inf at a key only query row 0 sees: the other rows of
+   the block must not pick up 0 * inf.  Row 0 itself is inf or NaN there. */
+START_TEST(nonfinite_value_seen_by_one_row)
+{
+    at_shape s = {1, 1, 1, 40, 100, 8, 8, 0, 0, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 2300 + (uint64_t)_i);
+    at_add_keep(&p, 0, 1.0);
+    const size_t j = 10 + (size_t)_i * 70;
+    for (size_t i = 1; i < 40; i++)
+        p.keep[i * 100 + j] = 0;
+    at_fill(&p, 1.0f, 1.0f);
+    at(p.v, p.d.v_stride, 0, j, 0)[3] = _i ? NAN : INFINITY;
+    p.q0 = dup(p.q, p.nq);
+    p.k0 = dup(p.k, p.nk);
+    p.v0 = dup(p.v, p.nv);
+    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    CHECK(!isfinite(p.o[3]), "%s: row 0 should see the non-finite value",
+          peak_isa_name(peak_test_isa));
+    double *sc = malloc(100 * sizeof *sc), ref[8];
+    unsigned char *cov_o = calloc(p.no, 1), *cov_l = calloc(p.nl + 1, 1);
+    for (size_t i = 1; i < 40; i++)
+        check_row(&p, 0, 0, i, sc, ref, ATTN_TOL * 1.0, cov_o, cov_l);
+    free(cov_l);
+    free(cov_o);
+    free(sc);
+    at_free(&p);
+}
+END_TEST
+
+/* Scores of magnitude 1e4 (q, k in [-25, 25], scale 1, Dh 16), in rows
+   longer than one tile. */
+START_TEST(scores_of_1e4)
+{
+    at_shape s = {1, 2, 2, 9, 150, 16, 16, _i & 1, 0, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 2400 + (uint64_t)_i);
+    p.d.scale = 1.0f;
+    p.d.mask.causal = _i >> 1;
+    p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    at_finish(&p, 25.0f, 1.0f);
+}
+END_TEST
+
+/* Decoding over caches longer than a tile, every offset, GQA 4:1. */
+START_TEST(decode_long_cache)
+{
+    const size_t L = _i ? 133 : 70;
+    at_shape s = {1, 8, 2, L, L, _i ? 16 : 64, _i ? 16 : 64, 0, 0, 0, 0};
+    at_problem full;
+    at_init(&full, &s, 2500 + (uint64_t)_i);
+    full.d.mask.causal = 1;
+    at_fill(&full, 1.0f, 1.0f);
+    at_run(&full);
+    for (size_t t = 0; t < L; t++)
+        for (int align = 0; align < 2; align++)
+            decode_step(&full, t, 1, align);
+    at_free(&full);
+}
+END_TEST
+
 /* ---- workspace ------------------------------------------------------------- */
 
 START_TEST(workspace_caller_or_library)
@@ -897,6 +1034,12 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, nonfinite_visible_score_poisons_row, 0, 2);
     tcase_add_loop_test(tc, huge_magnitudes, 0, 4);
     tcase_add_loop_test(tc, decode_matches_full_causal, 0, 4);
+    tcase_add_loop_test(tc, issue_head_dims_across_tiles, 0, 9);
+    tcase_add_loop_test(tc, lengths_to_300_sampled, 0, 6);
+    tcase_add_loop_test(tc, fully_masked_tiles_inside_visible_rows, 0, 3);
+    tcase_add_loop_test(tc, nonfinite_value_seen_by_one_row, 0, 2);
+    tcase_add_loop_test(tc, scores_of_1e4, 0, 4);
+    tcase_add_loop_test(tc, decode_long_cache, 0, 2);
     tcase_add_test(tc, workspace_caller_or_library);
     tcase_add_test(tc, invalid_arguments);
     suite_add_tcase(s, tc);

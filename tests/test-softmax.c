@@ -5,10 +5,16 @@
  * x is filled only where the oracle says a key is visible; every other
  * float of x (masked keys and row gaps) keeps the canary, which is a NaN, so
  * a kernel that reads a masked score poisons its row and fails.  y gaps must
- * still hold the canary afterwards.
+ * still hold the canary afterwards.  Buffers have their exact size, so that
+ * AddressSanitizer sees any read past a row (tests/meson.build runs the
+ * suite on every tier; CI runs it under ASan too).
+ *
+ * Every finished row is also checked to sum to 1 within SM_SUM_TOL, and the
+ * largest errors seen are reported by accuracy_report (meson test -v).
  */
 #include "test-util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +34,21 @@
    where exp's relative error is larger than a few ULP of the result). */
 #define SM_ULP_TOL 4
 #define SM_ABS_TOL 1e-7
+/* Each row with any visible finite score sums to 1 within this. */
+#define SM_SUM_TOL 1e-6
+
+/* The largest errors seen in this process (each Check test runs in its own
+   fork, so accuracy_report gathers its own). */
+typedef struct sm_stats {
+    int64_t max_ulp;      /* over probabilities >= SM_STATS_MIN_P */
+    int64_t max_ulp_top;  /* over probabilities >= 1/4 */
+    double max_abs;       /* over all probabilities */
+    double max_budget;    /* error / max(SM_ULP_TOL ulp, SM_ABS_TOL) */
+    double max_sum_err;   /* |row sum - 1| */
+    size_t rows;
+} sm_stats;
+#define SM_STATS_MIN_P 1e-3
+static sm_stats sm_seen;
 
 /* ---- problem set-up ------------------------------------------------------ */
 
@@ -244,6 +265,37 @@ static void expect_entry(const sm_problem *p, int kind, int vis, double ref, flo
                  vis ? ref : 0.0, (double)got, (long long)peak_test_ulp_diff(got, (float)ref));
 }
 
+static void note_entry(double ref, float got)
+{
+    const double err = fabs((double)got - ref);
+    if (err > sm_seen.max_abs)
+        sm_seen.max_abs = err;
+    const int64_t ulp = peak_test_ulp_diff(got, (float)ref);
+    if (ref >= SM_STATS_MIN_P && ulp > sm_seen.max_ulp)
+        sm_seen.max_ulp = ulp;
+    if (ref >= 0.25 && ulp > sm_seen.max_ulp_top)
+        sm_seen.max_ulp_top = ulp;
+    const float r = (float)ref;
+    const double ulp_size = (double)nextafterf(r, INFINITY) - (double)r;
+    const double allowed = fmax(SM_ULP_TOL * ulp_size, SM_ABS_TOL);
+    if (err / allowed > sm_seen.max_budget)
+        sm_seen.max_budget = err / allowed;
+}
+
+/* A normal row's probabilities add up to 1. */
+static void expect_sum_one(const sm_problem *p, const float *y, size_t b, size_t h, size_t i)
+{
+    double sum = 0.0;
+    for (size_t j = 0; j < p->d.k_len; j++)
+        sum += y[j];
+    const double err = fabs(sum - 1.0);
+    if (err > sm_seen.max_sum_err)
+        sm_seen.max_sum_err = err;
+    sm_seen.rows++;
+    CHECK(err <= SM_SUM_TOL, "%s B%zu H%zu Lq%zu Lk%zu row [%zu,%zu,%zu] sums to 1 %+.3g",
+          peak_isa_name(peak_test_isa), p->s.B, p->s.H, p->s.Lq, p->s.Lk, b, h, i, sum - 1.0);
+}
+
 /* Every row against the oracle, every float of y outside a row untouched. */
 static void sm_check(const sm_problem *p)
 {
@@ -258,8 +310,12 @@ static void sm_check(const sm_problem *p)
                 const float *y = row_of(p->y, d->y_stride, b, h, i);
                 for (size_t j = 0; j < d->k_len; j++) {
                     expect_entry(p, kind, vis[j], ref[j], y[j], b, h, i, j);
+                    if (kind == ROW_NORMAL && vis[j])
+                        note_entry(ref[j], y[j]);
                     covered[(size_t)(y + j - p->y)] = 1;
                 }
+                if (kind == ROW_NORMAL)
+                    expect_sum_one(p, y, b, h, i);
             }
     for (size_t e = 0; e < p->ny; e++)
         CHECK(covered[e] || peak_test_is_canary(p->y[e]),
@@ -575,6 +631,252 @@ START_TEST(huge_magnitudes)
 }
 END_TEST
 
+/* ---- every length with every mask kind ------------------------------------- */
+
+/* The issue's lengths: 1..70 cover every tail of both vector widths, 127,
+   128 and 129 straddle a multiple of 8 and 16, 4096 is a long row (and
+   several SUM_BLOCKs of float accumulation). */
+static size_t length_at(size_t k)
+{
+    static const size_t extra[] = {127, 128, 129, 4096};
+    return k < 70 ? k + 1 : extra[k - 70];
+}
+#define N_LENGTHS 74
+
+enum {
+    KIND_NONE, KIND_CAUSAL_TL, KIND_CAUSAL_BR, KIND_WINDOW, KIND_KEY_LEN, KIND_KEEP, KIND_BIAS,
+    KIND_ALL, N_KINDS
+};
+
+static void set_mask_kind(sm_problem *p, int kind)
+{
+    peak_mask *m = &p->d.mask;
+    const size_t lk = p->s.Lk;
+    if (kind == KIND_CAUSAL_TL || kind == KIND_ALL) {
+        m->causal = 1;
+        m->q_offset = lk / 2; /* rows end mid-row, at every offset mod 16 */
+    }
+    if (kind == KIND_CAUSAL_BR) {
+        m->causal = 1;
+        m->align = PEAK_ALIGN_BOTTOM_RIGHT;
+    }
+    if (kind == KIND_WINDOW || kind == KIND_ALL)
+        m->window = lk / 3 + 1;
+    if (kind == KIND_WINDOW)
+        m->align = PEAK_ALIGN_BOTTOM_RIGHT; /* window alone, no causal */
+    if (kind == KIND_KEY_LEN || kind == KIND_ALL)
+        sm_add_key_len(p);
+    if (kind == KIND_KEEP || kind == KIND_ALL)
+        sm_add_keep(p, kind == KIND_ALL ? 1 : 0, 0.55);
+    if (kind == KIND_BIAS || kind == KIND_ALL)
+        sm_add_bias(p, kind == KIND_ALL ? 2 : 0, -2.0f, 2.0f, 0.25);
+}
+
+START_TEST(every_length_every_mask_kind)
+{
+    for (size_t k = 0; k < N_LENGTHS; k++) {
+        const size_t lk = length_at(k);
+        /* Lq = 3 rows per head; in place for odd k; scale != 1 for even. */
+        sm_shape s = {2, 1, 3, lk, k % 3, (k + 1) % 3, k % 5, (int)(k & 1), 0};
+        sm_problem p;
+        sm_init(&p, &s, 2000 + (uint64_t)_i * 100 + k);
+        p.d.scale = (k & 1) ? 0.0f : 0.37f;
+        set_mask_kind(&p, _i);
+        sm_finish(&p, -9.0f, 9.0f);
+    }
+}
+END_TEST
+
+/* Masked runs that cover whole vectors and straddle lane boundaries of both
+   widths (8 and 16): row r of the keep mask drops keys [a, a + len) for
+   one (a, len) pair, over a row of 96 keys (6 and 12 vectors). */
+START_TEST(masked_runs_on_lane_boundaries)
+{
+    static const size_t starts[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 48, 80};
+    static const size_t lens[] = {1, 7, 8, 9, 15, 16, 17, 32, 48, 64, 96};
+    const size_t ns = sizeof starts / sizeof starts[0], nl = sizeof lens / sizeof lens[0];
+    sm_shape s = {1, 1, ns * nl, 96, 0, 0, 0, _i, 0};
+    sm_problem p;
+    sm_init(&p, &s, 2100 + (uint64_t)_i);
+    sm_add_keep(&p, 0, 1.0);
+    for (size_t a = 0; a < ns; a++)
+        for (size_t l = 0; l < nl; l++) {
+            uint8_t *row = p.keep + (a * nl + l) * 96;
+            for (size_t j = starts[a]; j < starts[a] + lens[l] && j < 96; j++)
+                row[j] = 0;
+        }
+    sm_finish(&p, -6.0f, 6.0f);
+}
+END_TEST
+
+/* The same runs made by the structural masks: key_len and windows that end
+   on and next to lane boundaries (no element mask: the unmasked path). */
+START_TEST(structural_edges_on_lane_boundaries)
+{
+    static const size_t cut[] = {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+    for (size_t c = 0; c < sizeof cut / sizeof cut[0]; c++) {
+        sm_shape s = {3, 2, 5, 80, 1, 0, 0, (int)(c & 1), 0};
+        sm_problem p;
+        sm_init(&p, &s, 2200 + c * 4 + (uint64_t)_i);
+        if (_i == 0) {
+            sm_add_key_len(&p);
+            p.key_len[0] = (int32_t)cut[c];
+        } else {
+            p.d.mask.window = cut[c];
+            p.d.mask.causal = _i == 2;
+            p.d.mask.q_offset = 70;
+        }
+        sm_finish(&p, -6.0f, 6.0f);
+    }
+}
+END_TEST
+
+/* One visible key: e^0 / e^0, exactly 1 on every tier, at keys on and next
+   to lane boundaries; and every other key exactly +0. */
+START_TEST(single_visible_key_is_exactly_one)
+{
+    static const size_t lks[] = {1, 5, 16, 17, 33, 64, 100};
+    const size_t lk = lks[_i];
+    sm_shape s = {1, 1, lk, lk, 0, 0, 0, 0, 0};
+    sm_problem p;
+    sm_init(&p, &s, 2300 + (uint64_t)_i);
+    sm_add_keep(&p, 0, 0.0);
+    for (size_t r = 0; r < lk; r++)
+        p.keep[r * lk + (r * 7) % lk] = 1;
+    sm_fill_visible(&p, -50.0f, 50.0f);
+    sm_run(&p);
+    for (size_t r = 0; r < lk; r++)
+        for (size_t j = 0; j < lk; j++) {
+            const float want = j == (r * 7) % lk ? 1.0f : 0.0f;
+            CHECK(p.y[r * lk + j] == want && !signbit(p.y[r * lk + j]),
+                  "%s Lk%zu row %zu key %zu: %.9g, want %g", peak_isa_name(peak_test_isa), lk, r,
+                  j, (double)p.y[r * lk + j], (double)want);
+        }
+    sm_free(&p);
+}
+END_TEST
+
+/* Rows of equal huge scores are uniform (max subtraction makes them all
+   e^0); +-1e30 mixed gives the uniform distribution over the +1e30 keys. */
+START_TEST(rows_of_huge_equal_scores)
+{
+    static const float vals[] = {1e30f, -1e30f, FLT_MAX, -FLT_MAX};
+    const size_t lk = 1 + (size_t)_i * 13;
+    sm_shape s = {1, 1, 5, lk, 0, 0, 0, 0, 0};
+    sm_problem p;
+    sm_init(&p, &s, 2400 + (uint64_t)_i);
+    for (size_t r = 0; r < 5; r++)
+        for (size_t j = 0; j < lk; j++)
+            p.x[r * lk + j] = r < 4 ? vals[r] : (j % 3 ? -1e30f : 1e30f);
+    sm_run(&p);
+    for (size_t r = 0; r < 5; r++) {
+        const size_t n = r < 4 ? lk : (lk + 2) / 3;
+        for (size_t j = 0; j < lk; j++) {
+            const double want = (r < 4 || j % 3 == 0) ? 1.0 / (double)n : 0.0;
+            CHECK(fabs(p.y[r * lk + j] - want) <= 1e-7 + 4 * FLT_EPSILON * want,
+                  "%s Lk%zu row %zu key %zu: %.9g, want %.9g", peak_isa_name(peak_test_isa), lk,
+                  r, j, (double)p.y[r * lk + j], want);
+        }
+    }
+    sm_free(&p);
+}
+END_TEST
+
+/* A NaN or +inf at every lane position of interest poisons exactly its own
+   row; a -inf score is probability 0; a negative scale turns -inf into
+   +inf (a NaN row) and +inf into -inf (probability 0). */
+START_TEST(nonfinite_at_lane_boundaries)
+{
+    static const size_t pos[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 47};
+    static const float bad[] = {NAN, INFINITY, -INFINITY};
+    const size_t np = sizeof pos / sizeof pos[0];
+    for (int neg = 0; neg < 2; neg++) {
+        sm_shape s = {1, 1, np, 48, 0, 0, 0, neg, 0};
+        sm_problem p;
+        sm_init(&p, &s, 2500 + (uint64_t)_i * 2 + (uint64_t)neg);
+        p.d.scale = neg ? -0.5f : 1.0f;
+        sm_fill_visible(&p, -5.0f, 5.0f);
+        for (size_t r = 0; r < np; r++)
+            p.x[r * 48 + pos[r]] = bad[_i];
+        sm_run(&p);
+        sm_free(&p);
+    }
+}
+END_TEST
+
+/* x * scale + bias can overflow to -inf in float: such a visible key has
+   probability 0, and a row of them is a zero row, as in the reference. */
+START_TEST(bias_sum_overflowing_to_minus_inf)
+{
+    sm_shape s = {1, 1, 3, 20, 0, 0, 0, 0, 0};
+    sm_problem p;
+    sm_init(&p, &s, 2600);
+    sm_add_bias(&p, 0, -1.0f, 1.0f, 0.0);
+    sm_fill_visible(&p, -1.0f, 1.0f);
+    for (size_t j = 0; j < 20; j++) {
+        p.bias[j] = -3e38f; /* row 0: all overflow */
+        p.x[j] = -1e38f;
+        if (j % 4 == 0) { /* row 1: every 4th overflows */
+            p.bias[20 + j] = -3e38f;
+            p.x[20 + j] = -1e38f;
+        }
+    }
+    p.bias[40 + 5] = -3e38f; /* row 2: finite huge negative, not overflowing */
+    sm_run(&p);
+    sm_free(&p);
+}
+END_TEST
+
+/* An output larger than any cache is written with non-temporal stores
+   (kernels/softmax-rows.h, PEAK_SM_STREAM_BYTES = 16 MiB): 1100 rows of
+   4096 keys, misaligned, causal bottom-right (a different length every
+   row); then in place with element masks. */
+START_TEST(streamed_output)
+{
+    sm_shape s = {1, 1, 1100, 4096, _i ? 0 : 3, _i ? 0 : 5, 1 + (size_t)_i, _i, 0};
+    sm_problem p;
+    sm_init(&p, &s, 2650 + (uint64_t)_i);
+    p.d.mask.causal = 1;
+    p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    if (_i) {
+        p.d.mask.window = 3000;
+        sm_add_keep(&p, 4, 0.9); /* one keep row for all */
+        sm_add_bias(&p, 4, -1.0f, 1.0f, 0.05);
+    }
+    sm_finish(&p, -6.0f, 6.0f);
+}
+END_TEST
+
+/* Rows of many shapes and value ranges; reports the largest errors against
+   the double-precision oracle (shown by meson test -v). */
+START_TEST(accuracy_report)
+{
+    static const float lo[] = {-8.0f, -1.0f, 90.0f, -30.0f, -1e4f, -40.0f};
+    static const float hi[] = {8.0f, 1.0f, 100.0f, 30.0f, 1e4f, -10.0f};
+    for (size_t k = 0; k < N_LENGTHS; k++) {
+        for (size_t v = 0; v < 6; v++) {
+            sm_shape s = {1, 2, 2, length_at(k), 0, 0, 0, 0, 0};
+            sm_problem p;
+            sm_init(&p, &s, 2700 + k * 8 + v);
+            p.d.scale = v == 4 ? 0.001f : 1.0f;
+            sm_fill_visible(&p, lo[v], hi[v]);
+            if (v == 5) /* a few keys far above the rest: probabilities near 1/2..1/5 */
+                for (size_t e = 0; e < p.nx; e += 1 + peak_test_next(&p.rng) % 40)
+                    p.x[e] = peak_test_uniform(&p.rng, 0.0f, 1.5f);
+            sm_run(&p);
+            sm_free(&p);
+        }
+    }
+    printf("softmax %s: %zu rows: max error %lld ulp for probabilities >= 1/4, %lld ulp "
+           ">= %g; max abs error %.3g; largest error %.0f%% of the tolerance "
+           "max(%d ulp, %g); max |row sum - 1| %.3g\n",
+           peak_isa_name(peak_test_isa), sm_seen.rows, (long long)sm_seen.max_ulp_top,
+           (long long)sm_seen.max_ulp, SM_STATS_MIN_P, sm_seen.max_abs,
+           100.0 * sm_seen.max_budget, SM_ULP_TOL, SM_ABS_TOL, sm_seen.max_sum_err);
+    fflush(stdout);
+}
+END_TEST
+
 /* ---- decoding -------------------------------------------------------------- */
 
 /* Softmax of one query at offset t over a cache of L keys equals row t of
@@ -720,6 +1022,15 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, huge_magnitudes, 0, 4);
     tcase_add_loop_test(tc, decode_rows_match_full_causal, 0, 4);
     tcase_add_test(tc, invalid_arguments);
+    tcase_add_loop_test(tc, every_length_every_mask_kind, 0, N_KINDS);
+    tcase_add_loop_test(tc, masked_runs_on_lane_boundaries, 0, 2);
+    tcase_add_loop_test(tc, structural_edges_on_lane_boundaries, 0, 3);
+    tcase_add_loop_test(tc, single_visible_key_is_exactly_one, 0, 7);
+    tcase_add_loop_test(tc, rows_of_huge_equal_scores, 0, 4);
+    tcase_add_loop_test(tc, nonfinite_at_lane_boundaries, 0, 3);
+    tcase_add_test(tc, bias_sum_overflowing_to_minus_inf);
+    tcase_add_loop_test(tc, streamed_output, 0, 2);
+    tcase_add_test(tc, accuracy_report);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -219,6 +219,24 @@ static void emit_torch_avx512(float *row, float pf, const float *wf, size_t i0, 
     }
 }
 
+/* The on-the-fly PE of peak_embed_pe and peak_pe_add (pe-table.h): the
+   table's own emits, into the caller's L1 scratch block, inlined into the
+   rows driver (it calls them once per row and column chunk). */
+static inline __attribute__((always_inline)) void
+emit_exact_inline(float *row, const double *sb, const double *cb, const double *sk,
+                  const double *ck, size_t i0, size_t nc, size_t d_model, peak_pe_layout layout)
+{
+    emit_exact(row, sb, cb, sk, ck, i0, nc, d_model, layout, 0);
+}
+
+void peak_pe_rows__avx512(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                          size_t n_rows, const int64_t *pos, size_t pos0, size_t d_model,
+                          const peak_pe_params *params, peak_pe_sink_fn sink, void *ctx)
+{
+    peak_pe_rows_run(scratch, scratch_rows, ld_scratch, n_rows, pos, pos0, d_model, params,
+                     peak_pe_sincos_chunk__avx512, emit_exact_inline, emit_torch_avx512, sink, ctx);
+}
+
 void peak_f32_pe_table__avx512(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
                                size_t pos0, const peak_pe_params *params)
 {

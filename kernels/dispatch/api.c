@@ -51,13 +51,32 @@ static int strides_nonneg(const ptrdiff_t *stride, int dims)
     return 1;
 }
 
-/* An output's rows must not overlap one another: each stride that matters
-   (its dimension has more than one entry) must step over a whole row. */
+/* An output's rows must not overlap one another.  Sufficient test: order
+   the dimensions that have more than one entry by stride; each stride must
+   step over everything the smaller ones span (a row for the smallest).  It
+   accepts every packed or padded layout ([B,L,H,D], [B,H,L,D], gaps) and
+   rejects layouts such as {16, 4, 4} where two index tuples share a row.
+   Assumes extent_fits() holds, so no product below overflows. */
 static int rows_apart(const size_t *n, const ptrdiff_t *stride, int dims, size_t row)
 {
-    for (int k = 0; k < dims; k++)
-        if (n[k] > 1 && (size_t)stride[k] < row)
+    int order[3], m = 0;
+    for (int k = 0; k < dims; k++) {
+        if (n[k] < 2)
+            continue;
+        int j = m++;
+        while (j > 0 && stride[order[j - 1]] > stride[k]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = k;
+    }
+    size_t span = row;
+    for (int j = 0; j < m; j++) {
+        size_t s = (size_t)stride[order[j]];
+        if (s < span)
             return 0;
+        span = s * (n[order[j]] - 1) + span;
+    }
     return 1;
 }
 
@@ -95,12 +114,12 @@ peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t
         return PEAK_ERR_INVALID_ARG;
     size_t n[2] = {batch, seq_len};
     ptrdiff_t st[2] = {batch_stride, ld_x};
+    if (!extent_fits(n, st, 2, d_model))
+        return PEAK_ERR_OUT_OF_RANGE;
     if ((size_t)ld_x < d_model || !rows_apart(n, st, 2, d_model) || x == pe)
         return PEAK_ERR_INVALID_ARG;
     if (!pe && !pe_params_ok(p))
         return PEAK_ERR_INVALID_ARG;
-    if (!extent_fits(n, st, 2, d_model))
-        return PEAK_ERR_OUT_OF_RANGE;
     size_t limit = pe ? pe_rows : PEAK_MAX_POSITION;
     if (pos0 > limit || seq_len > limit - pos0)
         return PEAK_ERR_OUT_OF_RANGE;
@@ -158,8 +177,11 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
         !extent_fits(&d->vocab, &d->ld_table, 1, d->d_model) ||
         (d->pe && d->pe_rows && !extent_fits(&d->pe_rows, &ld_pe, 1, d->d_model)))
         return PEAK_ERR_OUT_OF_RANGE;
-    /* Every id and position is checked before the first row is written. */
+    /* pos0 bounded first, so pos0 + index (+ padding_idx + 1) cannot wrap. */
     uint64_t limit = d->pe ? d->pe_rows : PEAK_MAX_POSITION;
+    if (!d->positions && d->pos0 >= limit)
+        return PEAK_ERR_OUT_OF_RANGE;
+    /* Every id and position is checked before the first row is written. */
     pos_walk w = {d, ids, 0, 0, 0};
     for (size_t t = 0; t < n_tokens; t++) {
         int64_t pos = pos_next(&w);
@@ -197,11 +219,16 @@ peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size
 /* qpos = i + q_offset (+ Lk - Lq) must stay far from int64 overflow. */
 #define PEAK_MAX_INDEX ((size_t)1 << 40)
 
-static peak_status mask_check(const peak_mask *m, size_t batch, size_t q_len, size_t k_len)
+static peak_status mask_check(const peak_mask *m, size_t batch, size_t heads, size_t q_len,
+                              size_t k_len)
 {
     if ((unsigned)m->align > PEAK_ALIGN_BOTTOM_RIGHT || !strides_nonneg(m->keep_stride, 3) ||
         !strides_nonneg(m->bias_stride, 3))
         return PEAK_ERR_INVALID_ARG;
+    size_t n[3] = {batch, heads, q_len};
+    if ((m->keep && !extent_fits(n, m->keep_stride, 3, k_len)) ||
+        (m->bias && !extent_fits(n, m->bias_stride, 3, k_len)))
+        return PEAK_ERR_OUT_OF_RANGE;
     if (m->q_offset > PEAK_MAX_INDEX || m->window > PEAK_MAX_INDEX || q_len > PEAK_MAX_INDEX ||
         k_len > PEAK_MAX_INDEX)
         return PEAK_ERR_OUT_OF_RANGE;
@@ -222,15 +249,16 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
     size_t n[3] = {d->batch, d->heads, d->q_len};
     if (!d->batch || !d->heads || !d->q_len || !d->k_len || !isfinite(d->scale))
         return PEAK_ERR_INVALID_ARG;
-    if (!strides_nonneg(d->x_stride, 3) || !strides_nonneg(d->y_stride, 3) ||
-        !rows_apart(n, d->y_stride, 3, d->k_len))
+    if (!strides_nonneg(d->x_stride, 3) || !strides_nonneg(d->y_stride, 3))
+        return PEAK_ERR_INVALID_ARG;
+    if (!extent_fits(n, d->x_stride, 3, d->k_len) || !extent_fits(n, d->y_stride, 3, d->k_len))
+        return PEAK_ERR_OUT_OF_RANGE;
+    if (!rows_apart(n, d->y_stride, 3, d->k_len))
         return PEAK_ERR_INVALID_ARG;
     if (y == x && (d->x_stride[0] != d->y_stride[0] || d->x_stride[1] != d->y_stride[1] ||
                    d->x_stride[2] != d->y_stride[2]))
         return PEAK_ERR_INVALID_ARG;
-    if (!extent_fits(n, d->x_stride, 3, d->k_len) || !extent_fits(n, d->y_stride, 3, d->k_len))
-        return PEAK_ERR_OUT_OF_RANGE;
-    peak_status s = mask_check(&d->mask, d->batch, d->q_len, d->k_len);
+    peak_status s = mask_check(&d->mask, d->batch, d->heads, d->q_len, d->k_len);
     if (s != PEAK_OK)
         return s;
     /* Kernels never see the "0 means 1" default. */
@@ -238,6 +266,22 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
     if (resolved.scale == 0.0f)
         resolved.scale = 1.0f;
     peak_active_kernels()->softmax(y, x, &resolved);
+    return PEAK_OK;
+}
+
+/* ---- exponential ---------------------------------------------------------- */
+
+peak_status peak_exp(float *y, const float *x, size_t n)
+{
+    if (!y || !x || n == 0)
+        return PEAK_ERR_INVALID_ARG;
+    if (n > (size_t)PTRDIFF_MAX / sizeof(float))
+        return PEAK_ERR_OUT_OF_RANGE;
+    /* Addresses compared as integers: the arrays may be unrelated objects. */
+    const uintptr_t yb = (uintptr_t)y, xb = (uintptr_t)x, bytes = n * sizeof(float);
+    if (y != x && yb < xb + bytes && xb < yb + bytes)
+        return PEAK_ERR_INVALID_ARG;
+    peak_active_kernels()->exp(y, x, n);
     return PEAK_OK;
 }
 
@@ -264,16 +308,16 @@ static peak_status attn_resolve(const peak_attn_desc *in, peak_attn_desc *d)
     size_t nq[3] = {d->batch, d->q_len, d->heads};
     size_t nk[3] = {d->batch, d->kv_len, d->kv_heads};
     size_t nl[3] = {d->batch, d->heads, d->q_len};
-    if (!rows_apart(nq, d->o_stride, 3, d->v_head_dim) ||
-        (d->lse && !rows_apart(nl, d->lse_stride, 3, 1)))
-        return PEAK_ERR_INVALID_ARG;
     if (!extent_fits(nq, d->q_stride, 3, d->head_dim) ||
         !extent_fits(nk, d->k_stride, 3, d->head_dim) ||
         !extent_fits(nk, d->v_stride, 3, d->v_head_dim) ||
         !extent_fits(nq, d->o_stride, 3, d->v_head_dim) ||
         (d->lse && !extent_fits(nl, d->lse_stride, 3, 1)))
         return PEAK_ERR_OUT_OF_RANGE;
-    return mask_check(&d->mask, d->batch, d->q_len, d->kv_len);
+    if (!rows_apart(nq, d->o_stride, 3, d->v_head_dim) ||
+        (d->lse && !rows_apart(nl, d->lse_stride, 3, 1)))
+        return PEAK_ERR_INVALID_ARG;
+    return mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
 }
 
 peak_status peak_attention_workspace_size(const peak_attn_desc *desc, size_t *bytes)

@@ -28,6 +28,8 @@ const peak_kernels peak_kernels_scalar = {
     .pe_add = peak_f32_pe_add__scalar,
     .embed_pe = peak_f32_embed_pe__scalar,
     .softmax = peak_f32_softmax__scalar,
+    .exp = peak_f32_exp__scalar,
+    .exp2 = peak_f32_exp2__scalar,
     .attention = peak_f32_sdpa__scalar,
     .attention_ws = peak_f32_sdpa_workspace__scalar,
     .add_layernorm = peak_f32_add_layernorm__scalar,
@@ -37,12 +39,14 @@ const peak_kernels peak_kernels_scalar = {
 const peak_kernels peak_kernels_avx2 = {
     .isa = PEAK_ISA_AVX2,
     .pe_table = peak_f32_pe_table__avx2,
-    .pe_add = peak_f32_pe_add__scalar,
-    .embed_pe = peak_f32_embed_pe__scalar,
-    .softmax = peak_f32_softmax__scalar,
-    .attention = peak_f32_sdpa__scalar,
-    .attention_ws = peak_f32_sdpa_workspace__scalar,
-    .add_layernorm = peak_f32_add_layernorm__scalar,
+    .pe_add = peak_f32_pe_add__avx2,
+    .embed_pe = peak_f32_embed_pe__avx2,
+    .softmax = peak_f32_softmax__avx2,
+    .exp = peak_f32_exp__avx2,
+    .exp2 = peak_f32_exp2__avx2,
+    .attention = peak_f32_sdpa__avx2,
+    .attention_ws = peak_f32_sdpa_workspace__avx2,
+    .add_layernorm = peak_f32_add_layernorm__avx2,
 };
 #endif
 
@@ -50,12 +54,14 @@ const peak_kernels peak_kernels_avx2 = {
 const peak_kernels peak_kernels_avx512 = {
     .isa = PEAK_ISA_AVX512,
     .pe_table = peak_f32_pe_table__avx512,
-    .pe_add = peak_f32_pe_add__scalar,
-    .embed_pe = peak_f32_embed_pe__scalar,
-    .softmax = peak_f32_softmax__scalar,
-    .attention = peak_f32_sdpa__scalar,
-    .attention_ws = peak_f32_sdpa_workspace__scalar,
-    .add_layernorm = peak_f32_add_layernorm__scalar,
+    .pe_add = peak_f32_pe_add__avx512,
+    .embed_pe = peak_f32_embed_pe__avx512,
+    .softmax = peak_f32_softmax__avx512,
+    .exp = peak_f32_exp__avx512,
+    .exp2 = peak_f32_exp2__avx512,
+    .attention = peak_f32_sdpa__avx512,
+    .attention_ws = peak_f32_sdpa_workspace__avx512,
+    .add_layernorm = peak_f32_add_layernorm__avx512,
 };
 #endif
 
@@ -66,6 +72,8 @@ const peak_kernels peak_kernels_neon = {
     .pe_add = peak_f32_pe_add__scalar,
     .embed_pe = peak_f32_embed_pe__scalar,
     .softmax = peak_f32_softmax__scalar,
+    .exp = peak_f32_exp__scalar,
+    .exp2 = peak_f32_exp2__scalar,
     .attention = peak_f32_sdpa__scalar,
     .attention_ws = peak_f32_sdpa_workspace__scalar,
     .add_layernorm = peak_f32_add_layernorm__scalar,
@@ -181,6 +189,19 @@ static peak_isa detect(const char **why)
 #endif
 }
 
+/* Unset, empty, 0, no, false and off mean off. */
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    static const char *const off[] = {"", "0", "no", "false", "off"};
+    if (!v)
+        return 0;
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (strcasecmp(v, off[i]) == 0)
+            return 0;
+    return 1;
+}
+
 static void init(void)
 {
     const char *why, *note;
@@ -197,8 +218,7 @@ static void init(void)
     }
     auto_row = compiled[isa];
     atomic_store_explicit(&active, auto_row, memory_order_release);
-    const char *dbg = getenv("PEAK_ISA_DEBUG");
-    if (dbg && *dbg && strcmp(dbg, "0") != 0)
+    if (env_flag("PEAK_ISA_DEBUG"))
         fprintf(stderr, "peak: dispatch -> %s (%s)\n", names[isa], reason);
 }
 

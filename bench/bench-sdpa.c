@@ -1,0 +1,363 @@
+/*
+ * bench-sdpa.c - fused attention per tier and through dispatch, against
+ * OpenBLAS sgemm + peak_softmax + sgemm (the unfused path) and against the
+ * core's FMA peak, all in one binary so that every ratio comes from one run.
+ *
+ * Shapes: B = 1, Dh = Dv = 64, [B, L, H, D] packed, scale 1/8:
+ *   self-attention H = 8, L = 128, 512, 2048, 4096, full and causal
+ *   (top-left); BERT/GPT-2 H = 12, L = 128, 512, 1024; cross H = 8,
+ *   Lq = 50, Lk = 512; decode H = 8, Lq = 1, Lk = 2048 with K/V warm, and
+ *   cold (rotating through copies of K/V larger than the last-level cache).
+ * Names: sdpa/<variant>/H:<h>/Lq:<n>/Lk:<n>/causal:<0|1>/cold:<0|1>.
+ * Variants: scalar, avx2, avx512 (one tier through peak_kernels_for(), its
+ * workspace allocated once), dispatch (peak_attention with a caller
+ * workspace), openblas (per head: S = Q K^T by cblas_sgemm, peak_softmax in
+ * place with the scale and the mask, O = P V by cblas_sgemm; one thread).
+ * Counters: GFLOPs = 4 Lq Lk Dh H per call (the issue's count, also for
+ * causal), GFLOPs_visible = 4 Dh * (visible query-key pairs) H.
+ *
+ * fma_peak/<avx2|avx512>: 12 independent FMA chains on registers, counted
+ * as 2 FLOPs per lane: the single-core peak the ratios are taken against.
+ *
+ * Before timing, rows of the output are checked against a double-precision
+ * attention (1e-5 * max|V|); a wrong result is skipped, not timed.
+ */
+#include "bench.h"
+#include "gbench-shim.h"
+
+#include "internal.h"
+#include "peak.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if PEAK_BENCH_OPENBLAS
+#include <cblas.h>
+#endif
+
+#define AT_DH 64
+
+typedef enum at_impl { AT_TIER, AT_DISPATCH, AT_OPENBLAS } at_impl;
+
+typedef struct at_variant {
+    const char *name;
+    at_impl impl;
+    peak_isa isa;
+} at_variant;
+
+static const at_variant at_variants[] = {
+    {"scalar", AT_TIER, PEAK_ISA_SCALAR},
+#if defined(__x86_64__)
+    {"avx2", AT_TIER, PEAK_ISA_AVX2},
+    {"avx512", AT_TIER, PEAK_ISA_AVX512},
+#endif
+    {"dispatch", AT_DISPATCH, PEAK_ISA_SCALAR},
+#if PEAK_BENCH_OPENBLAS
+    {"openblas", AT_OPENBLAS, PEAK_ISA_SCALAR},
+#endif
+};
+
+/* {H, Lq, Lk, causal, cold} */
+static const int64_t at_shapes[][5] = {
+    {8, 128, 128, 0, 0},   {8, 128, 128, 1, 0},   {8, 512, 512, 0, 0},
+    {8, 512, 512, 1, 0},   {8, 2048, 2048, 0, 0}, {8, 2048, 2048, 1, 0},
+    {8, 4096, 4096, 0, 0}, {8, 4096, 4096, 1, 0}, {12, 128, 128, 0, 0},
+    {12, 512, 512, 0, 0},  {12, 1024, 1024, 0, 0}, {12, 1024, 1024, 1, 0},
+    {8, 50, 512, 0, 0},    {8, 1, 2048, 0, 0},    {8, 1, 2048, 0, 1},
+};
+
+typedef struct at_case {
+    const at_variant *v;
+    peak_attn_desc d;
+    float *q, *o, *kv; /* kv: n_copies of K then V */
+    size_t kv_floats, n_copies, copy;
+    void *ws;
+    size_t ws_bytes;
+    float *s;          /* openblas: one head's scores */
+} at_case;
+
+static const float *at_k(const at_case *c)
+{
+    return c->kv + c->copy * 2 * c->kv_floats;
+}
+
+static const float *at_v(const at_case *c)
+{
+    return at_k(c) + c->kv_floats;
+}
+
+#if PEAK_BENCH_OPENBLAS
+static void openblas_run(at_case *c)
+{
+    const peak_attn_desc *d = &c->d;
+    const int H = (int)d->heads, Lq = (int)d->q_len, Lk = (int)d->kv_len, D = AT_DH;
+    peak_softmax_desc sd = PEAK_SOFTMAX_DESC_DEFAULT;
+    sd.batch = sd.heads = 1;
+    sd.q_len = d->q_len;
+    sd.k_len = d->kv_len;
+    sd.x_stride[0] = sd.y_stride[0] = (ptrdiff_t)(d->q_len * d->kv_len);
+    sd.x_stride[1] = sd.y_stride[1] = sd.x_stride[0];
+    sd.x_stride[2] = sd.y_stride[2] = (ptrdiff_t)d->kv_len;
+    sd.scale = d->scale;
+    sd.mask = d->mask;
+    for (int h = 0; h < H; h++) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Lk, D, 1.0f, c->q + h * D,
+                    H * D, at_k(c) + h * D, H * D, 0.0f, c->s, Lk);
+        peak_softmax(c->s, c->s, &sd);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lq, D, Lk, 1.0f, c->s, Lk,
+                    at_v(c) + h * D, H * D, 0.0f, c->o + h * D, H * D);
+    }
+}
+#endif
+
+static void at_run(at_case *c)
+{
+    switch (c->v->impl) {
+    case AT_TIER:
+        peak_kernels_for(c->v->isa)->attention(c->o, c->q, at_k(c), at_v(c), &c->d, c->ws);
+        break;
+    case AT_DISPATCH:
+        peak_attention(c->o, c->q, at_k(c), at_v(c), &c->d, c->ws, c->ws_bytes);
+        break;
+    case AT_OPENBLAS:
+#if PEAK_BENCH_OPENBLAS
+        openblas_run(c);
+#endif
+        break;
+    }
+    c->copy = (c->copy + 1) % c->n_copies;
+}
+
+/* Row i of head h against double precision; returns the error bound
+   violated, 0 if fine. */
+static double at_check_row(const at_case *c, size_t h, size_t i)
+{
+    const peak_attn_desc *d = &c->d;
+    const size_t H = d->heads, Lk = d->kv_len;
+    const float *q = c->q + (i * H + h) * AT_DH, *k = at_k(c), *v = at_v(c);
+    size_t hi = Lk;
+    if (d->mask.causal)
+        hi = i + 1 < Lk ? i + 1 : Lk;
+    double m = -INFINITY, sum = 0.0, acc[AT_DH] = {0}, vmax = 0.0, worst = 0.0;
+    double *s = malloc(hi * sizeof *s);
+    for (size_t j = 0; j < hi; j++) {
+        double dot = 0.0;
+        for (size_t e = 0; e < AT_DH; e++)
+            dot += (double)q[e] * k[(j * H + h) * AT_DH + e];
+        s[j] = dot * d->scale;
+        m = s[j] > m ? s[j] : m;
+    }
+    for (size_t j = 0; j < hi; j++) {
+        const double p = exp(s[j] - m);
+        sum += p;
+        for (size_t e = 0; e < AT_DH; e++) {
+            acc[e] += p * v[(j * H + h) * AT_DH + e];
+            vmax = fmax(vmax, fabs(v[(j * H + h) * AT_DH + e]));
+        }
+    }
+    for (size_t e = 0; e < AT_DH; e++) {
+        const double err = fabs(acc[e] / sum - c->o[(i * H + h) * AT_DH + e]);
+        if (!(err <= 1e-5 * vmax))
+            worst = isnan(err) ? INFINITY : fmax(worst, err);
+    }
+    free(s);
+    return worst;
+}
+
+static void at_fill(float *x, size_t n, uint64_t seed)
+{
+    for (size_t e = 0; e < n; e++) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        x[e] = (float)((double)(seed >> 40) / (double)(1u << 24) * 2.0 - 1.0);
+    }
+}
+
+static void *at_alloc(size_t bytes)
+{
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+static double at_visible_pairs(const peak_attn_desc *d)
+{
+    if (!d->mask.causal)
+        return (double)d->q_len * (double)d->kv_len;
+    double n = 0.0;
+    for (size_t i = 0; i < d->q_len; i++)
+        n += (double)(i + 1 < d->kv_len ? i + 1 : d->kv_len);
+    return n;
+}
+
+static const char *at_setup(at_case *c, gb_state *st)
+{
+    peak_attn_desc *d = &c->d;
+    const size_t H = (size_t)gb_range(st, 0);
+    *d = (peak_attn_desc)PEAK_ATTN_DESC_DEFAULT;
+    d->batch = 1;
+    d->heads = d->kv_heads = H;
+    d->q_len = (size_t)gb_range(st, 1);
+    d->kv_len = (size_t)gb_range(st, 2);
+    d->head_dim = d->v_head_dim = AT_DH;
+    d->scale = 0.125f;
+    d->mask.causal = (int)gb_range(st, 3);
+    const ptrdiff_t row = (ptrdiff_t)(H * AT_DH);
+    const ptrdiff_t qs[3] = {(ptrdiff_t)d->q_len * row, row, AT_DH};
+    const ptrdiff_t ks[3] = {(ptrdiff_t)d->kv_len * row, row, AT_DH};
+    memcpy(d->q_stride, qs, sizeof qs);
+    memcpy(d->o_stride, qs, sizeof qs);
+    memcpy(d->k_stride, ks, sizeof ks);
+    memcpy(d->v_stride, ks, sizeof ks);
+    if (c->v->impl == AT_TIER && !peak_kernels_for(c->v->isa))
+        return "isa not compiled in";
+    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_AVX2 && !__builtin_cpu_supports("avx2"))
+        return "isa unsupported";
+    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_AVX512 &&
+        !__builtin_cpu_supports("avx512f"))
+        return "isa unsupported";
+    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_SCALAR && d->q_len * d->kv_len > 1 << 20)
+        return "scalar: too slow at this size";
+    c->kv_floats = d->kv_len * H * AT_DH;
+    /* Cold: copies of K and V that together exceed this machine's 300 MiB
+       L3 (and any smaller one). */
+    c->n_copies = gb_range(st, 4) ? (size_t)(400u << 20) / (2 * c->kv_floats * sizeof(float)) + 1 : 1;
+    c->q = at_alloc(d->q_len * H * AT_DH * sizeof(float));
+    c->o = at_alloc(d->q_len * H * AT_DH * sizeof(float));
+    c->kv = at_alloc(c->n_copies * 2 * c->kv_floats * sizeof(float));
+    if (c->v->impl == AT_TIER)
+        c->ws_bytes = peak_kernels_for(c->v->isa)->attention_ws(d);
+    else if (peak_attention_workspace_size(d, &c->ws_bytes) != PEAK_OK)
+        return "workspace size";
+    c->ws = at_alloc(c->ws_bytes ? c->ws_bytes : 64);
+    if (c->v->impl == AT_OPENBLAS)
+        c->s = at_alloc(d->q_len * d->kv_len * sizeof(float));
+    if (!c->q || !c->o || !c->kv || !c->ws || (c->v->impl == AT_OPENBLAS && !c->s))
+        return "out of memory";
+    at_fill(c->q, d->q_len * H * AT_DH, 1);
+    for (size_t e = 0; e < c->n_copies; e++)
+        at_fill(c->kv + e * 2 * c->kv_floats, 2 * c->kv_floats, 2);
+    return NULL;
+}
+
+static void bench_sdpa(gb_state *st, void *user)
+{
+    at_case c;
+    memset(&c, 0, sizeof c);
+    c.v = user;
+    const char *why = at_setup(&c, st);
+    if (!why) {
+        at_run(&c);
+        c.copy = 0;
+        const size_t rows[3] = {0, c.d.q_len / 2, c.d.q_len - 1};
+        for (size_t r = 0; r < 3 && !why; r++)
+            for (size_t h = 0; h < c.d.heads && !why; h += c.d.heads - 1)
+                if (at_check_row(&c, h, rows[r]) != 0.0)
+                    why = "wrong result";
+    }
+    if (why) {
+        gb_skip_with_error(st, why);
+    } else {
+        while (gb_keep_running(st)) {
+            at_run(&c);
+            gb_do_not_optimize(c.o);
+        }
+        const double it = (double)gb_iterations(st), per_pair = 4.0 * AT_DH * (double)c.d.heads;
+        gb_set_counter(st, "GFLOPs",
+                       it * per_pair * (double)c.d.q_len * (double)c.d.kv_len * 1e-9,
+                       GB_COUNTER_RATE);
+        gb_set_counter(st, "GFLOPs_visible", it * per_pair * at_visible_pairs(&c.d) * 1e-9,
+                       GB_COUNTER_RATE);
+        gb_set_counter(st, "workspace_bytes", (double)c.ws_bytes, GB_COUNTER_PLAIN);
+    }
+    free(c.s);
+    free(c.ws);
+    free(c.kv);
+    free(c.o);
+    free(c.q);
+}
+
+/* ---- the FMA peak ------------------------------------------------------------ */
+
+#define FMA_CHAINS 12
+#define FMA_STEPS 4096
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static float fma_loop_avx2(float seed)
+{
+    __m256 acc[FMA_CHAINS];
+    const __m256 vm = _mm256_set1_ps(0.999999f), va = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < FMA_CHAINS; i++)
+        acc[i] = _mm256_set1_ps(seed + (float)i);
+    for (int s = 0; s < FMA_STEPS; s++)
+#pragma GCC unroll 12
+        for (int i = 0; i < FMA_CHAINS; i++)
+            acc[i] = _mm256_fmadd_ps(acc[i], vm, va);
+    float out[8], sum = 0.0f;
+    for (int i = 1; i < FMA_CHAINS; i++)
+        acc[0] = _mm256_add_ps(acc[0], acc[i]);
+    _mm256_storeu_ps(out, acc[0]);
+    for (int i = 0; i < 8; i++)
+        sum += out[i];
+    return sum;
+}
+
+__attribute__((target("avx512f"))) static float fma_loop_avx512(float seed)
+{
+    __m512 acc[FMA_CHAINS];
+    const __m512 vm = _mm512_set1_ps(0.999999f), va = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < FMA_CHAINS; i++)
+        acc[i] = _mm512_set1_ps(seed + (float)i);
+    for (int s = 0; s < FMA_STEPS; s++)
+#pragma GCC unroll 12
+        for (int i = 0; i < FMA_CHAINS; i++)
+            acc[i] = _mm512_fmadd_ps(acc[i], vm, va);
+    for (int i = 1; i < FMA_CHAINS; i++)
+        acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    return _mm512_reduce_add_ps(acc[0]);
+}
+
+static void bench_fma_peak(gb_state *st, void *user)
+{
+    const int wide = user != NULL;
+    if (wide ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("avx2")) {
+        gb_skip_with_error(st, "isa unsupported");
+        return;
+    }
+    float sink = 0.0f;
+    while (gb_keep_running(st))
+        sink += wide ? fma_loop_avx512(sink * 1e-30f) : fma_loop_avx2(sink * 1e-30f);
+    gb_do_not_optimize(&sink);
+    gb_set_counter(st, "GFLOPs",
+                   (double)gb_iterations(st) * FMA_STEPS * FMA_CHAINS * (wide ? 16 : 8) * 2 * 1e-9,
+                   GB_COUNTER_RATE);
+}
+#endif
+
+void bench_register_sdpa(void)
+{
+    static const char *const arg_names[] = {"H", "Lq", "Lk", "causal", "cold"};
+    char name[64];
+#if PEAK_BENCH_OPENBLAS
+    openblas_set_num_threads(1);
+#endif
+#if defined(__x86_64__)
+    static int wide = 1;
+    gb_unit(gb_use_real_time(gb_register("fma_peak/avx2", bench_fma_peak, NULL)),
+            GB_MICROSECOND);
+    gb_unit(gb_use_real_time(gb_register("fma_peak/avx512", bench_fma_peak, &wide)),
+            GB_MICROSECOND);
+#endif
+    for (size_t s = 0; s < sizeof at_shapes / sizeof at_shapes[0]; s++)
+        for (size_t i = 0; i < sizeof at_variants / sizeof at_variants[0]; i++) {
+            snprintf(name, sizeof name, "sdpa/%s", at_variants[i].name);
+            gb_bench *b = gb_register(name, bench_sdpa, (void *)&at_variants[i]);
+            b = gb_args(b, at_shapes[s], 5);
+            b = gb_arg_names(b, arg_names, 5);
+            b = gb_unit(b, GB_MICROSECOND);
+            if (gb_use_real_time(b) == NULL) {
+                fprintf(stderr, "bench_peak: cannot register %s\n", name);
+                exit(EXIT_FAILURE);
+            }
+        }
+}

@@ -1,0 +1,195 @@
+/*
+ * layernorm-avx2.c - residual add + LayerNorm with AVX2 + FMA: 8 floats a
+ * vector; row tails use vmaskmovps, so nothing outside a row's d_model
+ * floats is read or written.  Algorithm, accuracy and memory behaviour:
+ * layernorm-rows.h.
+ *
+ * Masked-off lanes load as 0, and pass 2 zeroes them again after the shift
+ * (0 - m1 is not 0), so a tail adds nothing to any sum.  Pass 3 reads x[j]
+ * and r[j] before it writes sum[j] and y[j], which keeps the documented
+ * aliases (y == x, sum == x, sum == r) safe.
+ */
+#include "layernorm-rows.h"
+
+#include <immintrin.h>
+
+/* -1 then 0: loading 8 lanes at mask_table + 8 - m sets the first m. */
+static const int32_t mask_table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+static inline __m256i lanes(size_t left)
+{
+    return _mm256_loadu_si256((const __m256i *)(mask_table + 8 - (left < 8 ? left : 8)));
+}
+
+/* s = x + r (r NULL: x), rounded to float as the reference does. */
+static inline __m256 load_s(const peak_ln_row *w, size_t j)
+{
+    const __m256 x = _mm256_loadu_ps(w->x + j);
+    return w->r ? _mm256_add_ps(x, _mm256_loadu_ps(w->r + j)) : x;
+}
+
+static inline __m256 load_s_masked(const peak_ln_row *w, size_t j, __m256i m)
+{
+    const __m256 x = _mm256_maskload_ps(w->x + j, m);
+    return w->r ? _mm256_add_ps(x, _mm256_maskload_ps(w->r + j, m)) : x;
+}
+
+static inline void prefetch_line(const float *p, size_t j)
+{
+    if (p)
+        _mm_prefetch((const char *)(p + j), _MM_HINT_T0);
+}
+
+static inline __m256d lo_pd(__m256 v)
+{
+    return _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+}
+
+static inline __m256d hi_pd(__m256 v)
+{
+    return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+}
+
+/* Both halves of v, widened to double, added to acc. */
+static inline __m256d add_widened(__m256d acc, __m256 v)
+{
+    return _mm256_add_pd(acc, _mm256_add_pd(lo_pd(v), hi_pd(v)));
+}
+
+static inline double reduce_pd(__m256d v)
+{
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
+static double ln_sum(const peak_ln_row *w)
+{
+    const size_t n = w->n;
+    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+    __m256d a2 = _mm256_setzero_pd(), a3 = _mm256_setzero_pd();
+    size_t j = 0;
+    /* Four chains, so the adds' latency is not the limit. */
+    for (; j + 16 <= n; j += 16) {
+        const __m256 s0 = load_s(w, j);
+        const __m256 s1 = load_s(w, j + 8);
+        a0 = _mm256_add_pd(a0, lo_pd(s0));
+        a1 = _mm256_add_pd(a1, hi_pd(s0));
+        a2 = _mm256_add_pd(a2, lo_pd(s1));
+        a3 = _mm256_add_pd(a3, hi_pd(s1));
+    }
+    for (; j < n; j += 8) {
+        const __m256 s = load_s_masked(w, j, lanes(n - j));
+        a0 = _mm256_add_pd(a0, lo_pd(s));
+        a1 = _mm256_add_pd(a1, hi_pd(s));
+    }
+    return reduce_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+}
+
+static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
+{
+    const size_t n = w->n;
+    const __m256 vshift = _mm256_set1_ps(shift);
+    __m256d acc1 = _mm256_setzero_pd(), acc2 = _mm256_setzero_pd();
+    for (size_t j0 = 0; j0 < n; j0 += PEAK_LN_FLUSH_FLOATS) {
+        const size_t end = n - j0 < PEAK_LN_FLUSH_FLOATS ? n : j0 + PEAK_LN_FLUSH_FLOATS;
+        __m256 s1a = _mm256_setzero_ps(), s2a = _mm256_setzero_ps();
+        __m256 s1b = _mm256_setzero_ps(), s2b = _mm256_setzero_ps();
+        size_t j = j0;
+        for (; j + 16 <= end; j += 16) {
+            prefetch_line(w->pf_x, j);
+            const __m256 da = _mm256_sub_ps(load_s(w, j), vshift);
+            const __m256 db = _mm256_sub_ps(load_s(w, j + 8), vshift);
+            s1a = _mm256_add_ps(s1a, da);
+            s2a = _mm256_fmadd_ps(da, da, s2a);
+            s1b = _mm256_add_ps(s1b, db);
+            s2b = _mm256_fmadd_ps(db, db, s2b);
+        }
+        for (; j < end; j += 8) {
+            const __m256i m = lanes(end - j);
+            prefetch_line(w->pf_x, j);
+            const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_s_masked(w, j, m), vshift),
+                                           _mm256_castsi256_ps(m));
+            s1a = _mm256_add_ps(s1a, d);
+            s2a = _mm256_fmadd_ps(d, d, s2a);
+        }
+        acc1 = add_widened(add_widened(acc1, s1a), s1b);
+        acc2 = add_widened(add_widened(acc2, s2a), s2b);
+    }
+    *d1 = reduce_pd(acc1);
+    *d2 = reduce_pd(acc2);
+}
+
+/* y (and sum) for 8 lanes; m selects the lanes that exist. */
+static inline __m256 normalised(const peak_ln_row *w, size_t j, __m256 s, __m256i m,
+                                peak_ln_stats st)
+{
+    const __m256 d = _mm256_sub_ps(_mm256_sub_ps(s, _mm256_set1_ps(st.shift)),
+                                   _mm256_set1_ps(st.corr));
+    const __m256 v = _mm256_mul_ps(d, _mm256_set1_ps(st.rstd));
+    const __m256 g = w->gamma ? _mm256_maskload_ps(w->gamma + j, m) : _mm256_set1_ps(1.0f);
+    const __m256 b = w->beta ? _mm256_maskload_ps(w->beta + j, m) : _mm256_setzero_ps();
+    return _mm256_fmadd_ps(v, g, b);
+}
+
+static inline void norm_masked(const peak_ln_row *w, size_t j, __m256i m, peak_ln_stats st)
+{
+    prefetch_line(w->pf_r, j);
+    const __m256 s = load_s_masked(w, j, m);
+    const __m256 y = normalised(w, j, s, m, st);
+    if (w->sum)
+        _mm256_maskstore_ps(w->sum + j, m, s);
+    _mm256_maskstore_ps(w->y + j, m, y);
+}
+
+/* Streaming needs 32-byte aligned stores, for y and sum alike: the floats
+   before y's first boundary, and everything when sum is not aligned the
+   same way, take ordinary stores. */
+static inline __attribute__((always_inline)) void
+ln_norm_rows(const peak_ln_row *w, peak_ln_stats st, bool stream)
+{
+    const size_t n = w->n;
+    const __m256i all = _mm256_set1_epi32(-1);
+    size_t j = 0;
+    if (stream && (!w->sum || (((uintptr_t)w->sum ^ (uintptr_t)w->y) & 31) == 0)) {
+        const size_t head = (32 - ((uintptr_t)w->y & 31)) / sizeof(float) & 7;
+        if (head)
+            norm_masked(w, 0, lanes(head < n ? head : n), st);
+        for (j = head; j + 8 <= n; j += 8) {
+            prefetch_line(w->pf_r, j);
+            const __m256 s = load_s(w, j);
+            const __m256 y = normalised(w, j, s, all, st);
+            if (w->sum)
+                _mm256_stream_ps(w->sum + j, s);
+            _mm256_stream_ps(w->y + j, y);
+        }
+    }
+    for (; j + 8 <= n; j += 8) {
+        prefetch_line(w->pf_r, j);
+        const __m256 s = load_s(w, j);
+        const __m256 y = normalised(w, j, s, all, st);
+        if (w->sum)
+            _mm256_storeu_ps(w->sum + j, s);
+        _mm256_storeu_ps(w->y + j, y);
+    }
+    if (j < n)
+        norm_masked(w, j, lanes(n - j), st);
+}
+
+static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
+{
+    if (stream)
+        ln_norm_rows(w, st, true);
+    else
+        ln_norm_rows(w, st, false);
+}
+
+void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
+                                  const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+                                  const float *gamma, const float *beta, size_t rows,
+                                  size_t d_model, float eps)
+{
+    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_sum,
+                ln_dev, ln_norm);
+    /* Streaming stores (large calls) are weakly ordered: fence them. */
+    _mm_sfence();
+}

@@ -1,0 +1,308 @@
+/*
+ * sdpa-avx2.c - fused masked attention on AVX2 + FMA (peak_attention).
+ *
+ * The tiling, masks and special rows are ../sdpa-tiles.h's; this file holds
+ * the micro-kernels, with 8 query rows per ymm, blocks of 64 rows and tiles
+ * of 64 keys.  With 16 registers a micro-tile is 6 keys (or V columns) x
+ * 2 row vectors: 12 accumulators, 2 vector loads and one broadcast at a
+ * time, 8 loads per 12 FMAs.  64 = 6 * 10 + 4, so the last 4 keys or
+ * columns of a full tile take a 4-wide pass rather than four 1-wide ones.
+ * Exponentials are exp-avx2.h's 2^t, t = (s - m) * log2(e) (subtracting
+ * first keeps t to one rounding for scores of 1e4 and more).
+ */
+#include "exp-avx2.h"
+#include "internal.h"
+
+#include <immintrin.h>
+
+#define SDPA_VW 8
+#define SDPA_BQ 64
+#define SDPA_BC 64
+#include "../sdpa-tiles.h"
+
+#define NJ 6  /* keys (or V columns) per micro-tile */
+#define NRV 2 /* row vectors per micro-tile */
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* S^T[jj][.] for keys kp[0 .. nj-1] and nrv row vectors (st and qt point
+   at the first row); constants after inlining. */
+INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, int nj,
+                        int nrv)
+{
+    __m256 acc[NJ][NRV];
+#pragma GCC unroll 6
+    for (int jj = 0; jj < nj; jj++)
+#pragma GCC unroll 2
+        for (int rr = 0; rr < nrv; rr++)
+            acc[jj][rr] = _mm256_setzero_ps();
+    for (size_t c = 0; c < dh; c++) {
+        __m256 vq[NRV];
+#pragma GCC unroll 2
+        for (int rr = 0; rr < nrv; rr++)
+            vq[rr] = _mm256_load_ps(qt + c * SDPA_BQ + rr * SDPA_VW);
+#pragma GCC unroll 6
+        for (int jj = 0; jj < nj; jj++) {
+            const __m256 vk = _mm256_broadcast_ss(kp[jj] + c);
+#pragma GCC unroll 2
+            for (int rr = 0; rr < nrv; rr++)
+                acc[jj][rr] = _mm256_fmadd_ps(vk, vq[rr], acc[jj][rr]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int jj = 0; jj < nj; jj++)
+#pragma GCC unroll 2
+        for (int rr = 0; rr < nrv; rr++)
+            _mm256_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, acc[jj][rr]);
+}
+
+/* O^T[c0 .. c0+nc-1][.] += sum_j V[j][c] P^T[j][.]. */
+INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t n, size_t c0,
+                    int nc, int nrv)
+{
+    __m256 acc[NJ][NRV];
+#pragma GCC unroll 6
+    for (int cc = 0; cc < nc; cc++)
+#pragma GCC unroll 2
+        for (int rr = 0; rr < nrv; rr++)
+            acc[cc][rr] = _mm256_load_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW);
+    for (size_t j = 0; j < n; j++) {
+        __m256 vpt[NRV];
+        const float *vj = vp[j] + c0;
+#pragma GCC unroll 2
+        for (int rr = 0; rr < nrv; rr++)
+            vpt[rr] = _mm256_load_ps(pt + j * SDPA_BQ + rr * SDPA_VW);
+#pragma GCC unroll 6
+        for (int cc = 0; cc < nc; cc++) {
+            const __m256 vv = _mm256_broadcast_ss(vj + cc);
+#pragma GCC unroll 2
+            for (int rr = 0; rr < nrv; rr++)
+                acc[cc][rr] = _mm256_fmadd_ps(vv, vpt[rr], acc[cc][rr]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int cc = 0; cc < nc; cc++)
+#pragma GCC unroll 2
+        for (int rr = 0; rr < nrv; rr++)
+            _mm256_store_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
+}
+
+/* Row pairs, then a single row vector if the count is odd. */
+#define ROW_PAIRS(f, width, ...)                                                 \
+    do {                                                                         \
+        size_t r_ = r0;                                                          \
+        for (; r_ + 2 * SDPA_VW <= r1; r_ += 2 * SDPA_VW)                        \
+            f(__VA_ARGS__, width, 2);                                            \
+        if (r_ < r1)                                                             \
+            f(__VA_ARGS__, width, 1);                                            \
+    } while (0)
+
+static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, size_t n,
+                       size_t r0, size_t r1)
+{
+    size_t j = 0;
+    for (; j + NJ <= n; j += NJ)
+        ROW_PAIRS(scores_core, NJ, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
+    for (; j + 4 <= n; j += 4)
+        ROW_PAIRS(scores_core, 4, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
+    for (; j < n; j++)
+        ROW_PAIRS(scores_core, 1, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
+}
+
+static void isa_pv(float *oacc, const float *const *vp, const float *pt, size_t dv, size_t n,
+                   size_t r0, size_t r1)
+{
+    size_t c = 0;
+    for (; c + NJ <= dv; c += NJ)
+        ROW_PAIRS(pv_core, NJ, oacc + r_, vp, pt + r_, n, c);
+    for (; c + 4 <= dv; c += 4)
+        ROW_PAIRS(pv_core, 4, oacc + r_, vp, pt + r_, n, c);
+    for (; c < dv; c++)
+        ROW_PAIRS(pv_core, 1, oacc + r_, vp, pt + r_, n, c);
+}
+
+/* Scores of one row vector: s = acc * scale, or acc * scale + B where B is
+   finite and -inf where B is -inf (a select, so that a NaN or inf product
+   at a masked key cannot leak).  Returns their max. */
+static __m256 scale_mask_max(float *s, const float *bt, float scale, size_t n)
+{
+    const __m256 vscale = _mm256_set1_ps(scale), vninf = _mm256_set1_ps(-INFINITY);
+    __m256 vmax = vninf;
+    for (size_t j = 0; j < n; j++) {
+        __m256 vs = _mm256_mul_ps(_mm256_load_ps(s + j * SDPA_BQ), vscale);
+        if (bt) {
+            const __m256 vb = _mm256_load_ps(bt + j * SDPA_BQ);
+            const __m256 vmasked = _mm256_cmp_ps(vb, vninf, _CMP_EQ_OQ);
+            vs = _mm256_blendv_ps(_mm256_add_ps(vs, vb), vninf, vmasked);
+        }
+        _mm256_store_ps(s + j * SDPA_BQ, vs);
+        vmax = _mm256_max_ps(vmax, vs);
+    }
+    return vmax;
+}
+
+/* P = 2^((s - m) log2 e) in place; returns the sum of the tile's P. */
+static __m256 exp_and_sum(float *s, __m256 vm, size_t n)
+{
+    const __m256 vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
+    __m256 vsum = _mm256_setzero_ps();
+    for (size_t j = 0; j < n; j++) {
+        const __m256 vt = _mm256_mul_ps(_mm256_sub_ps(_mm256_load_ps(s + j * SDPA_BQ), vm), vlog2e);
+        const __m256 vp = peak_avx2_exp2_ftz(vt);
+        _mm256_store_ps(s + j * SDPA_BQ, vp);
+        vsum = _mm256_add_ps(vsum, vp);
+    }
+    return vsum;
+}
+
+static void rescale(float *oacc, __m256 valpha, size_t dv)
+{
+    for (size_t c = 0; c < dv; c++)
+        _mm256_store_ps(oacc + c * SDPA_BQ, _mm256_mul_ps(_mm256_load_ps(oacc + c * SDPA_BQ), valpha));
+}
+
+static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, size_t dv,
+                               size_t n, size_t r0, size_t r1)
+{
+    const __m256 vninf = _mm256_set1_ps(-INFINITY), vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
+    for (size_t r = r0; r < r1; r += SDPA_VW) {
+        const __m256 vm_old = _mm256_load_ps(w->m + r);
+        const __m256 vtile = scale_mask_max(w->st + r, bt ? bt + r : NULL, scale, n);
+        /* A NaN m_old (whose l is already NaN) is dropped by MAXPS. */
+        const __m256 vm = _mm256_max_ps(vm_old, vtile);
+        /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */
+        const __m256 vms = _mm256_andnot_ps(_mm256_cmp_ps(vm, vninf, _CMP_EQ_OQ), vm);
+        const __m256 valpha = peak_avx2_exp2_ftz(_mm256_mul_ps(_mm256_sub_ps(vm_old, vms), vlog2e));
+        const __m256 vsum = exp_and_sum(w->st + r, vms, n);
+        _mm256_store_ps(w->l + r, _mm256_fmadd_ps(_mm256_load_ps(w->l + r), valpha, vsum));
+        _mm256_store_ps(w->m + r, vm);
+        const __m256 vne1 = _mm256_cmp_ps(valpha, _mm256_set1_ps(1.0f), _CMP_NEQ_UQ);
+        if (_mm256_movemask_ps(vne1))
+            rescale(w->oacc + r, valpha, dv);
+    }
+}
+
+static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
+{
+    __m256 vbad = _mm256_setzero_ps(); /* x - x: NaN exactly for inf and NaN */
+    float tail = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        size_t c = 0;
+        for (; c + SDPA_VW <= dv; c += SDPA_VW) {
+            const __m256 vx = _mm256_loadu_ps(src[j] + c);
+            vbad = _mm256_add_ps(vbad, _mm256_sub_ps(vx, vx));
+            _mm256_store_ps(dst + j * ld + c, vx);
+        }
+        for (; c < dv; c++) {
+            dst[j * ld + c] = src[j][c];
+            tail += src[j][c] - src[j][c];
+        }
+    }
+    return !_mm256_movemask_ps(_mm256_cmp_ps(vbad, vbad, _CMP_UNORD_Q)) && !isnan(tail);
+}
+
+/* ---- the row path ---------------------------------------------------------- */
+
+/* Lanes < n set (VMASKMOVPS never touches the others' memory). */
+static __m256i tail_mask(size_t n)
+{
+    const int k = n >= SDPA_VW ? SDPA_VW : (int)n;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static float hsum(__m256 v)
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+static float dot(const float *a, const float *b, size_t n)
+{
+    __m256 vacc0 = _mm256_setzero_ps(), vacc1 = _mm256_setzero_ps();
+    size_t c = 0;
+    for (; c + 2 * SDPA_VW <= n; c += 2 * SDPA_VW) {
+        vacc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), vacc0);
+        vacc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + SDPA_VW),
+                                _mm256_loadu_ps(b + c + SDPA_VW), vacc1);
+    }
+    for (; c < n; c += SDPA_VW) {
+        const __m256i k = tail_mask(n - c);
+        vacc0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + c, k), _mm256_maskload_ps(b + c, k), vacc0);
+    }
+    return hsum(_mm256_add_ps(vacc0, vacc1));
+}
+
+static float isa_row_scores(float *s, const float *q, const float *const *kp, const float *b,
+                            float scale, size_t n, size_t dh)
+{
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = b[j] == -INFINITY ? -INFINITY : dot(q, kp[j], dh) * scale + b[j];
+        m = s[j] > m ? s[j] : m;
+    }
+    return m;
+}
+
+static float isa_row_exp(float *s, float m, size_t n)
+{
+    const __m256 vm = _mm256_set1_ps(m), vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
+    __m256 vsum = _mm256_setzero_ps();
+    for (size_t j = 0; j < n; j += SDPA_VW) {
+        const __m256i k = tail_mask(n - j);
+        /* Masked-off lanes load 0 and give 2^(-m log2 e): zeroed below. */
+        const __m256 vt = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(s + j, k), vm), vlog2e);
+        const __m256 vp = _mm256_and_ps(peak_avx2_exp2_ftz(vt), _mm256_castsi256_ps(k));
+        _mm256_maskstore_ps(s + j, k, vp);
+        vsum = _mm256_add_ps(vsum, vp);
+    }
+    return hsum(vsum);
+}
+
+/* Columns [c0, c0 + 4 vectors) of the accumulator, in registers over the
+   tile's keys; vectors past dv stay zero and are not stored. */
+static void row_pv_cols(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
+                        size_t c0, size_t dv)
+{
+    __m256i k[4];
+    __m256 va[4];
+    const __m256 valpha = _mm256_set1_ps(alpha);
+    for (int v = 0; v < 4; v++) {
+        const size_t c = c0 + (size_t)v * SDPA_VW;
+        k[v] = tail_mask(c < dv ? dv - c : 0);
+        va[v] = _mm256_mul_ps(_mm256_maskload_ps(acc + (c < dv ? c : 0), k[v]), valpha);
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (p[j] == 0.0f)
+            continue;
+        const __m256 vp_ = _mm256_set1_ps(p[j]);
+        for (int v = 0; v < 4; v++) {
+            const size_t c = c0 + (size_t)v * SDPA_VW;
+            va[v] = _mm256_fmadd_ps(vp_, _mm256_maskload_ps(vp[j] + (c < dv ? c : 0), k[v]), va[v]);
+        }
+    }
+    for (int v = 0; v < 4; v++) {
+        const size_t c = c0 + (size_t)v * SDPA_VW;
+        if (c < dv)
+            _mm256_maskstore_ps(acc + c, k[v], va[v]);
+    }
+}
+
+static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
+                       size_t dv)
+{
+    for (size_t c0 = 0; c0 < dv; c0 += 4 * SDPA_VW)
+        row_pv_cols(acc, alpha, p, vp, n, c0, dv);
+}
+
+size_t peak_f32_sdpa_workspace__avx2(const peak_attn_desc *desc)
+{
+    return sdpa_tiles_workspace(desc);
+}
+
+void peak_f32_sdpa__avx2(float *o, const float *q, const float *k, const float *v,
+                         const peak_attn_desc *desc, void *workspace)
+{
+    sdpa_tiles_run(o, q, k, v, desc, workspace);
+}

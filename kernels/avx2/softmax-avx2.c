@@ -1,0 +1,265 @@
+/*
+ * softmax-avx2.c - masked softmax, 8 floats at a time with AVX2 + FMA
+ * (peak_softmax in peak.h; the row algorithm, its special rows, the row
+ * groups and the streamed outputs: ../softmax-rows.h).
+ *
+ * The AVX-512 tier's passes (softmax-avx512.c) with 8 lanes.  The
+ * exponential is the same 2^t with 2^floor(t) built from exponent bits
+ * (exp-avx2.h); as on AVX-512, results below FLT_MIN are flushed to +0,
+ * which moves no probability by more than 1.2e-38.
+ *
+ * Tails use VMASKMOVPS with a mask from a sliding window over a table: no
+ * byte outside a row, no masked score, and no keep byte or bias behind a
+ * masked key is read.  (A masked-off lane of VMASKMOVPS never faults.)
+ *
+ * Accuracy: the sum is accumulated in float over at most SUM_BLOCK terms
+ * per lane, then in double; measured as for AVX-512 (at most 2 ULP for
+ * probabilities >= 1/4).
+ */
+#include "internal.h"
+#include "softmax-rows.h"
+#include "avx2/exp-avx2.h"
+
+#include <assert.h>
+#include <immintrin.h>
+#include <string.h>
+
+#define LANES 8
+
+/* Vectors summed in float before the partial sum moves to double. */
+#define SUM_BLOCK 8
+
+/* Lane masks for the first n lanes, n = 0..8: 8 - n entries into this. */
+static const int32_t tail_table[2 * LANES] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                              0,  0,  0,  0,  0,  0,  0,  0};
+
+static inline __m256i first_lanes(size_t n)
+{
+    return _mm256_loadu_si256((const __m256i *)(tail_table + LANES - n));
+}
+
+static inline float hmax(__m256 v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+/* ---- pass 1: the maximum -------------------------------------------------- */
+
+PEAK_SM_INLINE __m256 score(__m256 vx, __m256 vscale, bool scaled)
+{
+    return scaled ? _mm256_mul_ps(vx, vscale) : vx;
+}
+
+/* MAXPS returns its second operand when either is NaN: with the running
+   maximum second, a NaN score is skipped here and caught by the sum. */
+PEAK_SM_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
+{
+    const __m256 vscale = _mm256_set1_ps(scale);
+    const __m256 vminf = _mm256_set1_ps(-INFINITY);
+    __m256 vmax0 = vminf, vmax1 = vminf, vmax2 = vminf, vmax3 = vminf;
+    size_t j = 0;
+    for (; j + 4 * LANES <= n; j += 4 * LANES) {
+        vmax0 = _mm256_max_ps(score(_mm256_loadu_ps(x + j), vscale, scaled), vmax0);
+        vmax1 = _mm256_max_ps(score(_mm256_loadu_ps(x + j + LANES), vscale, scaled), vmax1);
+        vmax2 = _mm256_max_ps(score(_mm256_loadu_ps(x + j + 2 * LANES), vscale, scaled), vmax2);
+        vmax3 = _mm256_max_ps(score(_mm256_loadu_ps(x + j + 3 * LANES), vscale, scaled), vmax3);
+    }
+    for (; j + LANES <= n; j += LANES)
+        vmax0 = _mm256_max_ps(score(_mm256_loadu_ps(x + j), vscale, scaled), vmax0);
+    if (j < n) {
+        const __m256i vk = first_lanes(n - j);
+        const __m256 vs = score(_mm256_maskload_ps(x + j, vk), vscale, scaled);
+        vmax1 = _mm256_max_ps(_mm256_blendv_ps(vminf, vs, _mm256_castsi256_ps(vk)), vmax1);
+    }
+    vmax0 = _mm256_max_ps(_mm256_max_ps(vmax0, vmax1), _mm256_max_ps(vmax2, vmax3));
+    return hmax(vmax0);
+}
+
+/* Nonzero keep bytes j .. j+n-1 as lane masks (n <= 8).  A short tail is
+   copied out first: an 8-byte load could cross the end of the mask. */
+static inline __m256i keep_lanes(const uint8_t *keep, size_t n)
+{
+    uint64_t bytes = 0;
+    if (n == LANES)
+        memcpy(&bytes, keep, LANES);
+    else
+        memcpy(&bytes, keep, n);
+    const __m256i vk = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)bytes));
+    return _mm256_cmpeq_epi32(vk, _mm256_setzero_si256());
+}
+
+/* Lanes of the n (<= 8) keys at j that pass keep and bias. */
+static inline __m256 visible_lanes(const peak_sm_row *r, size_t j, size_t n, __m256 *vbias)
+{
+    __m256 vvis = _mm256_castsi256_ps(first_lanes(n));
+    if (r->keep)
+        vvis = _mm256_andnot_ps(_mm256_castsi256_ps(keep_lanes(r->keep + j, n)), vvis);
+    *vbias = _mm256_setzero_ps();
+    if (r->bias) {
+        *vbias = _mm256_maskload_ps(r->bias + j, _mm256_castps_si256(vvis));
+        vvis = _mm256_and_ps(vvis, _mm256_cmp_ps(*vbias, _mm256_set1_ps(-INFINITY), _CMP_NEQ_UQ));
+    }
+    return vvis;
+}
+
+/* Pass 1 of a row with element masks: work[lo, hi) gets the score at
+   visible keys and -inf at masked ones (so passes 2 and 3 run unmasked,
+   and e^-inf gives the masked keys their exact 0); returns the maximum. */
+PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
+{
+    const __m256 vscale = _mm256_set1_ps(r->scale);
+    const __m256 vminf = _mm256_set1_ps(-INFINITY);
+    __m256 vmax = vminf;
+    for (size_t j = r->lo; j < r->hi; j += LANES) {
+        const size_t n = r->hi - j < LANES ? r->hi - j : LANES;
+        __m256 vbias;
+        const __m256 vvis = visible_lanes(r, j, n, &vbias);
+        const __m256 vx = _mm256_maskload_ps(r->x + j, _mm256_castps_si256(vvis));
+        const __m256 vs = _mm256_add_ps(score(vx, vscale, scaled), vbias);
+        const __m256 vscore = _mm256_blendv_ps(vminf, vs, vvis);
+        if (n == LANES)
+            _mm256_storeu_ps(r->work + j, vscore);
+        else
+            _mm256_maskstore_ps(r->work + j, first_lanes(n), vscore);
+        vmax = _mm256_max_ps(vscore, vmax);
+    }
+    return hmax(vmax);
+}
+
+/* ---- pass 2: exponentials and their sum ------------------------------------ */
+
+static inline __m256d widen_sum(__m256 v)
+{
+    return _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                         _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+static inline double hsum(__m256d v)
+{
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+    return _mm_cvtsd_f64(s);
+}
+
+/* The 2^t argument for e^(s - max) (../softmax-rows.h). */
+static inline __m256 exponent(__m256 vs, __m256 vmax)
+{
+    return _mm256_mul_ps(_mm256_sub_ps(vs, vmax), _mm256_set1_ps(PEAK_EXP_LOG2E));
+}
+
+/* dst[j] = e^(x[j] * scale - max) for j < n (dst: the row's work area);
+   returns the sum in double. */
+PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale, float max,
+                                    bool scaled)
+{
+    const __m256 vscale = _mm256_set1_ps(scale);
+    const __m256 vmax = _mm256_set1_ps(max);
+    __m256d vsum = _mm256_setzero_pd();
+    size_t j = 0;
+    while (j + LANES <= n) {
+        const size_t full = (n - j) / LANES;
+        const size_t end = j + LANES * (full < SUM_BLOCK ? full : SUM_BLOCK);
+        __m256 vacc = _mm256_setzero_ps();
+        for (; j < end; j += LANES) {
+            const __m256 vs = score(_mm256_loadu_ps(x + j), vscale, scaled);
+            const __m256 ve = peak_avx2_exp2_ftz(exponent(vs, vmax));
+            _mm256_storeu_ps(dst + j, ve);
+            vacc = _mm256_add_ps(vacc, ve);
+        }
+        vsum = _mm256_add_pd(vsum, widen_sum(vacc));
+    }
+    if (j < n) {
+        const __m256i vk = first_lanes(n - j);
+        const __m256 vs = score(_mm256_maskload_ps(x + j, vk), vscale, scaled);
+        const __m256 ve = _mm256_and_ps(peak_avx2_exp2_ftz(exponent(vs, vmax)),
+                                        _mm256_castsi256_ps(vk));
+        _mm256_maskstore_ps(dst + j, vk, ve);
+        vsum = _mm256_add_pd(vsum, widen_sum(ve));
+    }
+    return hsum(vsum);
+}
+
+/* ---- pass 3 and the masked-out keys ----------------------------------------- */
+
+/* Floats from y to the next 64-byte boundary, at most n (y is
+   float-aligned).  Non-temporal stores write whole lines from there, two
+   vectors a line, so that no line is flushed half-written. */
+static inline size_t to_line(const float *y, size_t n)
+{
+    const size_t head = ((64 - ((uintptr_t)y & 63)) & 63) / sizeof(float);
+    return head < n ? head : n;
+}
+
+/* y[j] = src[j] * factor for j < n, at most 8: VMASKMOVPS both ways. */
+static inline void scale_store_short(float *y, const float *src, size_t n, __m256 vf)
+{
+    const __m256i vk = first_lanes(n);
+    _mm256_maskstore_ps(y, vk, _mm256_mul_ps(_mm256_maskload_ps(src, vk), vf));
+}
+
+/* y[j] = src[j] * factor for j < n.  Streaming: non-temporal stores from
+   the first 64-byte line boundary on, masked plain stores before it and
+   for the tail. */
+PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, float factor, bool stream)
+{
+    const __m256 vf = _mm256_set1_ps(factor);
+    size_t j = 0;
+    if (stream) {
+        const size_t head = to_line(y, n);
+        for (; j < head; j += LANES)
+            scale_store_short(y + j, src + j, head - j < LANES ? head - j : LANES, vf);
+        j = head;
+        for (; j + LANES <= n; j += LANES)
+            _mm256_stream_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), vf));
+    } else {
+        for (; j + LANES <= n; j += LANES)
+            _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), vf));
+    }
+    if (j < n)
+        scale_store_short(y + j, src + j, n - j, vf);
+}
+
+/* The same for zeros. */
+PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
+{
+    __m256 vzero = _mm256_setzero_ps();
+    /* Hidden from the optimiser: a loop of known zeros becomes a call to
+       memset, which costs more than the few stores of a short row. */
+    __asm__("" : "+x"(vzero));
+    size_t j = 0;
+    if (stream) {
+        const size_t head = to_line(y, n);
+        for (; j < head; j += LANES)
+            _mm256_maskstore_ps(y + j, first_lanes(head - j < LANES ? head - j : LANES), vzero);
+        j = head;
+        for (; j + LANES <= n; j += LANES)
+            _mm256_stream_ps(y + j, vzero);
+    } else {
+        for (; j + LANES <= n; j += LANES)
+            _mm256_storeu_ps(y + j, vzero);
+    }
+    if (j < n)
+        _mm256_maskstore_ps(y + j, first_lanes(n - j), vzero);
+}
+
+/* ---- the kernel ------------------------------------------------------------------ */
+
+static const peak_sm_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
+                                      store_zeros};
+
+static void softmax_group(const peak_sm_row *rows, size_t n, bool stream)
+{
+    peak_sm_softmax_group(rows, n, &passes, stream);
+}
+
+void peak_f32_softmax__avx2(float *y, const float *x, const peak_softmax_desc *desc)
+{
+    assert(y && x && desc);
+    peak_sm_for_each_group(y, x, desc, softmax_group);
+    /* Non-temporal stores are weakly ordered: fence them before the caller
+       (or another thread it signals) reads y. */
+    _mm_sfence();
+}

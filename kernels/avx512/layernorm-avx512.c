@@ -1,0 +1,166 @@
+/*
+ * layernorm-avx512.c - residual add + LayerNorm with AVX-512 F/DQ: 16
+ * floats a vector, masked row tails (nothing outside a row's d_model floats
+ * is read or written).  Algorithm, accuracy and memory behaviour:
+ * layernorm-rows.h.
+ *
+ * Masked-off lanes load as 0, and pass 2 zeroes them again after the shift
+ * (0 - m1 is not 0), so a tail adds nothing to any sum.  Pass 3 reads x[j]
+ * and r[j] before it writes sum[j] and y[j], which keeps the documented
+ * aliases (y == x, sum == x, sum == r) safe.
+ */
+#include "layernorm-rows.h"
+
+#include <immintrin.h>
+
+static inline __mmask16 lanes(size_t left)
+{
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+
+/* s = x + r (r NULL: x), rounded to float as the reference does. */
+static inline __m512 load_s(const peak_ln_row *w, size_t j, __mmask16 m)
+{
+    const __m512 x = _mm512_maskz_loadu_ps(m, w->x + j);
+    return w->r ? _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, w->r + j)) : x;
+}
+
+static inline void prefetch_line(const float *p, size_t j)
+{
+    if (p)
+        _mm_prefetch((const char *)(p + j), _MM_HINT_T0);
+}
+
+static inline __m512d lo_pd(__m512 v)
+{
+    return _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+}
+
+static inline __m512d hi_pd(__m512 v)
+{
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+/* Both halves of v, widened to double, added to acc. */
+static inline __m512d add_widened(__m512d acc, __m512 v)
+{
+    return _mm512_add_pd(acc, _mm512_add_pd(lo_pd(v), hi_pd(v)));
+}
+
+static double ln_sum(const peak_ln_row *w)
+{
+    const size_t n = w->n;
+    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+    __m512d a2 = _mm512_setzero_pd(), a3 = _mm512_setzero_pd();
+    size_t j = 0;
+    /* Four chains, so the adds' latency is not the limit. */
+    for (; j + 32 <= n; j += 32) {
+        const __m512 s0 = load_s(w, j, 0xffff);
+        const __m512 s1 = load_s(w, j + 16, 0xffff);
+        a0 = _mm512_add_pd(a0, lo_pd(s0));
+        a1 = _mm512_add_pd(a1, hi_pd(s0));
+        a2 = _mm512_add_pd(a2, lo_pd(s1));
+        a3 = _mm512_add_pd(a3, hi_pd(s1));
+    }
+    for (; j < n; j += 16) {
+        const __m512 s = load_s(w, j, lanes(n - j));
+        a0 = _mm512_add_pd(a0, lo_pd(s));
+        a1 = _mm512_add_pd(a1, hi_pd(s));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+}
+
+static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
+{
+    const size_t n = w->n;
+    const __m512 vshift = _mm512_set1_ps(shift);
+    __m512d acc1 = _mm512_setzero_pd(), acc2 = _mm512_setzero_pd();
+    for (size_t j0 = 0; j0 < n; j0 += PEAK_LN_FLUSH_FLOATS) {
+        const size_t end = n - j0 < PEAK_LN_FLUSH_FLOATS ? n : j0 + PEAK_LN_FLUSH_FLOATS;
+        __m512 s1a = _mm512_setzero_ps(), s2a = _mm512_setzero_ps();
+        __m512 s1b = _mm512_setzero_ps(), s2b = _mm512_setzero_ps();
+        size_t j = j0;
+        for (; j + 32 <= end; j += 32) {
+            prefetch_line(w->pf_x, j);
+            prefetch_line(w->pf_x, j + 16);
+            const __m512 da = _mm512_sub_ps(load_s(w, j, 0xffff), vshift);
+            const __m512 db = _mm512_sub_ps(load_s(w, j + 16, 0xffff), vshift);
+            s1a = _mm512_add_ps(s1a, da);
+            s2a = _mm512_fmadd_ps(da, da, s2a);
+            s1b = _mm512_add_ps(s1b, db);
+            s2b = _mm512_fmadd_ps(db, db, s2b);
+        }
+        for (; j < end; j += 16) {
+            const __mmask16 m = lanes(end - j);
+            prefetch_line(w->pf_x, j);
+            const __m512 d = _mm512_maskz_sub_ps(m, load_s(w, j, m), vshift);
+            s1a = _mm512_add_ps(s1a, d);
+            s2a = _mm512_fmadd_ps(d, d, s2a);
+        }
+        acc1 = add_widened(add_widened(acc1, s1a), s1b);
+        acc2 = add_widened(add_widened(acc2, s2a), s2b);
+    }
+    *d1 = _mm512_reduce_add_pd(acc1);
+    *d2 = _mm512_reduce_add_pd(acc2);
+}
+
+/* y (and sum) for the lanes of m at j. */
+static inline __attribute__((always_inline)) void
+norm16(const peak_ln_row *w, size_t j, __mmask16 m, peak_ln_stats st, bool stream)
+{
+    prefetch_line(w->pf_r, j);
+    const __m512 s = load_s(w, j, m);
+    const __m512 d = _mm512_sub_ps(_mm512_sub_ps(s, _mm512_set1_ps(st.shift)),
+                                   _mm512_set1_ps(st.corr));
+    const __m512 v = _mm512_mul_ps(d, _mm512_set1_ps(st.rstd));
+    const __m512 g = w->gamma ? _mm512_maskz_loadu_ps(m, w->gamma + j) : _mm512_set1_ps(1.0f);
+    const __m512 b = w->beta ? _mm512_maskz_loadu_ps(m, w->beta + j) : _mm512_setzero_ps();
+    const __m512 y = _mm512_fmadd_ps(v, g, b);
+    if (stream) {
+        if (w->sum)
+            _mm512_stream_ps(w->sum + j, s);
+        _mm512_stream_ps(w->y + j, y);
+    } else {
+        if (w->sum)
+            _mm512_mask_storeu_ps(w->sum + j, m, s);
+        _mm512_mask_storeu_ps(w->y + j, m, y);
+    }
+}
+
+/* Streaming needs 64-byte aligned stores, for y and sum alike: the floats
+   before y's first boundary, and everything when sum is not aligned the
+   same way, take ordinary masked stores. */
+static inline __attribute__((always_inline)) void
+ln_norm_rows(const peak_ln_row *w, peak_ln_stats st, bool stream)
+{
+    const size_t n = w->n;
+    size_t j = 0;
+    if (stream && (!w->sum || (((uintptr_t)w->sum ^ (uintptr_t)w->y) & 63) == 0)) {
+        const size_t head = (64 - ((uintptr_t)w->y & 63)) / sizeof(float) & 15;
+        if (head)
+            norm16(w, 0, lanes(head < n ? head : n), st, false);
+        for (j = head; j + 16 <= n; j += 16)
+            norm16(w, j, 0xffff, st, true);
+    }
+    for (; j < n; j += 16)
+        norm16(w, j, lanes(n - j), st, false);
+}
+
+static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
+{
+    if (stream)
+        ln_norm_rows(w, st, true);
+    else
+        ln_norm_rows(w, st, false);
+}
+
+void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
+                                    const float *x, ptrdiff_t ld_x, const float *r,
+                                    ptrdiff_t ld_r, const float *gamma, const float *beta,
+                                    size_t rows, size_t d_model, float eps)
+{
+    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_sum,
+                ln_dev, ln_norm);
+    /* Streaming stores (large calls) are weakly ordered: fence them. */
+    _mm_sfence();
+}

@@ -1,0 +1,302 @@
+/*
+ * sdpa-avx512.c - fused masked attention on AVX-512F (peak_attention).
+ *
+ * The tiling, masks and special rows are ../sdpa-tiles.h's; this file holds
+ * the three micro-kernels, with 16 query rows per zmm and blocks of 64 rows
+ * (4 vectors) against tiles of 64 keys:
+ *   scores: 4 keys x 4 row vectors = 16 accumulators; per d, 4 loads of Q^T
+ *           and 4 broadcasts of K feed 16 FMAs;
+ *   P.V:    4 columns of V x 4 row vectors, the same shape;
+ *   softmax: per row vector, a max pass and an exp2 pass over the tile's
+ *           64 keys in L1, then one rescale of the accumulator.
+ * Exponentials are exp-avx512.h's 2^t (VREDUCEPS + VSCALEFPS), with
+ * t = (s - m) * log2(e): subtracting before scaling keeps t exact to one
+ * rounding even for scores of 1e4 and more.
+ */
+#include "exp-avx512.h"
+#include "internal.h"
+
+#include <immintrin.h>
+
+#define SDPA_VW 16
+#define SDPA_BQ 64
+#define SDPA_BC 64
+#include "../sdpa-tiles.h"
+
+#define NJ 6 /* keys per score micro-tile */
+#define NC 6 /* V columns per P.V micro-tile */
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* S^T[jj][.] for keys kp[0 .. nj-1], nrv row vectors from qt (st and qt
+   already point at the first row).  nj and nrv are constants after
+   inlining, so the accumulators live in registers. */
+INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, int nj,
+                        int nrv)
+{
+    __m512 acc[NJ][SDPA_NRV];
+#pragma GCC unroll 6
+    for (int jj = 0; jj < nj; jj++)
+#pragma GCC unroll 4
+        for (int rr = 0; rr < nrv; rr++)
+            acc[jj][rr] = _mm512_setzero_ps();
+    for (size_t c = 0; c < dh; c++) {
+        __m512 vq[SDPA_NRV];
+#pragma GCC unroll 4
+        for (int rr = 0; rr < nrv; rr++)
+            vq[rr] = _mm512_load_ps(qt + c * SDPA_BQ + rr * SDPA_VW);
+#pragma GCC unroll 6
+        for (int jj = 0; jj < nj; jj++) {
+            const __m512 vk = _mm512_set1_ps(kp[jj][c]);
+#pragma GCC unroll 4
+            for (int rr = 0; rr < nrv; rr++)
+                acc[jj][rr] = _mm512_fmadd_ps(vk, vq[rr], acc[jj][rr]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int jj = 0; jj < nj; jj++)
+#pragma GCC unroll 4
+        for (int rr = 0; rr < nrv; rr++)
+            _mm512_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, acc[jj][rr]);
+}
+
+#define ROWS_SWITCH(f, nj, ...)                                                  \
+    switch (nrv) {                                                               \
+    case 1: f(__VA_ARGS__, nj, 1); break;                                        \
+    case 2: f(__VA_ARGS__, nj, 2); break;                                        \
+    case 3: f(__VA_ARGS__, nj, 3); break;                                        \
+    default: f(__VA_ARGS__, nj, 4); break;                                       \
+    }
+
+static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, size_t n,
+                       size_t r0, size_t r1)
+{
+    const int nrv = (int)((r1 - r0) / SDPA_VW);
+    size_t j = 0;
+    for (; j + NJ <= n; j += NJ)
+        ROWS_SWITCH(scores_core, NJ, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh)
+    for (; j + 4 <= n; j += 4)
+        ROWS_SWITCH(scores_core, 4, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh)
+    for (; j < n; j++)
+        ROWS_SWITCH(scores_core, 1, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh)
+}
+
+/* O^T[c0 .. c0+nc-1][.] += sum_j V[j][c] P^T[j][.] over nrv row vectors. */
+INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t n, size_t c0,
+                    int nc, int nrv)
+{
+    __m512 acc[NC][SDPA_NRV];
+#pragma GCC unroll 6
+    for (int cc = 0; cc < nc; cc++)
+#pragma GCC unroll 4
+        for (int rr = 0; rr < nrv; rr++)
+            acc[cc][rr] = _mm512_load_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW);
+    for (size_t j = 0; j < n; j++) {
+        __m512 vp_[SDPA_NRV];
+        const float *vj = vp[j] + c0;
+#pragma GCC unroll 4
+        for (int rr = 0; rr < nrv; rr++)
+            vp_[rr] = _mm512_load_ps(pt + j * SDPA_BQ + rr * SDPA_VW);
+#pragma GCC unroll 6
+        for (int cc = 0; cc < nc; cc++) {
+            const __m512 vv = _mm512_set1_ps(vj[cc]);
+#pragma GCC unroll 4
+            for (int rr = 0; rr < nrv; rr++)
+                acc[cc][rr] = _mm512_fmadd_ps(vv, vp_[rr], acc[cc][rr]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int cc = 0; cc < nc; cc++)
+#pragma GCC unroll 4
+        for (int rr = 0; rr < nrv; rr++)
+            _mm512_store_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
+}
+
+static void isa_pv(float *oacc, const float *const *vp, const float *pt, size_t dv, size_t n,
+                   size_t r0, size_t r1)
+{
+    const int nrv = (int)((r1 - r0) / SDPA_VW);
+    size_t c = 0;
+    for (; c + NC <= dv; c += NC)
+        ROWS_SWITCH(pv_core, NC, oacc + r0, vp, pt + r0, n, c)
+    for (; c + 4 <= dv; c += 4)
+        ROWS_SWITCH(pv_core, 4, oacc + r0, vp, pt + r0, n, c)
+    for (; c < dv; c++)
+        ROWS_SWITCH(pv_core, 1, oacc + r0, vp, pt + r0, n, c)
+}
+
+/* Scores of one row vector: s = acc * scale, or acc * scale + B where B is
+   finite and -inf where B is -inf (masked: a select, so that a NaN or inf
+   product at a masked key cannot leak).  Returns their max. */
+static __m512 scale_mask_max(float *s, const float *bt, float scale, size_t n)
+{
+    const __m512 vscale = _mm512_set1_ps(scale), vninf = _mm512_set1_ps(-INFINITY);
+    __m512 vmax = vninf;
+    for (size_t j = 0; j < n; j++) {
+        __m512 vs = _mm512_mul_ps(_mm512_load_ps(s + j * SDPA_BQ), vscale);
+        if (bt) {
+            const __m512 vb = _mm512_load_ps(bt + j * SDPA_BQ);
+            const __mmask16 vis = _mm512_cmp_ps_mask(vb, vninf, _CMP_NEQ_UQ);
+            vs = _mm512_mask_add_ps(vninf, vis, vs, vb);
+        }
+        _mm512_store_ps(s + j * SDPA_BQ, vs);
+        vmax = _mm512_max_ps(vmax, vs);
+    }
+    return vmax;
+}
+
+/* P = 2^((s - m) log2 e) in place; returns the sum of the tile's P. */
+static __m512 exp_and_sum(float *s, __m512 vm, size_t n)
+{
+    const __m512 vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
+    __m512 vsum = _mm512_setzero_ps();
+    for (size_t j = 0; j < n; j++) {
+        const __m512 vt = _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(s + j * SDPA_BQ), vm), vlog2e);
+        const __m512 vp = peak_avx512_exp2(vt);
+        _mm512_store_ps(s + j * SDPA_BQ, vp);
+        vsum = _mm512_add_ps(vsum, vp);
+    }
+    return vsum;
+}
+
+static void rescale(float *oacc, __m512 valpha, size_t dv)
+{
+    for (size_t c = 0; c < dv; c++)
+        _mm512_store_ps(oacc + c * SDPA_BQ, _mm512_mul_ps(_mm512_load_ps(oacc + c * SDPA_BQ), valpha));
+}
+
+static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, size_t dv,
+                               size_t n, size_t r0, size_t r1)
+{
+    const __m512 vninf = _mm512_set1_ps(-INFINITY), vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
+    for (size_t r = r0; r < r1; r += SDPA_VW) {
+        const __m512 vm_old = _mm512_load_ps(w->m + r);
+        const __m512 vtile = scale_mask_max(w->st + r, bt ? bt + r : NULL, scale, n);
+        /* MAXPS returns its second operand if either is NaN: a NaN m_old
+           (its l is already NaN) is dropped rather than kept. */
+        const __m512 vm = _mm512_max_ps(vm_old, vtile);
+        /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */
+        const __m512 vms = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(vm, vninf, _CMP_EQ_OQ), vm,
+                                                _mm512_setzero_ps());
+        const __m512 valpha = peak_avx512_exp2(_mm512_mul_ps(_mm512_sub_ps(vm_old, vms), vlog2e));
+        const __m512 vsum = exp_and_sum(w->st + r, vms, n);
+        _mm512_store_ps(w->l + r, _mm512_fmadd_ps(_mm512_load_ps(w->l + r), valpha, vsum));
+        _mm512_store_ps(w->m + r, vm);
+        if (_mm512_cmp_ps_mask(valpha, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ))
+            rescale(w->oacc + r, valpha, dv);
+    }
+}
+
+static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
+{
+    __m512 vbad = _mm512_setzero_ps(); /* x - x: NaN exactly for inf and NaN */
+    const __mmask16 ktail = (__mmask16)((1u << (dv % SDPA_VW)) - 1);
+    for (size_t j = 0; j < n; j++) {
+        size_t c = 0;
+        for (; c + SDPA_VW <= dv; c += SDPA_VW) {
+            const __m512 vx = _mm512_loadu_ps(src[j] + c);
+            vbad = _mm512_add_ps(vbad, _mm512_sub_ps(vx, vx));
+            _mm512_store_ps(dst + j * ld + c, vx);
+        }
+        if (ktail) {
+            const __m512 vx = _mm512_maskz_loadu_ps(ktail, src[j] + c);
+            vbad = _mm512_add_ps(vbad, _mm512_sub_ps(vx, vx));
+            _mm512_store_ps(dst + j * ld + c, vx);
+        }
+    }
+    return _mm512_cmp_ps_mask(vbad, vbad, _CMP_UNORD_Q) == 0;
+}
+
+/* ---- the row path ---------------------------------------------------------- */
+
+static __mmask16 tail_mask(size_t n)
+{
+    return n >= SDPA_VW ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+static float dot(const float *a, const float *b, size_t n)
+{
+    __m512 vacc0 = _mm512_setzero_ps(), vacc1 = _mm512_setzero_ps();
+    size_t c = 0;
+    for (; c + 2 * SDPA_VW <= n; c += 2 * SDPA_VW) {
+        vacc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + c), _mm512_loadu_ps(b + c), vacc0);
+        vacc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + c + SDPA_VW),
+                                _mm512_loadu_ps(b + c + SDPA_VW), vacc1);
+    }
+    for (; c < n; c += SDPA_VW) {
+        const __mmask16 k = tail_mask(n - c);
+        vacc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + c), _mm512_maskz_loadu_ps(k, b + c),
+                                vacc0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(vacc0, vacc1));
+}
+
+static float isa_row_scores(float *s, const float *q, const float *const *kp, const float *b,
+                            float scale, size_t n, size_t dh)
+{
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = b[j] == -INFINITY ? -INFINITY : dot(q, kp[j], dh) * scale + b[j];
+        m = s[j] > m ? s[j] : m;
+    }
+    return m;
+}
+
+static float isa_row_exp(float *s, float m, size_t n)
+{
+    const __m512 vm = _mm512_set1_ps(m), vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
+    __m512 vsum = _mm512_setzero_ps();
+    for (size_t j = 0; j < n; j += SDPA_VW) {
+        const __mmask16 k = tail_mask(n - j);
+        const __m512 vt = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), vm), vlog2e);
+        const __m512 vp = peak_avx512_exp2_maskz(k, vt);
+        _mm512_mask_storeu_ps(s + j, k, vp);
+        vsum = _mm512_add_ps(vsum, vp);
+    }
+    return _mm512_reduce_add_ps(vsum);
+}
+
+/* Columns [c0, c0 + 4 vectors) of the accumulator, in registers over the
+   tile's keys. */
+static void row_pv_cols(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
+                        size_t c0, size_t dv)
+{
+    /* Vectors past round16(dv) are all-zero lanes in registers only. */
+    __mmask16 k[4];
+    __m512 va[4];
+    const __m512 valpha = _mm512_set1_ps(alpha);
+    for (int v = 0; v < 4; v++) {
+        const size_t c = c0 + (size_t)v * SDPA_VW;
+        k[v] = c < dv ? tail_mask(dv - c) : 0;
+        va[v] = _mm512_mul_ps(_mm512_maskz_load_ps(k[v] ? 0xffff : 0, acc + (k[v] ? c : 0)), valpha);
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (p[j] == 0.0f)
+            continue;
+        const __m512 vp_ = _mm512_set1_ps(p[j]);
+        for (int v = 0; v < 4; v++)
+            va[v] = _mm512_fmadd_ps(vp_, _mm512_maskz_loadu_ps(k[v], vp[j] + c0 + (size_t)v * SDPA_VW),
+                                    va[v]);
+    }
+    for (int v = 0; v < 4; v++)
+        if (k[v])
+            _mm512_store_ps(acc + c0 + (size_t)v * SDPA_VW, va[v]);
+}
+
+static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
+                       size_t dv)
+{
+    for (size_t c0 = 0; c0 < dv; c0 += 4 * SDPA_VW)
+        row_pv_cols(acc, alpha, p, vp, n, c0, dv);
+}
+
+size_t peak_f32_sdpa_workspace__avx512(const peak_attn_desc *desc)
+{
+    return sdpa_tiles_workspace(desc);
+}
+
+void peak_f32_sdpa__avx512(float *o, const float *q, const float *k, const float *v,
+                           const peak_attn_desc *desc, void *workspace)
+{
+    sdpa_tiles_run(o, q, k, v, desc, workspace);
+}

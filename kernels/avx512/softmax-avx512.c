@@ -1,0 +1,233 @@
+/*
+ * softmax-avx512.c - masked softmax, 16 floats at a time (peak_softmax in
+ * peak.h; the row algorithm, its special rows, the row groups and the
+ * streamed outputs: ../softmax-rows.h).
+ *
+ * Three passes per row over the visible range only: max, then e^(s - max)
+ * stored and summed, then the scaling by 1/sum.  One exponential per
+ * visible score: 2^t, t = (s - max) log2(e), by VREDUCEPS, a degree-5
+ * polynomial and VSCALEFPS (exp-avx512.h), 12 instructions per 16 scores
+ * with the load, subtraction, multiply, store and sum.  A row stays in L1
+ * between passes.  Masked keys outside the range cost one store each, so
+ * a causal softmax does about half the work of a full one.
+ *
+ * Tails use AVX-512 masked loads and stores: no byte outside a row, and no
+ * masked score, keep byte behind a masked structural key or bias behind a
+ * false keep byte, is ever read.
+ *
+ * Accuracy: the sum is accumulated in float over at most SUM_BLOCK terms
+ * per lane, then in double, so its relative error stays near 2^-24 for
+ * any row length; y = e * (1/sum) adds two roundings.  Measured by
+ * tests/test-softmax.c (accuracy_report): at most 2 ULP from the
+ * double-precision softmax for probabilities >= 1/4, and at most half the
+ * tolerance max(4 ULP, 1e-7) anywhere.
+ */
+#include "internal.h"
+#include "softmax-rows.h"
+#include "avx512/exp-avx512.h"
+
+#include <assert.h>
+#include <immintrin.h>
+
+#define LANES 16
+
+/* Vectors summed in float before the partial sum moves to double: each
+   lane then adds at most 8 terms in float. */
+#define SUM_BLOCK 8
+
+/* The first n lanes, 0 <= n <= 16. */
+static inline __mmask16 first_lanes(size_t n)
+{
+    return (__mmask16)((1u << n) - 1u);
+}
+
+/* ---- pass 1: the maximum -------------------------------------------------- */
+
+/* s = x * scale, or x itself when the row is unscaled (x * 1 == x). */
+PEAK_SM_INLINE __m512 score(__m512 vx, __m512 vscale, bool scaled)
+{
+    return scaled ? _mm512_mul_ps(vx, vscale) : vx;
+}
+
+/* MAXPS returns its second operand when either is NaN: with the running
+   maximum second, a NaN score is skipped here and caught by the sum. */
+PEAK_SM_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
+{
+    const __m512 vscale = _mm512_set1_ps(scale);
+    const __m512 vminf = _mm512_set1_ps(-INFINITY);
+    __m512 vmax0 = vminf, vmax1 = vminf, vmax2 = vminf, vmax3 = vminf;
+    size_t j = 0;
+    for (; j + 4 * LANES <= n; j += 4 * LANES) {
+        vmax0 = _mm512_max_ps(score(_mm512_loadu_ps(x + j), vscale, scaled), vmax0);
+        vmax1 = _mm512_max_ps(score(_mm512_loadu_ps(x + j + LANES), vscale, scaled), vmax1);
+        vmax2 = _mm512_max_ps(score(_mm512_loadu_ps(x + j + 2 * LANES), vscale, scaled), vmax2);
+        vmax3 = _mm512_max_ps(score(_mm512_loadu_ps(x + j + 3 * LANES), vscale, scaled), vmax3);
+    }
+    for (; j + LANES <= n; j += LANES)
+        vmax0 = _mm512_max_ps(score(_mm512_loadu_ps(x + j), vscale, scaled), vmax0);
+    if (j < n) {
+        const __mmask16 k = first_lanes(n - j);
+        const __m512 vs = score(_mm512_maskz_loadu_ps(k, x + j), vscale, scaled);
+        vmax1 = _mm512_max_ps(_mm512_mask_mov_ps(vminf, k, vs), vmax1);
+    }
+    vmax0 = _mm512_max_ps(_mm512_max_ps(vmax0, vmax1), _mm512_max_ps(vmax2, vmax3));
+    return _mm512_reduce_max_ps(vmax0);
+}
+
+/* Keys of the 16 at j (within the first k) that pass keep and bias. */
+static inline __mmask16 visible_lanes(const peak_sm_row *r, size_t j, __mmask16 k, __m512 *vbias)
+{
+    if (r->keep) {
+        const __m128i vkeep = _mm_maskz_loadu_epi8(k, r->keep + j);
+        k = _mm_mask_test_epi8_mask(k, vkeep, vkeep);
+    }
+    *vbias = _mm512_setzero_ps();
+    if (r->bias) {
+        *vbias = _mm512_maskz_loadu_ps(k, r->bias + j);
+        k = _mm512_mask_cmp_ps_mask(k, *vbias, _mm512_set1_ps(-INFINITY), _CMP_NEQ_UQ);
+    }
+    return k;
+}
+
+/* Pass 1 of a row with element masks: work[lo, hi) gets the score at
+   visible keys and -inf at masked ones (so passes 2 and 3 run unmasked,
+   and e^-inf gives the masked keys their exact 0); returns the maximum. */
+PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
+{
+    const __m512 vscale = _mm512_set1_ps(r->scale);
+    const __m512 vminf = _mm512_set1_ps(-INFINITY);
+    __m512 vmax = vminf;
+    for (size_t j = r->lo; j < r->hi; j += LANES) {
+        const __mmask16 kin = first_lanes(r->hi - j < LANES ? r->hi - j : LANES);
+        __m512 vbias;
+        const __mmask16 kvis = visible_lanes(r, j, kin, &vbias);
+        const __m512 vx = _mm512_maskz_loadu_ps(kvis, r->x + j);
+        __m512 vs = _mm512_mask_mov_ps(vminf, kvis, score(vx, vscale, scaled));
+        /* Masked lanes: -inf + 0 or -inf + -inf, still -inf. */
+        vs = _mm512_add_ps(vs, vbias);
+        _mm512_mask_storeu_ps(r->work + j, kin, vs);
+        vmax = _mm512_max_ps(vs, vmax);
+    }
+    return _mm512_reduce_max_ps(vmax);
+}
+
+/* ---- pass 2: exponentials and their sum ------------------------------------ */
+
+static inline __m512d widen_sum(__m512 v)
+{
+    return _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)),
+                         _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+}
+
+/* The 2^t argument for e^(s - max) (../softmax-rows.h). */
+static inline __m512 exponent(__m512 vs, __m512 vmax)
+{
+    return _mm512_mul_ps(_mm512_sub_ps(vs, vmax), _mm512_set1_ps(PEAK_EXP_LOG2E));
+}
+
+/* dst[j] = e^(x[j] * scale - max) for j < n (dst: the row's work area);
+   returns the sum in double.  One float accumulator is enough: the
+   exponential, not the add's latency, bounds each iteration. */
+PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale, float max,
+                                    bool scaled)
+{
+    const __m512 vscale = _mm512_set1_ps(scale);
+    const __m512 vmax = _mm512_set1_ps(max);
+    __m512d vsum = _mm512_setzero_pd();
+    size_t j = 0;
+    while (j + LANES <= n) {
+        const size_t full = (n - j) / LANES;
+        const size_t end = j + LANES * (full < SUM_BLOCK ? full : SUM_BLOCK);
+        __m512 vacc = _mm512_setzero_ps();
+        for (; j < end; j += LANES) {
+            const __m512 vs = score(_mm512_loadu_ps(x + j), vscale, scaled);
+            const __m512 ve = peak_avx512_exp2(exponent(vs, vmax));
+            _mm512_storeu_ps(dst + j, ve);
+            vacc = _mm512_add_ps(vacc, ve);
+        }
+        vsum = _mm512_add_pd(vsum, widen_sum(vacc));
+    }
+    if (j < n) {
+        const __mmask16 k = first_lanes(n - j);
+        const __m512 vs = score(_mm512_maskz_loadu_ps(k, x + j), vscale, scaled);
+        const __m512 ve = peak_avx512_exp2_maskz(k, exponent(vs, vmax));
+        _mm512_mask_storeu_ps(dst + j, k, ve);
+        vsum = _mm512_add_pd(vsum, widen_sum(ve));
+    }
+    return _mm512_reduce_add_pd(vsum);
+}
+
+/* ---- pass 3 and the masked-out keys ----------------------------------------- */
+
+/* Floats from y to the next 64-byte boundary, at most n (y is
+   float-aligned). */
+static inline size_t to_line(const float *y, size_t n)
+{
+    const size_t head = ((64 - ((uintptr_t)y & 63)) & 63) / sizeof(float);
+    return head < n ? head : n;
+}
+
+/* y[j] = src[j] * factor for j < n.  Streaming: non-temporal stores for
+   the whole 64-byte lines of y (VMOVNTPS needs them aligned), plain masked
+   stores for the partial lines at either end. */
+PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, float factor, bool stream)
+{
+    const __m512 vf = _mm512_set1_ps(factor);
+    size_t j = 0;
+    if (stream) {
+        j = to_line(y, n);
+        if (j) {
+            const __mmask16 k = first_lanes(j);
+            _mm512_mask_storeu_ps(y, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, src), vf));
+        }
+        for (; j + LANES <= n; j += LANES)
+            _mm512_stream_ps(y + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), vf));
+    } else {
+        for (; j + LANES <= n; j += LANES)
+            _mm512_storeu_ps(y + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), vf));
+    }
+    if (j < n) {
+        const __mmask16 k = first_lanes(n - j);
+        _mm512_mask_storeu_ps(y + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, src + j), vf));
+    }
+}
+
+/* The same for zeros.  The full vectors of the plain case are stored with
+   an all-ones mask: as a plain store GCC would turn the loop into a call
+   to memset, which costs more than the few stores of a short row. */
+PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
+{
+    const __m512 vzero = _mm512_setzero_ps();
+    size_t j = 0;
+    if (stream) {
+        j = to_line(y, n);
+        if (j)
+            _mm512_mask_storeu_ps(y, first_lanes(j), vzero);
+        for (; j + LANES <= n; j += LANES)
+            _mm512_stream_ps(y + j, vzero);
+    } else {
+        for (; j + LANES <= n; j += LANES)
+            _mm512_mask_storeu_ps(y + j, (__mmask16)0xffff, vzero);
+    }
+    if (j < n)
+        _mm512_mask_storeu_ps(y + j, first_lanes(n - j), vzero);
+}
+
+/* ---- the kernel ------------------------------------------------------------------ */
+
+static const peak_sm_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
+                                      store_zeros};
+
+static void softmax_group(const peak_sm_row *rows, size_t n, bool stream)
+{
+    peak_sm_softmax_group(rows, n, &passes, stream);
+}
+
+void peak_f32_softmax__avx512(float *y, const float *x, const peak_softmax_desc *desc)
+{
+    assert(y && x && desc);
+    peak_sm_for_each_group(y, x, desc, softmax_group);
+    /* Non-temporal stores are weakly ordered: fence them before the caller
+       (or another thread it signals) reads y. */
+    _mm_sfence();
+}

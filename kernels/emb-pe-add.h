@@ -1,0 +1,283 @@
+/*
+ * emb-pe-add.h - what the SIMD tiers of peak_pe_add and peak_embed_pe
+ * share: the loops over tokens, rows and PE sources, written once.  A tier
+ * supplies two row functions (its vector width and tail masks) and its
+ * instance of the rows driver (pe-table.h); everything that decides a bit is
+ * in those, so the drivers here only choose what is added to what.
+ *
+ * Both kernels are memory-bound: a token moves its E row in and its output
+ * row out (plus its PE row when that comes from a table).  The E rows are
+ * gathered at random, so the hardware prefetcher, which follows streams
+ * within a page, would notice each 2 KiB row only when it is half read; the
+ * drivers prefetch the rows of the tokens a few places ahead instead.
+ */
+#ifndef PEAK_EMB_PE_ADD_H
+#define PEAK_EMB_PE_ADD_H
+
+#include "internal.h"
+#include "pe-table.h"
+
+#include <assert.h>
+#include <stdint.h>
+
+/* out[j] = e[j] * scale + pe[j] (one multiply, then one add), or
+   e[j] * scale when pe is NULL, for j < n.  out may equal pe.  stream: use
+   non-temporal stores where whole aligned vectors allow (the caller fences). */
+typedef void (*peak_emb_row_fn)(float *out, const float *e, float scale, const float *pe,
+                                size_t n, bool stream);
+/* x[j] += pe[j] for j < n. */
+typedef void (*peak_add_row_fn)(float *x, const float *pe, size_t n);
+/* The tier's peak_pe_rows__<isa>. */
+typedef void (*peak_pe_rows_fn)(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                                size_t n_rows, const int64_t *pos, size_t pos0, size_t d_model,
+                                const peak_pe_params *params, peak_pe_sink_fn sink, void *ctx);
+
+/* Tokens the table path prefetches ahead (8 KiB of E rows at d_model 512):
+   enough to cover the memory latency at one row's processing time, near
+   enough that the lines are still in L1 when the row is reached.  Only E
+   is prefetched: the PE rows are shared by every sequence of a batch and
+   stay cached, and prefetching them too cost ~10% in cache and out
+   (measured). */
+#define PEAK_EMB_PREFETCH_TOKENS 4
+/* Rows the on-the-fly sink prefetches ahead within one column pass.  Not
+   more: a pass reads the same 128 or 256 bytes of every 2 KiB row, which
+   all fall in the same few L1 sets, and lines fetched further ahead evict
+   one another before they are used. */
+#define PEAK_EMB_PREFETCH_ROWS 4
+/* A call whose output reaches this many bytes writes it with non-temporal
+   stores.  Measured (bench-embed.c): on 64 x 512 tokens of d_model 512
+   (64 MiB of output) the output's read-for-ownership costs about as much
+   as reading E, and streaming it took the table path from ~0.9x to
+   ~1.1-1.3x of memcpy's bandwidth; on 32 x 128 (8 MiB) it still helps.  api.c hands the kernels at
+   most 256 tokens a call, so the kernel sees only its chunk: 512 KiB is a
+   full chunk of d_model >= 512, which only a call of 256 tokens or more
+   fills, and keeps the small in-cache calls (2 x 50: 200 KB) on ordinary
+   stores, where the next layer finds the output in cache. */
+#define PEAK_EMB_STREAM_BYTES ((size_t)512 << 10)
+
+static inline bool peak_emb_streams(size_t n_tokens, size_t d_model)
+{
+    return n_tokens * d_model * sizeof(float) >= PEAK_EMB_STREAM_BYTES;
+}
+
+/* The on-the-fly scratch block lives on the stack: this many floats (32 KiB
+   and a little: 15 rows of 512, one row of the widest documented d_model);
+   wider rows take a slow path. */
+#define PEAK_EMB_SCRATCH (8192 + 16)
+
+/* One prefetch per cache line of p[0 .. n): for reading into L1, into L2
+   only, or for writing. */
+enum peak_emb_pf { PEAK_EMB_PF_L1, PEAK_EMB_PF_L2, PEAK_EMB_PF_WRITE };
+
+static inline void peak_emb_prefetch(const float *p, size_t n, enum peak_emb_pf how)
+{
+    const uintptr_t end = (uintptr_t)(p + n);
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) {
+        if (how == PEAK_EMB_PF_WRITE)
+            __builtin_prefetch((const void *)a, 1, 3);
+        else if (how == PEAK_EMB_PF_L2)
+            __builtin_prefetch((const void *)a, 0, 2);
+        else
+            __builtin_prefetch((const void *)a, 0, 3);
+    }
+}
+
+static inline const float *peak_emb_row_of(const peak_embed_desc *d, int32_t id)
+{
+    return d->table + (ptrdiff_t)id * d->ld_table;
+}
+
+/* ---- out = E[id] * scale + PE, PE from the caller's table --------------- */
+
+static inline __attribute__((always_inline)) void
+peak_embed_table_loop(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                      size_t n_tokens, const peak_embed_desc *d, peak_emb_row_fn row,
+                      bool stream)
+{
+    const size_t n = d->d_model;
+    for (size_t t = 0; t < n_tokens; t++) {
+        const size_t ahead = t + PEAK_EMB_PREFETCH_TOKENS;
+        if (ahead < n_tokens) {
+            peak_emb_prefetch(peak_emb_row_of(d, ids[ahead]), n, PEAK_EMB_PF_L1);
+        }
+        assert(pos[t] < 0 || (uint64_t)pos[t] < d->pe_rows);
+        const float *pe = pos[t] < 0 ? NULL : d->pe + (size_t)pos[t] * n;
+        row(out + (ptrdiff_t)t * ld_out, peak_emb_row_of(d, ids[t]), d->scale, pe, n, stream);
+    }
+}
+
+/* The tier fences after a streaming call. */
+static inline __attribute__((always_inline)) void
+peak_embed_table_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                     size_t n_tokens, const peak_embed_desc *d, peak_emb_row_fn row)
+{
+    if (peak_emb_streams(n_tokens, d->d_model))
+        peak_embed_table_loop(out, ld_out, ids, pos, n_tokens, d, row, true);
+    else
+        peak_embed_table_loop(out, ld_out, ids, pos, n_tokens, d, row, false);
+}
+
+/* ---- out = E[id] * scale + PE, PE computed on the fly ------------------ */
+
+/* The scratch block's row stride: a row and a cache line more, so that the
+   rows' segments of one column pass spread over the L1 sets instead of
+   sharing the few that a power-of-two stride would give them. */
+static inline size_t peak_emb_scratch_ld(size_t d_model)
+{
+    return (d_model + 15) / 16 * 16 + 16;
+}
+
+/* Rows in the scratch block (at least one). */
+static inline size_t peak_emb_scratch_rows(size_t d_model)
+{
+    const size_t ld = peak_emb_scratch_ld(d_model);
+    return ld <= PEAK_EMB_SCRATCH ? PEAK_EMB_SCRATCH / ld : 1;
+}
+
+typedef struct peak_emb_fly {
+    float *out;
+    ptrdiff_t ld_out;
+    const int32_t *ids;
+    const int64_t *pos;
+    size_t n_tokens;
+    const peak_embed_desc *d;
+    const float *scratch;
+    size_t ld_scratch;
+} peak_emb_fly;
+
+/* The body of a tier's sink: columns [c0, c1) of tokens t0 .. t1-1.
+
+   Prefetching.  A column pass reads the same 128 or 256 bytes of every
+   token's E row, so the hardware prefetcher sees no stream.  While a pass
+   consumes segment [c0, c1) of a row it prefetches the row's next segment
+   into L2: a whole pass (~64 KiB of E for 256 tokens) ahead, so the memory
+   reads of one pass overlap the sincos and emit work of the one before.
+   The first pass has no pass before it and prefetches its segments into L1
+   a few tokens ahead instead (not more: the segments of one pass share a
+   few L1 sets, and lines fetched further ahead evict one another).  A
+   streamed output is not prefetched: that would fetch what the stores are
+   about to replace. */
+static inline __attribute__((always_inline)) void
+peak_embed_fly_block(const peak_emb_fly *f, size_t t0, size_t t1, size_t c0, size_t c1,
+                     peak_emb_row_fn row, bool stream)
+{
+    const size_t n = c1 - c0, d_model = f->d->d_model;
+    const size_t next = c1 + n <= d_model ? n : d_model - c1;
+    for (size_t t = t0; t < t1; t++) {
+        const size_t ahead = t + PEAK_EMB_PREFETCH_ROWS;
+        const float *e = peak_emb_row_of(f->d, f->ids[t]);
+        if (ahead < f->n_tokens) {
+            if (c0 == 0)
+                peak_emb_prefetch(peak_emb_row_of(f->d, f->ids[ahead]), n, PEAK_EMB_PF_L1);
+            if (!stream)
+                peak_emb_prefetch(f->out + (ptrdiff_t)ahead * f->ld_out + c0, n,
+                                  PEAK_EMB_PF_WRITE);
+        }
+        if (c1 < d_model)
+            peak_emb_prefetch(e + c1, next, PEAK_EMB_PF_L2);
+        if (f->pos[t] >= 0)
+            row(f->out + (ptrdiff_t)t * f->ld_out + c0, e + c0, f->d->scale,
+                f->scratch + (t - t0) * f->ld_scratch + c0, n, stream);
+    }
+}
+
+/* Wider than the scratch (beyond the documented d_model range): each row's
+   PE goes into the output row and is added there, one table row a call. */
+static inline __attribute__((always_inline)) void
+peak_embed_fly_wide(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                    size_t n_tokens, const peak_embed_desc *d, peak_emb_row_fn row,
+                    peak_pe_table_fn table)
+{
+    for (size_t t = 0; t < n_tokens; t++) {
+        float *o = out + (ptrdiff_t)t * ld_out;
+        if (pos[t] < 0)
+            continue;
+        table(o, ld_out, 1, d->d_model, (size_t)pos[t], &d->pe_params);
+        row(o, peak_emb_row_of(d, ids[t]), d->scale, o, d->d_model, false);
+    }
+}
+
+/* sink and sink_stream: the tier's sinks without and with streaming stores. */
+static inline __attribute__((always_inline)) void
+peak_embed_fly_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                   size_t n_tokens, const peak_embed_desc *d, peak_emb_row_fn row,
+                   peak_pe_rows_fn rows, peak_pe_sink_fn sink, peak_pe_sink_fn sink_stream,
+                   peak_pe_table_fn table)
+{
+    const bool stream = peak_emb_streams(n_tokens, d->d_model);
+    /* fairseq pad tokens: E[id] * scale and no PE (the driver skips them). */
+    for (size_t t = 0; t < n_tokens; t++)
+        if (pos[t] < 0)
+            row(out + (ptrdiff_t)t * ld_out, peak_emb_row_of(d, ids[t]), d->scale, NULL,
+                d->d_model, false);
+    const size_t ld_s = peak_emb_scratch_ld(d->d_model);
+    if (ld_s > PEAK_EMB_SCRATCH) {
+        peak_embed_fly_wide(out, ld_out, ids, pos, n_tokens, d, row, table);
+        return;
+    }
+    PEAK_PE_ALIGN float scratch[PEAK_EMB_SCRATCH];
+    const size_t sr = peak_emb_scratch_rows(d->d_model);
+    for (size_t t0 = 0; t0 < n_tokens; t0 += PEAK_PE_ROWS_MAX) {
+        const size_t n = n_tokens - t0 < PEAK_PE_ROWS_MAX ? n_tokens - t0 : PEAK_PE_ROWS_MAX;
+        peak_emb_fly f = {out + (ptrdiff_t)t0 * ld_out, ld_out, ids + t0, pos + t0, n, d,
+                          scratch, ld_s};
+        rows(scratch, sr, ld_s, n, pos + t0, 0, d->d_model, &d->pe_params,
+             stream ? sink_stream : sink, &f);
+    }
+}
+
+/* ---- x[b, s, :] += PE(pos0 + s, :) ------------------------------------- */
+
+static inline __attribute__((always_inline)) void
+peak_pe_add_table_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                      size_t seq_len, size_t d_model, size_t pos0, const float *pe,
+                      peak_add_row_fn add)
+{
+    for (size_t s = 0; s < seq_len; s++) {
+        const float *row = pe + (pos0 + s) * d_model;
+        for (size_t b = 0; b < batch; b++)
+            add(x + (ptrdiff_t)b * batch_stride + (ptrdiff_t)s * ld_x, row, d_model);
+    }
+}
+
+typedef struct peak_pe_add_fly {
+    float *x; /* row s = 0 of batch entry 0 of this block of positions */
+    ptrdiff_t batch_stride, ld_x;
+    size_t batch;
+    const float *scratch;
+    size_t ld_scratch;
+} peak_pe_add_fly;
+
+/* The body of a tier's sink: one PE segment serves every batch entry. */
+static inline __attribute__((always_inline)) void
+peak_pe_add_fly_block(const peak_pe_add_fly *f, size_t s0, size_t s1, size_t c0, size_t c1,
+                      peak_add_row_fn add)
+{
+    for (size_t s = s0; s < s1; s++) {
+        float *x_s = f->x + (ptrdiff_t)s * f->ld_x + c0;
+        const float *pe = f->scratch + (s - s0) * f->ld_scratch + c0;
+        for (size_t b = 0; b < f->batch; b++)
+            add(x_s + (ptrdiff_t)b * f->batch_stride, pe, c1 - c0);
+    }
+}
+
+/* false (nothing done) when d_model is wider than the scratch block. */
+static inline __attribute__((always_inline)) bool
+peak_pe_add_fly_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                    size_t seq_len, size_t d_model, size_t pos0, const peak_pe_params *params,
+                    peak_pe_rows_fn rows, peak_pe_sink_fn sink)
+{
+    const size_t ld_s = peak_emb_scratch_ld(d_model);
+    if (ld_s > PEAK_EMB_SCRATCH)
+        return false;
+    PEAK_PE_ALIGN float scratch[PEAK_EMB_SCRATCH];
+    const size_t sr = peak_emb_scratch_rows(d_model);
+    for (size_t s0 = 0; s0 < seq_len; s0 += PEAK_PE_ROWS_MAX) {
+        const size_t n = seq_len - s0 < PEAK_PE_ROWS_MAX ? seq_len - s0 : PEAK_PE_ROWS_MAX;
+        peak_pe_add_fly f = {x + (ptrdiff_t)s0 * ld_x, batch_stride, ld_x, batch, scratch, ld_s};
+        rows(scratch, sr, ld_s, n, NULL, pos0 + s0, d_model, params, sink, &f);
+    }
+    return true;
+}
+
+#endif /* PEAK_EMB_PE_ADD_H */

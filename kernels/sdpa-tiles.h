@@ -1,0 +1,420 @@
+/*
+ * sdpa-tiles.h - the tile driver shared by the AVX2 and AVX-512 attention
+ * kernels (peak_attention in peak.h).  Everything here is plain C: block
+ * planning, the masks, Q packing, the rare exact paths and the final
+ * division.  The including file supplies the vector micro-kernels and the
+ * tile sizes, then calls sdpa_tiles_run():
+ *
+ *   SDPA_VW  lanes per vector;   SDPA_BQ  query rows per block (a multiple
+ *   of SDPA_VW, at most 64);     SDPA_BC  keys per tile;
+ *   isa_scores(), isa_online_softmax(), isa_pv(), isa_rows_finite()
+ *   (their contracts are stated at the first use below).
+ *
+ * Design.  Flash-style: per kv head, blocks of SDPA_BQ query rows -- the
+ * rows of every query head sharing that kv head (GQA), position-major, so
+ * that decode and MQA fill a block too -- stream over tiles of SDPA_BC
+ * keys with an online softmax (running max m and sum l per row, one
+ * rescale of the accumulator per tile).  Both products are laid out
+ * transposed, with query rows along the vector lanes:
+ *   S^T[j][r] = sum_d K[j][d] Q^T[d][r]     (Q^T packed once per block)
+ *   O^T[c][r] += sum_j V[j][c] P^T[j][r]
+ * so K and V are read in place (one broadcast per element, any strides, no
+ * packing, no column tails), the softmax over keys is element-wise across
+ * the vectors of a tile (no horizontal reductions), and the per-row
+ * rescale is one multiply per accumulator vector.
+ *
+ * Masks.  Each row's structural key range comes from mask.h.  A tile no
+ * active row can see is skipped; rows whose vectors see nothing of the
+ * tile are not computed.  A tile every active row sees whole (and no
+ * keep/bias mask) runs unmasked.  Otherwise an additive tile B^T (bias or
+ * 0 where visible, -inf where not) is built, and a key no row of the block
+ * sees is "dead": its K and V pointers are redirected to a row of zeros, so
+ * masked keys are never read.  A key visible to some rows but not others
+ * is read; if one of its V values is inf or NaN the tile falls back to an
+ * exact P.V that skips zero weights, so that 0 * inf cannot reach a row
+ * that does not see the key.
+ *
+ * Special rows need no branch in the vector code: with m_safe = 0 when
+ * m = -inf, a row that has seen no visible score keeps p = 0 and l = 0
+ * (zeros, lse -inf), and a visible +inf or NaN score makes l NaN, which
+ * stays NaN (O and lse NaN), as the scalar reference specifies.
+ */
+#ifndef PEAK_SDPA_TILES_H
+#define PEAK_SDPA_TILES_H
+
+#include "internal.h"
+#include "mask.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SDPA_NRV (SDPA_BQ / SDPA_VW) /* row vectors per block */
+
+/* Scratch, carved from the caller's 64-byte aligned workspace. */
+typedef struct sdpa_ws {
+    float *qt;    /* Q^T [head_dim][BQ]                       */
+    float *st;    /* S^T, then P^T, [BC][BQ]                  */
+    float *bt;    /* B^T [BC][BQ] (masked tiles only)         */
+    float *oacc;  /* O^T [v_head_dim][BQ]                     */
+    float *m, *l; /* running max and sum [BQ]                 */
+    float *zero;  /* max(head_dim, v_head_dim) zeros          */
+    float *vpack; /* the tile's V rows [BC][round16(v_head_dim)] */
+    float *kpack; /* the tile's K rows [BC][round16(head_dim)]   */
+    const float **kp, **vp; /* key rows of the tile [BC]      */
+} sdpa_ws;
+
+/* The including file's micro-kernels (row ranges [r0, r1) are whole
+   vectors; st, qt, oacc and bt are [.][BQ] with rows along the lanes). */
+static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, size_t n,
+                       size_t r0, size_t r1);
+static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, size_t dv,
+                               size_t n, size_t r0, size_t r1);
+static void isa_pv(float *oacc, const float *const *vp, const float *pt, size_t dv, size_t n,
+                   size_t r0, size_t r1);
+/* Copies rows src[0 .. n-1] (dv floats each) to dst (row stride ld);
+   returns false if one of them holds an inf or NaN. */
+static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv);
+/* The row path (a block of fewer than SDPA_VW / 2 rows: decode).  Scores
+   s[j] = q . K[kp[j]] * scale + b[j] where b[j] > -inf, else -inf (K not
+   read); returns their max (NaN ignored). */
+static float isa_row_scores(float *s, const float *q, const float *const *kp, const float *b,
+                            float scale, size_t n, size_t dh);
+/* s[j] = 2^((s[j] - m) log2 e) in place; returns their sum. */
+static float isa_row_exp(float *s, float m, size_t n);
+/* acc = acc * alpha + sum_j p[j] V[vp[j]] over p[j] != 0 (a masked key's
+   V is not read); acc holds round16(dv) floats. */
+static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
+                       size_t dv);
+
+/* One block: up to BQ rows (query head, position) sharing one kv head. */
+typedef struct sdpa_block {
+    const peak_attn_desc *d;
+    const float *k, *v; /* key 0 of the kv head */
+    size_t b, rows;
+    bool elem_masks;    /* keep or bias present */
+    size_t lo[SDPA_BQ], hi[SDPA_BQ];
+    size_t head[SDPA_BQ], pos[SDPA_BQ];
+    const uint8_t *keep[SDPA_BQ];
+    const float *bias[SDPA_BQ];
+} sdpa_block;
+
+static inline size_t sdpa_round16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+/* Floats of each region, in the order sdpa_ws_carve lays them out; 0 on
+   overflow. */
+static inline size_t sdpa_ws_floats(const peak_attn_desc *d)
+{
+    const size_t dmax = d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim;
+    if (dmax > SIZE_MAX / 8 / SDPA_BQ / 2)
+        return 0;
+    const size_t ptrs = sdpa_round16(2 * SDPA_BC * sizeof(float *) / sizeof(float));
+    return sdpa_round16(d->head_dim * SDPA_BQ) + 2 * SDPA_BC * SDPA_BQ +
+           sdpa_round16(d->v_head_dim * SDPA_BQ) + 2 * SDPA_BQ + sdpa_round16(dmax) + ptrs +
+           SDPA_BC * (sdpa_round16(d->v_head_dim) + sdpa_round16(d->head_dim));
+}
+
+/* The workspace: O(BQ * (head_dim + v_head_dim + 2 BC)) floats, whatever
+   the sequence lengths. */
+static inline size_t sdpa_tiles_workspace(const peak_attn_desc *d)
+{
+    const size_t n = sdpa_ws_floats(d);
+    if (n == 0 || n > SIZE_MAX / sizeof(float))
+        return SIZE_MAX & ~(size_t)63;
+    return n * sizeof(float);
+}
+
+static inline sdpa_ws sdpa_ws_carve(void *workspace, const peak_attn_desc *d)
+{
+    float *p = (float *)workspace;
+    sdpa_ws w;
+    w.qt = p;
+    p += sdpa_round16(d->head_dim * SDPA_BQ);
+    w.st = p;
+    p += SDPA_BC * SDPA_BQ;
+    w.bt = p;
+    p += SDPA_BC * SDPA_BQ;
+    w.oacc = p;
+    p += sdpa_round16(d->v_head_dim * SDPA_BQ);
+    w.m = p;
+    w.l = p + SDPA_BQ;
+    p += 2 * SDPA_BQ;
+    w.zero = p;
+    const size_t dmax = d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim;
+    memset(w.zero, 0, dmax * sizeof(float));
+    p += sdpa_round16(dmax);
+    w.vpack = p;
+    p += SDPA_BC * sdpa_round16(d->v_head_dim);
+    w.kpack = p;
+    p += SDPA_BC * sdpa_round16(d->head_dim);
+    w.kp = (const float **)(void *)p;
+    w.vp = w.kp + SDPA_BC;
+    return w;
+}
+
+/* ---- block set-up ---------------------------------------------------------- */
+
+static inline const float *sdpa_q_row(const float *q, const peak_attn_desc *d, size_t b,
+                                      size_t h, size_t i)
+{
+    return q + (ptrdiff_t)b * d->q_stride[0] + (ptrdiff_t)i * d->q_stride[1] +
+           (ptrdiff_t)h * d->q_stride[2];
+}
+
+/* Rows first .. first+rows-1 of the kv head's group, numbered
+   position-major: row R is query head kvh * group + R % group at position
+   R / group, so that causal ranges grow along the block. */
+static inline void sdpa_block_rows(sdpa_block *blk, size_t kvh, size_t first)
+{
+    const peak_attn_desc *d = blk->d;
+    const size_t group = d->heads / d->kv_heads;
+    for (size_t r = 0; r < blk->rows; r++) {
+        const size_t R = first + r, h = kvh * group + R % group, i = R / group;
+        const peak_key_range kr = peak_mask_keys(&d->mask, blk->b, i, d->q_len, d->kv_len);
+        blk->head[r] = h;
+        blk->pos[r] = i;
+        blk->lo[r] = kr.lo;
+        blk->hi[r] = kr.hi;
+        blk->keep[r] = peak_mask_keep_row(&d->mask, blk->b, h, i);
+        blk->bias[r] = peak_mask_bias_row(&d->mask, blk->b, h, i);
+    }
+}
+
+/* Q^T with zero columns past the block's rows (their scores are finite
+   garbage, never stored), a zero accumulator, m = -inf and l = 0. */
+static inline void sdpa_block_start(const sdpa_block *blk, const sdpa_ws *w, const float *q)
+{
+    const peak_attn_desc *d = blk->d;
+    for (size_t r = 0; r < SDPA_BQ; r++) {
+        const float *qr = r < blk->rows ? sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r])
+                                        : w->zero;
+        for (size_t c = 0; c < d->head_dim; c++)
+            w->qt[c * SDPA_BQ + r] = qr[c];
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->oacc, 0, d->v_head_dim * SDPA_BQ * sizeof(float));
+}
+
+/* ---- one tile -------------------------------------------------------------- */
+
+/* Rows [*r0, *r1) are the vectors holding a row that sees part of keys
+   [t0, t1); returns false when none does.  *whole: every real row of those
+   vectors sees the whole tile. */
+static inline bool sdpa_tile_rows(const sdpa_block *blk, size_t t0, size_t t1, size_t *r0,
+                                  size_t *r1, bool *whole)
+{
+    size_t first = SDPA_BQ, last = 0;
+    for (size_t r = 0; r < blk->rows; r++) {
+        if (blk->lo[r] < t1 && blk->hi[r] > t0 && blk->lo[r] < blk->hi[r]) {
+            if (first == SDPA_BQ)
+                first = r;
+            last = r;
+        }
+    }
+    if (first == SDPA_BQ)
+        return false;
+    *r0 = first / SDPA_VW * SDPA_VW;
+    *r1 = (last / SDPA_VW + 1) * SDPA_VW;
+    *whole = !blk->elem_masks;
+    for (size_t r = *r0; r < *r1 && r < blk->rows && *whole; r++)
+        *whole = blk->lo[r] <= t0 && blk->hi[r] >= t1;
+    return true;
+}
+
+/* B^T for keys t0 .. t0+n-1 and rows [r0, r1), and each key's K/V row (the
+   zero row for a key no row sees). */
+static inline void sdpa_tile_mask(const sdpa_block *blk, const sdpa_ws *w, size_t t0, size_t n,
+                                  size_t r0, size_t r1)
+{
+    const peak_attn_desc *d = blk->d;
+    bool live[SDPA_BC] = {false};
+    for (size_t r = r0; r < r1; r++) {
+        const bool real = r < blk->rows;
+        const size_t lo = real ? blk->lo[r] : 0, hi = real ? blk->hi[r] : 0;
+        for (size_t j = 0; j < n; j++) {
+            const size_t key = t0 + j;
+            const bool vis = key >= lo && key < hi &&
+                             peak_mask_visible(blk->keep[r], blk->bias[r], key);
+            w->bt[j * SDPA_BQ + r] = !vis ? -INFINITY : blk->bias[r] ? blk->bias[r][key] : 0.0f;
+            live[j] |= vis;
+        }
+    }
+    for (size_t j = 0; j < n; j++) {
+        w->kp[j] = live[j] ? blk->k + (ptrdiff_t)(t0 + j) * d->k_stride[1] : w->zero;
+        w->vp[j] = live[j] ? blk->v + (ptrdiff_t)(t0 + j) * d->v_stride[1] : w->zero;
+    }
+}
+
+/* O^T += V^T P^T one weight at a time, skipping zero weights: the masked
+   tile whose V holds inf or NaN (rare, so plain C). */
+static inline void sdpa_pv_exact(const sdpa_ws *w, size_t dv, size_t n, size_t r0, size_t r1)
+{
+    for (size_t j = 0; j < n; j++)
+        for (size_t r = r0; r < r1; r++) {
+            const float p = w->st[j * SDPA_BQ + r];
+            if (p == 0.0f)
+                continue;
+            for (size_t c = 0; c < dv; c++)
+                w->oacc[c * SDPA_BQ + r] += p * w->vp[j][c];
+        }
+}
+
+static inline void sdpa_tile(const sdpa_block *blk, const sdpa_ws *w, size_t t0, size_t n)
+{
+    const peak_attn_desc *d = blk->d;
+    size_t r0, r1;
+    bool whole;
+    if (!sdpa_tile_rows(blk, t0, t0 + n, &r0, &r1, &whole))
+        return;
+    if (whole) {
+        for (size_t j = 0; j < n; j++) {
+            w->kp[j] = blk->k + (ptrdiff_t)(t0 + j) * d->k_stride[1];
+            w->vp[j] = blk->v + (ptrdiff_t)(t0 + j) * d->v_stride[1];
+        }
+    } else {
+        sdpa_tile_mask(blk, w, t0, n, r0, r1);
+    }
+    /* K and V rows packed contiguously, once per tile and block: in place,
+       rows a power-of-two stride apart (any [B, L, H, D] layout) fall into
+       a few L1 sets, are evicted between the column passes of isa_pv, and
+       the broadcasts of isa_scores wait on L2 (20% slower measured). */
+    const size_t ldk = sdpa_round16(d->head_dim), ldv = sdpa_round16(d->v_head_dim);
+    isa_pack_rows(w->kpack, ldk, w->kp, n, d->head_dim);
+    const bool finite = isa_pack_rows(w->vpack, ldv, w->vp, n, d->v_head_dim);
+    for (size_t j = 0; j < n; j++) {
+        w->kp[j] = w->kpack + j * ldk;
+        w->vp[j] = w->vpack + j * ldv;
+    }
+    /* S^T[j][r0..r1) = K[kp[j]] . Q^T[.][r0..r1), j < n. */
+    isa_scores(w->st, w->kp, w->qt, d->head_dim, n, r0, r1);
+    /* Scale (and mask with B^T unless NULL), update m and l, rescale O^T
+       by e^(m_old - m_new), and leave P^T in st. */
+    isa_online_softmax(w, whole ? NULL : w->bt, d->scale, d->v_head_dim, n, r0, r1);
+    if (finite)
+        isa_pv(w->oacc, w->vp, w->st, d->v_head_dim, n, r0, r1);
+    else
+        sdpa_pv_exact(w, d->v_head_dim, n, r0, r1);
+}
+
+/* ---- the row path ------------------------------------------------------------ */
+
+/* One row against its keys, vectorised along head_dim instead of rows: a
+   decode step (or a small MQA group) would fill 1 lane of SDPA_VW in the
+   tiled path.  m, l and the accumulator end where sdpa_block_finish reads
+   them (row r of m and l; acc in oacc, gathered there with stride BQ). */
+static inline void sdpa_row(const sdpa_block *blk, const sdpa_ws *w, const float *q, size_t r)
+{
+    const peak_attn_desc *d = blk->d;
+    const float *qr = sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r]);
+    float *acc = w->vpack, *s = w->st, *bias = w->bt;
+    float m = -INFINITY, l = 0.0f;
+    memset(acc, 0, sdpa_round16(d->v_head_dim) * sizeof(float));
+    for (size_t t0 = blk->lo[r]; t0 < blk->hi[r]; t0 += SDPA_BC) {
+        const size_t n = blk->hi[r] - t0 < SDPA_BC ? blk->hi[r] - t0 : SDPA_BC;
+        for (size_t j = 0; j < n; j++) {
+            const size_t key = t0 + j;
+            const bool vis = peak_mask_visible(blk->keep[r], blk->bias[r], key);
+            bias[j] = !vis ? -INFINITY : blk->bias[r] ? blk->bias[r][key] : 0.0f;
+            w->kp[j] = blk->k + (ptrdiff_t)key * d->k_stride[1];
+            w->vp[j] = blk->v + (ptrdiff_t)key * d->v_stride[1];
+        }
+        const float mt = isa_row_scores(s, qr, w->kp, bias, d->scale, n, d->head_dim);
+        const float mn = mt > m ? mt : m;
+        const float ms = mn == -INFINITY ? 0.0f : mn; /* as in the tiled path */
+        const float alpha = isnan(m) ? NAN : m == -INFINITY ? 0.0f : expf(m - ms);
+        const float sum = isa_row_exp(s, ms, n);
+        l = l * alpha + sum;
+        m = mn;
+        isa_row_pv(acc, alpha, s, w->vp, n, d->v_head_dim);
+    }
+    w->m[r] = m;
+    w->l[r] = l;
+    for (size_t c = 0; c < d->v_head_dim; c++)
+        w->oacc[c * SDPA_BQ + r] = acc[c];
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static inline void sdpa_block_finish(const sdpa_block *blk, const sdpa_ws *w, float *o)
+{
+    const peak_attn_desc *d = blk->d;
+    for (size_t r = 0; r < blk->rows; r++) {
+        const size_t h = blk->head[r], i = blk->pos[r];
+        float *orow = o + (ptrdiff_t)blk->b * d->o_stride[0] + (ptrdiff_t)i * d->o_stride[1] +
+                      (ptrdiff_t)h * d->o_stride[2];
+        const float l = w->l[r];
+        float lse;
+        if (isnan(l)) {
+            for (size_t c = 0; c < d->v_head_dim; c++)
+                orow[c] = NAN;
+            lse = NAN;
+        } else if (l == 0.0f) {
+            for (size_t c = 0; c < d->v_head_dim; c++)
+                orow[c] = 0.0f;
+            lse = -INFINITY;
+        } else {
+            /* A division, not a multiply by 1/l: one rounding, not two. */
+            for (size_t c = 0; c < d->v_head_dim; c++)
+                orow[c] = w->oacc[c * SDPA_BQ + r] / l;
+            lse = (float)((double)w->m[r] + log((double)l));
+        }
+        if (d->lse)
+            d->lse[(ptrdiff_t)blk->b * d->lse_stride[0] + (ptrdiff_t)h * d->lse_stride[1] +
+                   (ptrdiff_t)i * d->lse_stride[2]] = lse;
+    }
+}
+
+/* Keys [lo, hi) some row of the block may see. */
+static inline peak_key_range sdpa_block_keys(const sdpa_block *blk)
+{
+    peak_key_range k = {SIZE_MAX, 0};
+    for (size_t r = 0; r < blk->rows; r++)
+        if (blk->lo[r] < blk->hi[r]) {
+            k.lo = blk->lo[r] < k.lo ? blk->lo[r] : k.lo;
+            k.hi = blk->hi[r] > k.hi ? blk->hi[r] : k.hi;
+        }
+    if (k.lo >= k.hi)
+        k.lo = k.hi = 0;
+    return k;
+}
+
+static inline void sdpa_tiles_run(float *o, const float *q, const float *k, const float *v,
+                                  const peak_attn_desc *d, void *workspace)
+{
+    assert(o && q && k && v && d && workspace);
+    assert(d->kv_heads > 0 && d->heads % d->kv_heads == 0 && d->v_head_dim > 0);
+    const sdpa_ws w = sdpa_ws_carve(workspace, d);
+    const size_t group_rows = d->heads / d->kv_heads * d->q_len;
+    sdpa_block blk;
+    blk.d = d;
+    blk.elem_masks = d->mask.keep || d->mask.bias;
+    for (size_t b = 0; b < d->batch; b++)
+        for (size_t kvh = 0; kvh < d->kv_heads; kvh++) {
+            blk.b = b;
+            blk.k = k + (ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)kvh * d->k_stride[2];
+            blk.v = v + (ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)kvh * d->v_stride[2];
+            for (size_t first = 0; first < group_rows; first += SDPA_BQ) {
+                blk.rows = group_rows - first < SDPA_BQ ? group_rows - first : SDPA_BQ;
+                sdpa_block_rows(&blk, kvh, first);
+                if (2 * blk.rows < SDPA_VW) {
+                    for (size_t r = 0; r < blk.rows; r++)
+                        sdpa_row(&blk, &w, q, r);
+                    sdpa_block_finish(&blk, &w, o);
+                    continue;
+                }
+                sdpa_block_start(&blk, &w, q);
+                const peak_key_range keys = sdpa_block_keys(&blk);
+                for (size_t t0 = keys.lo; t0 < keys.hi; t0 += SDPA_BC)
+                    sdpa_tile(&blk, &w, t0, keys.hi - t0 < SDPA_BC ? keys.hi - t0 : SDPA_BC);
+                sdpa_block_finish(&blk, &w, o);
+            }
+        }
+}
+
+#endif /* PEAK_SDPA_TILES_H */

@@ -1,0 +1,257 @@
+/*
+ * softmax-rows.h - what the SIMD softmax tiers share apart from arithmetic:
+ * walking the rows of a peak_softmax_desc, resolving each row's mask with
+ * mask.h (so every tier sees exactly the scalar reference's visible set),
+ * and filling the rare rows whose result is not computed but decided (no
+ * finite maximum, a visible NaN or +inf).  ISA-free: the AVX2 and AVX-512
+ * files hold only their vector loops.
+ *
+ * The row algorithm every tier follows (softmax-scalar.c has the reasons
+ * for the special rows):
+ *   1. max m of the visible scores over the structural range [lo, hi)
+ *      (causal, window, key_len: nothing outside it is read or computed);
+ *      a row with element masks (keep, bias) first writes its scores to
+ *      its work area, -inf at masked keys, so that later passes need no
+ *      mask;
+ *   2. if m is -inf (every visible score -inf or NaN): a zero row, or a
+ *      NaN row if some visible score is NaN;
+ *   3. e^(s - m) into the row's work area, and their sum in double; a NaN
+ *      sum means a visible NaN or +inf (inf - inf): a NaN row;
+ *   4. y = work * (1/sum);
+ *   5. zeros over [0, lo) and [hi, k_len), by stores alone.
+ * The work area is y[lo, hi) itself (step 4 scales in place), except for
+ * outputs too large for any cache (PEAK_SM_STREAM_BYTES): there it is a
+ * buffer on the stack that stays in L1, and steps 4 and 5 write y with
+ * non-temporal stores, which skip reading every line of y from memory
+ * before overwriting it: a third less memory traffic for a kernel that,
+ * at that size, waits on memory.
+ *
+ * e^(s - m) is computed as 2^t, t = (s - m) * log2(e): the exponential
+ * needs no range reduction by ln 2 then (exp-poly.h).  The two roundings
+ * of t cost a relative error of about |s - m| * 2^-23 in e^(s - m), which
+ * stays below 5e-8 absolute in the probability because e^(s - m) shrinks
+ * faster; and the maximum itself gets t = 0 and e^0 = 1 exactly, so the
+ * sum is at least 1 and a row with one visible key gives exactly 1.
+ * (Folding the subtraction into one FMA, t = s * log2(e) - m * log2(e),
+ * would save an instruction but lose both exact properties, and measured
+ * no faster: the loop is not bound by that instruction.)
+ *
+ * Rows are processed in groups of up to PEAK_SM_GROUP, each step for every
+ * row of the group before the next step: a short row is a chain of
+ * dependent latencies (max reduction, exponentials, sum reduction,
+ * division), and interleaving independent rows lets the core overlap them
+ * (1.4x faster than one row at a time for rows of 128 keys, AVX-512).
+ */
+#ifndef PEAK_SOFTMAX_ROWS_H
+#define PEAK_SOFTMAX_ROWS_H
+
+#include "internal.h"
+#include "mask.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Forces inlining where a bool argument selects a specialisation: the
+   scaled and unscaled loops must each be compiled with the test gone. */
+#define PEAK_SM_INLINE static inline __attribute__((always_inline))
+
+/* One row and the part of the mask that applies to it. */
+typedef struct peak_sm_row {
+    const float *x;
+    float *y;
+    float *work;         /* k_len floats for steps 1 to 4: y, or scratch */
+    const uint8_t *keep; /* NULL: no boolean mask */
+    const float *bias;   /* NULL: no additive mask */
+    size_t lo, hi;       /* structural key range; lo == hi: none visible */
+    size_t k_len;
+    float scale;         /* never 0 (api.c resolves "0 means 1") */
+} peak_sm_row;
+
+/* Rows per group at most, and the L1 bytes a group's x and y rows may
+   take (a row is re-read by steps 3 and 4, and should still be there). */
+#define PEAK_SM_GROUP 8
+#define PEAK_SM_GROUP_BYTES 32768
+
+/* Outputs of more than this many bytes are streamed (see the top of this
+   file): x and y then take over 32 MiB, beyond the last-level cache a core
+   can count on, and y would come from memory anyway.  Measured on the
+   development machine (8 heads of L x L, AVX-512): streaming 9% slower at
+   13 MiB of output, 1.3x faster at 19 MiB, 1.5x at 26 MiB.  Rows of up to
+   PEAK_SM_SCRATCH_KEYS keys only: the scratch buffer is on the stack. */
+#define PEAK_SM_STREAM_BYTES ((size_t)16 << 20)
+#define PEAK_SM_SCRATCH_KEYS 4096
+
+typedef void (*peak_sm_group_fn)(const peak_sm_row *rows, size_t n, bool stream);
+
+/* Whether d's output is streamed.  Its size cannot overflow: y's rows do
+   not overlap (api.c), so they fit in y's extent, which fits in a
+   ptrdiff_t. */
+static inline bool peak_sm_streams(const peak_softmax_desc *d)
+{
+    return d->k_len <= PEAK_SM_SCRATCH_KEYS &&
+           d->batch * d->heads * d->q_len * d->k_len > PEAK_SM_STREAM_BYTES / sizeof(float);
+}
+
+/* Calls group_fn on consecutive runs of rows, in memory order of
+   [b, h, i].  Static inline, so that the call through group_fn is resolved
+   at compile time in each tier's file. */
+static inline void peak_sm_for_each_group(float *y, const float *x, const peak_softmax_desc *d,
+                                          peak_sm_group_fn group_fn)
+{
+    const peak_mask *m = &d->mask;
+    const bool stream = peak_sm_streams(d);
+    const size_t fit = stream ? PEAK_SM_SCRATCH_KEYS / d->k_len
+                              : PEAK_SM_GROUP_BYTES / (2 * sizeof(float) * d->k_len);
+    const size_t per_group = fit < 1 ? 1 : fit > PEAK_SM_GROUP ? PEAK_SM_GROUP : fit;
+    const float scale = d->scale == 0.0f ? 1.0f : d->scale;
+    _Alignas(64) float scratch[PEAK_SM_SCRATCH_KEYS];
+    peak_sm_row rows[PEAK_SM_GROUP];
+    size_t n = 0;
+    for (size_t b = 0; b < d->batch; b++) {
+        for (size_t h = 0; h < d->heads; h++) {
+            const float *xr = x + (ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)h * d->x_stride[1];
+            float *yr = y + (ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)h * d->y_stride[1];
+            for (size_t i = 0; i < d->q_len; i++, xr += d->x_stride[2], yr += d->y_stride[2]) {
+                peak_sm_row *r = &rows[n];
+                const peak_key_range keys = peak_mask_keys(m, b, i, d->q_len, d->k_len);
+                r->x = xr;
+                r->y = yr;
+                r->work = stream ? scratch + n * d->k_len : yr;
+                r->lo = keys.lo;
+                r->hi = keys.hi;
+                r->keep = peak_mask_keep_row(m, b, h, i);
+                r->bias = peak_mask_bias_row(m, b, h, i);
+                r->k_len = d->k_len;
+                r->scale = scale;
+                if (++n == per_group) {
+                    group_fn(rows, n, stream);
+                    n = 0;
+                }
+            }
+        }
+    }
+    if (n)
+        group_fn(rows, n, stream);
+}
+
+/* A rare row (at most once per row, never in the hot loop): `value` at
+   the visible keys of [lo, hi), +0 at the masked ones. */
+static inline void peak_sm_fill_visible(const peak_sm_row *r, float value)
+{
+    for (size_t j = r->lo; j < r->hi; j++)
+        r->y[j] = peak_mask_visible(r->keep, r->bias, j) ? value : 0.0f;
+}
+
+static inline bool peak_sm_any_nan(const float *s, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        if (isnan(s[j]))
+            return true;
+    return false;
+}
+
+/* Step 2 of the row algorithm: every visible score is -inf or NaN.  s are
+   the row's visible-range scores (x itself for an unmasked row, whose
+   scores are NaN exactly where x is; the work area for a masked row). */
+static inline void peak_sm_no_finite_max(const peak_sm_row *r, const float *s)
+{
+    peak_sm_fill_visible(r, peak_sm_any_nan(s, r->hi - r->lo) ? NAN : 0.0f);
+}
+
+/* ---- the row algorithm, over one tier's passes ------------------------- */
+
+/* A tier's vector loops.  `scaled` false means scale == 1 (the multiply is
+   skipped: x * 1 == x); `stream`: write y with non-temporal stores.  Each
+   tier's functions are PEAK_SM_INLINE, so that the calls below, through a
+   constant table, are inlined and the flags are folded away. */
+typedef struct peak_sm_passes {
+    /* Max of x[j] * scale over j < n, NaN skipped; -inf if none. */
+    float (*max_dense)(const float *x, size_t n, float scale, bool scaled);
+    /* A masked row's scores into work[lo, hi), -inf where masked; their
+       max. */
+    float (*scores_masked)(const peak_sm_row *r, bool scaled);
+    /* dst[j] = e^(s[j] * scale - max) for j < n, as 2^t (see the top of
+       this file); returns the sum, in double. */
+    double (*exp_store_sum)(float *dst, const float *s, size_t n, float scale, float max,
+                            bool scaled);
+    /* y[j] = src[j] * factor for j < n (src may be y). */
+    void (*scale_store)(float *y, const float *src, size_t n, float factor, bool stream);
+    void (*store_zeros)(float *y, size_t n, bool stream);
+} peak_sm_passes;
+
+/* Where step 3 finds a row's scores. */
+static inline const float *peak_sm_scores(const peak_sm_row *r)
+{
+    return (r->keep || r->bias ? r->work : r->x) + r->lo;
+}
+
+/* Step 1; the max of the row's visible scores. */
+PEAK_SM_INLINE float peak_sm_max(const peak_sm_row *r, const peak_sm_passes *p, bool scaled)
+{
+    if (r->keep || r->bias)
+        return p->scores_masked(r, scaled);
+    return p->max_dense(r->x + r->lo, r->hi - r->lo, r->scale, scaled);
+}
+
+/* Step 3.  A masked row's scores in the work area are finished: no scale. */
+PEAK_SM_INLINE double peak_sm_exp_sum(const peak_sm_row *r, const peak_sm_passes *p, bool scaled,
+                                      float max)
+{
+    float *dst = r->work + r->lo;
+    const float *s = peak_sm_scores(r);
+    const size_t n = r->hi - r->lo;
+    scaled = scaled && !r->keep && !r->bias;
+    return scaled ? p->exp_store_sum(dst, s, n, r->scale, max, true)
+                  : p->exp_store_sum(dst, s, n, 1.0f, max, false);
+}
+
+/* Steps 1 to 5 for each of the n rows of a group, step by step. */
+PEAK_SM_INLINE void peak_sm_group_steps(const peak_sm_row *rows, size_t n,
+                                        const peak_sm_passes *p, bool scaled, bool stream)
+{
+    float max[PEAK_SM_GROUP];
+    double sum[PEAK_SM_GROUP];
+    for (size_t k = 0; k < n; k++)
+        if (rows[k].lo < rows[k].hi)
+            max[k] = peak_sm_max(&rows[k], p, scaled);
+    /* sum[k] stays NaN for a row that needs no step 4. */
+    for (size_t k = 0; k < n; k++) {
+        const peak_sm_row *r = &rows[k];
+        sum[k] = NAN;
+        if (r->lo == r->hi)
+            continue;
+        if (max[k] == -INFINITY)
+            peak_sm_no_finite_max(r, peak_sm_scores(r));
+        else if (isnan(sum[k] = peak_sm_exp_sum(r, p, scaled, max[k])))
+            peak_sm_fill_visible(r, NAN);
+    }
+    /* sum >= 1: the maximum contributes e^0 = 1. */
+    for (size_t k = 0; k < n; k++) {
+        const peak_sm_row *r = &rows[k];
+        if (!isnan(sum[k]))
+            p->scale_store(r->y + r->lo, r->work + r->lo, r->hi - r->lo,
+                           (float)(1.0 / sum[k]), stream);
+    }
+    for (size_t k = 0; k < n; k++) {
+        p->store_zeros(rows[k].y, rows[k].lo, stream);
+        p->store_zeros(rows[k].y + rows[k].hi, rows[k].k_len - rows[k].hi, stream);
+    }
+}
+
+/* A tier's group function: specialises the steps for scale == 1 and for
+   streaming. */
+PEAK_SM_INLINE void peak_sm_softmax_group(const peak_sm_row *rows, size_t n,
+                                          const peak_sm_passes *p, bool stream)
+{
+    const bool scaled = rows[0].scale != 1.0f;
+    if (stream)
+        scaled ? peak_sm_group_steps(rows, n, p, true, true)
+               : peak_sm_group_steps(rows, n, p, false, true);
+    else
+        scaled ? peak_sm_group_steps(rows, n, p, true, false)
+               : peak_sm_group_steps(rows, n, p, false, false);
+}
+
+#endif /* PEAK_SOFTMAX_ROWS_H */

@@ -1,0 +1,170 @@
+/*
+ * test-api.c - validation the family suites do not reach: arithmetic that
+ * could wrap, strided outputs whose rows coincide, mask strides whose
+ * extent overflows, and the exact limits documented in peak.h.  Each
+ * rejected call must also leave its output untouched.  Found by a hostile
+ * review of the first release; kept as regressions.
+ */
+#include "test-util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { D = 8 };
+
+START_TEST(embed_padding_positions_cannot_wrap)
+{
+    float table[4 * D], out[4 * D], before[4 * D];
+    int32_t ids[4] = {1, 2, 3, 2};
+    uint64_t rng = 1;
+    peak_test_fill_uniform(table, 4 * D, &rng, -1, 1);
+    peak_test_fill_canary(out, 4 * D);
+    memcpy(before, out, sizeof out);
+    size_t bad_pos0[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 2, PEAK_MAX_POSITION,
+                         PEAK_MAX_POSITION + 5};
+    for (int with_pad = 0; with_pad < 2; with_pad++) {
+        for (size_t k = 0; k < sizeof bad_pos0 / sizeof bad_pos0[0]; k++) {
+            peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
+            d.table = table, d.vocab = 4, d.ld_table = D, d.d_model = D;
+            d.pos0 = bad_pos0[k];
+            d.padding_idx = with_pad ? 1 : -1;
+            ck_assert_int_eq(peak_embed_pe(out, D, ids, 4, &d), PEAK_ERR_OUT_OF_RANGE);
+            ck_assert(peak_test_bytes_equal(out, before, sizeof out));
+        }
+    }
+}
+END_TEST
+
+START_TEST(softmax_rejects_coinciding_rows)
+{
+    float x[64], y[64], before[64];
+    uint64_t rng = 2;
+    peak_test_fill_uniform(x, 64, &rng, -1, 1);
+    peak_test_fill_canary(y, 64);
+    memcpy(before, y, sizeof y);
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = 1, d.heads = 2, d.q_len = 2, d.k_len = 4;
+    ptrdiff_t xs[3] = {16, 8, 4};
+    memcpy(d.x_stride, xs, sizeof xs);
+    /* (h=1, i=0) and (h=0, i=1) would share a row. */
+    ptrdiff_t ys[3] = {16, 4, 4};
+    memcpy(d.y_stride, ys, sizeof ys);
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_INVALID_ARG);
+    ck_assert(peak_test_bytes_equal(y, before, sizeof y));
+    /* Head-major and query-major packings are both fine. */
+    ptrdiff_t ok1[3] = {16, 8, 4}, ok2[3] = {16, 4, 8};
+    memcpy(d.y_stride, ok1, sizeof ok1);
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
+    memcpy(d.y_stride, ok2, sizeof ok2);
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
+}
+END_TEST
+
+static void attn_shape(peak_attn_desc *d, float *o, float *q)
+{
+    (void)o, (void)q;
+    d->batch = 1, d->heads = 2, d->q_len = 2, d->kv_len = 3, d->head_dim = 4;
+    ptrdiff_t qs[3] = {16, 8, 4}, ks[3] = {24, 8, 4};
+    memcpy(d->q_stride, qs, sizeof qs);
+    memcpy(d->k_stride, ks, sizeof ks);
+    memcpy(d->v_stride, ks, sizeof ks);
+    memcpy(d->o_stride, qs, sizeof qs);
+}
+
+START_TEST(attention_rejects_coinciding_rows)
+{
+    float q[16], k[24], v[24], o[16], before[16];
+    uint64_t rng = 3;
+    peak_test_fill_uniform(q, 16, &rng, -1, 1);
+    peak_test_fill_uniform(k, 24, &rng, -1, 1);
+    peak_test_fill_uniform(v, 24, &rng, -1, 1);
+    peak_test_fill_canary(o, 16);
+    memcpy(before, o, sizeof o);
+    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    attn_shape(&d, o, q);
+    ptrdiff_t bad[3] = {16, 4, 4}; /* (l=1, h=0) == (l=0, h=1) */
+    memcpy(d.o_stride, bad, sizeof bad);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_ERR_INVALID_ARG);
+    ck_assert(peak_test_bytes_equal(o, before, sizeof o));
+    ptrdiff_t bhld[3] = {16, 4, 8}; /* [B, H, L, D] */
+    memcpy(d.o_stride, bhld, sizeof bhld);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_OK);
+}
+END_TEST
+
+START_TEST(pe_add_rejects_coinciding_rows)
+{
+    float x[8 * D], before[8 * D];
+    uint64_t rng = 4;
+    peak_test_fill_uniform(x, 8 * D, &rng, -1, 1);
+    memcpy(before, x, sizeof x);
+    /* batch 2, seq 4, both strides one row: rows (b=1,s=0) and (b=0,s=1) coincide */
+    ck_assert_int_eq(peak_pe_add(x, D, D, 2, 4, D, 0, NULL, 0, NULL), PEAK_ERR_INVALID_ARG);
+    ck_assert(peak_test_bytes_equal(x, before, sizeof x));
+    /* [S, B, D]: batch stride one row, sequence stride two rows: fine. */
+    ck_assert_int_eq(peak_pe_add(x, D, 2 * D, 2, 4, D, 0, NULL, 0, NULL), PEAK_OK);
+}
+END_TEST
+
+START_TEST(mask_strides_must_fit)
+{
+    float x[32], y[32], before[32], bias[8];
+    uint8_t keep[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    uint64_t rng = 5;
+    peak_test_fill_uniform(x, 32, &rng, -1, 1);
+    peak_test_fill_uniform(bias, 8, &rng, -1, 1);
+    peak_test_fill_canary(y, 32);
+    memcpy(before, y, sizeof y);
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = 2, d.heads = 1, d.q_len = 2, d.k_len = 8;
+    ptrdiff_t st[3] = {16, 16, 8};
+    memcpy(d.x_stride, st, sizeof st);
+    memcpy(d.y_stride, st, sizeof st);
+    d.mask.bias = bias;
+    d.mask.bias_stride[0] = PTRDIFF_MAX / 2;
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_OUT_OF_RANGE);
+    d.mask.bias = NULL;
+    d.mask.bias_stride[0] = 0;
+    d.mask.keep = keep;
+    d.mask.keep_stride[0] = PTRDIFF_MAX;
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_OUT_OF_RANGE);
+    ck_assert(peak_test_bytes_equal(y, before, sizeof y));
+}
+END_TEST
+
+START_TEST(mask_index_limit_is_inclusive)
+{
+    float x[8], y[8];
+    uint64_t rng = 6;
+    peak_test_fill_uniform(x, 8, &rng, -1, 1);
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = d.heads = d.q_len = 1, d.k_len = 8;
+    d.x_stride[2] = d.y_stride[2] = 8;
+    d.mask.causal = 1;
+    d.mask.q_offset = (size_t)1 << 40;
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
+    d.mask.q_offset = ((size_t)1 << 40) + 1;
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_OUT_OF_RANGE);
+}
+END_TEST
+
+static Suite *make_suite(peak_isa isa)
+{
+    (void)isa;
+    Suite *s = suite_create("api");
+    TCase *tc = tcase_create("validation");
+    tcase_add_test(tc, embed_padding_positions_cannot_wrap);
+    tcase_add_test(tc, softmax_rejects_coinciding_rows);
+    tcase_add_test(tc, attention_rejects_coinciding_rows);
+    tcase_add_test(tc, pe_add_rejects_coinciding_rows);
+    tcase_add_test(tc, mask_strides_must_fit);
+    tcase_add_test(tc, mask_index_limit_is_inclusive);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return peak_test_main(argc, argv, make_suite);
+}
