@@ -302,7 +302,9 @@ typedef struct peak_softmax_desc {
    +inf the row is NaN; if it overflows to -inf (or a huge negative bias
    makes it so) that key is visible with probability exactly 0, and a row of
    only such keys is all zeros.  The maximum is subtracted before exp, so no
-   finite score overflows exp.  y may equal x (in place;
+   finite score overflows exp.  An exponential term e^(s - max) below
+   FLT_MIN (2^-126) counts as 0 on every tier, so probabilities that small
+   are 0, not subnormal.  y may equal x (in place;
    then y_stride must equal x_stride); otherwise y must not overlap x.
    Errors: PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
    stride, a stride of y below what keeps its rows apart, y == x with
@@ -333,6 +335,8 @@ PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_d
    is never negative.  errno is never set.
    The softmax kernels use their own, faster 2^t variant (internal; its
    results below FLT_MIN are flushed to +0), not this function.
+   Under FTZ/DAZ (e.g. a program built with -ffast-math) subnormal results
+   become +0 on every tier.
    Errors: PEAK_ERR_INVALID_ARG for NULL y or x, n == 0, or y overlapping
    x without being equal to it; PEAK_ERR_OUT_OF_RANGE if n * 4 bytes does
    not fit in a ptrdiff_t.

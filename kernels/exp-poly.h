@@ -53,8 +53,9 @@
 
 /* ---- 2^t for t <= 1 (the softmax's inner loop) ----
  *
- * The softmax forms t = s * log2(e) - m * log2(e) with one FMA from the
- * score s and a per-row constant, so 2^t needs no range reduction by ln 2:
+ * The softmax forms t = (s - m) * log2(e) (a subtraction, then a multiply:
+ * deliberately not fused, see softmax-rows.h), so 2^t needs no range
+ * reduction by ln 2:
  * 2^t = 2^floor(t) * 2^r, r = t - floor(t) in [0, 1), which is exact.
  * 2^r = 1 + r * (c1 + r * (c2 + ... + r * c5)), a minimax fit of the
  * relative error over [0, 1) with p(0) = 1 pinned (so the pin costs

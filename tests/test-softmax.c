@@ -806,6 +806,27 @@ END_TEST
 
 /* x * scale + bias can overflow to -inf in float: such a visible key has
    probability 0, and a row of them is a zero row, as in the reference. */
+/* Exponential terms below FLT_MIN are 0 on every tier (peak.h), so a
+   probability never comes out subnormal on one tier and 0 on another. */
+START_TEST(underflowing_terms_are_zero_on_every_tier)
+{
+    const float x[4] = {0.0f, -100.0f, -88.0f, -87.0f};
+    float y[4];
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = d.heads = d.q_len = 1, d.k_len = 4;
+    d.x_stride[2] = d.y_stride[2] = 4;
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
+    ck_assert(y[1] == 0.0f && !signbit(y[1]));
+    ck_assert(y[2] == 0.0f && !signbit(y[2]));
+    /* e^-87 = 1.65e-38 is a normal float: kept (its relative error is
+       large -- t = (s - max) log2 e is rounded in float -- but far inside
+       the absolute tolerance of 1e-7). */
+    ck_assert_msg(y[3] >= FLT_MIN && fabs((double)y[3] - exp(-87.0)) <= 1e-7, "y[3] = %a",
+                  (double)y[3]);
+    ck_assert(y[0] == 1.0f);
+}
+END_TEST
+
 START_TEST(bias_sum_overflowing_to_minus_inf)
 {
     sm_shape s = {1, 1, 3, 20, 0, 0, 0, 0, 0};
@@ -1029,6 +1050,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, rows_of_huge_equal_scores, 0, 4);
     tcase_add_loop_test(tc, nonfinite_at_lane_boundaries, 0, 3);
     tcase_add_test(tc, bias_sum_overflowing_to_minus_inf);
+    tcase_add_test(tc, underflowing_terms_are_zero_on_every_tier);
     tcase_add_loop_test(tc, streamed_output, 0, 2);
     tcase_add_test(tc, accuracy_report);
     suite_add_tcase(s, tc);

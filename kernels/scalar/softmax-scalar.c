@@ -23,6 +23,7 @@
 #include "mask.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 
@@ -68,13 +69,22 @@ static float row_max(const softmax_row *r, bool *poisoned)
     return m;
 }
 
+/* e^(s - m), with terms below FLT_MIN taken as 0: the SIMD tiers' 2^t flushes
+   there (an underflowing float exponential), and every tier must give the
+   same special values, so the reference flushes at the same point. */
+static double row_exp(float s, float m)
+{
+    double e = exp((double)s - (double)m);
+    return e < (double)FLT_MIN ? 0.0 : e;
+}
+
 static double row_sum(const softmax_row *r, float m)
 {
     double sum = 0.0;
     for (size_t j = r->keys.lo; j < r->keys.hi; j++) {
         float s;
         if (row_score(r, j, &s))
-            sum += exp((double)s - (double)m);
+            sum += row_exp(s, m);
     }
     return sum;
 }
@@ -95,7 +105,7 @@ static void row_normalise(const softmax_row *r, float m, double sum)
         float s;
         bool in_range = j >= r->keys.lo && j < r->keys.hi;
         if (in_range && row_score(r, j, &s))
-            r->y[j] = (float)(exp((double)s - (double)m) / sum);
+            r->y[j] = (float)(row_exp(s, m) / sum);
         else
             r->y[j] = 0.0f;
     }
