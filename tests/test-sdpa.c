@@ -195,26 +195,9 @@ static size_t value_dim(const peak_attn_desc *d)
     return d->v_head_dim ? d->v_head_dim : d->head_dim;
 }
 
-/* peak.h's visibility rule, written out per element. */
 static int oracle_visible(const peak_attn_desc *d, size_t b, size_t h, size_t i, size_t j)
 {
-    const peak_mask *m = &d->mask;
-    long long qpos = (long long)i + (long long)m->q_offset;
-    if (m->align == PEAK_ALIGN_BOTTOM_RIGHT)
-        qpos += (long long)d->kv_len - (long long)d->q_len;
-    if (m->causal && (long long)j > qpos)
-        return 0;
-    if (m->window && (long long)j <= qpos - (long long)m->window)
-        return 0;
-    if (m->key_len && (long long)j >= m->key_len[b])
-        return 0;
-    if (m->keep && !m->keep[b * m->keep_stride[0] + h * m->keep_stride[1] +
-                            i * m->keep_stride[2] + j])
-        return 0;
-    if (m->bias && m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] +
-                           i * m->bias_stride[2] + j] == -INFINITY)
-        return 0;
-    return 1;
+    return peak_test_mask_visible(&d->mask, d->q_len, d->kv_len, b, h, i, j);
 }
 
 static double oracle_score(const at_problem *p, size_t b, size_t h, size_t i, size_t j)

@@ -179,26 +179,9 @@ static const float *row_of(const float *base, const ptrdiff_t st[3], size_t b, s
     return base + (ptrdiff_t)b * st[0] + (ptrdiff_t)h * st[1] + (ptrdiff_t)i * st[2];
 }
 
-/* peak.h's visibility rule, written out per element. */
 static int oracle_visible(const peak_softmax_desc *d, size_t b, size_t h, size_t i, size_t j)
 {
-    const peak_mask *m = &d->mask;
-    long long qpos = (long long)i + (long long)m->q_offset;
-    if (m->align == PEAK_ALIGN_BOTTOM_RIGHT)
-        qpos += (long long)d->k_len - (long long)d->q_len;
-    if (m->causal && (long long)j > qpos)
-        return 0;
-    if (m->window && (long long)j <= qpos - (long long)m->window)
-        return 0;
-    if (m->key_len && (long long)j >= m->key_len[b])
-        return 0;
-    if (m->keep && !m->keep[b * m->keep_stride[0] + h * m->keep_stride[1] +
-                            i * m->keep_stride[2] + j])
-        return 0;
-    if (m->bias && m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] +
-                           i * m->bias_stride[2] + j] == -INFINITY)
-        return 0;
-    return 1;
+    return peak_test_mask_visible(&d->mask, d->q_len, d->k_len, b, h, i, j);
 }
 
 /* The score as peak.h defines it: float x*scale, then float + bias. */

@@ -108,3 +108,24 @@ int peak_test_bytes_equal(const void *a, const void *b, size_t n)
 {
     return memcmp(a, b, n) == 0;
 }
+
+int peak_test_mask_visible(const peak_mask *m, size_t q_len, size_t k_len, size_t b, size_t h,
+                           size_t i, size_t j)
+{
+    long long qpos = (long long)i + (long long)m->q_offset;
+    if (m->align == PEAK_ALIGN_BOTTOM_RIGHT)
+        qpos += (long long)k_len - (long long)q_len;
+    if (m->causal && (long long)j > qpos)
+        return 0;
+    if (m->window && (long long)j <= qpos - (long long)m->window)
+        return 0;
+    if (m->key_len && (long long)j >= m->key_len[b])
+        return 0;
+    if (m->keep &&
+        !m->keep[b * m->keep_stride[0] + h * m->keep_stride[1] + i * m->keep_stride[2] + j])
+        return 0;
+    if (m->bias && m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] +
+                           i * m->bias_stride[2] + j] == -INFINITY)
+        return 0;
+    return 1;
+}

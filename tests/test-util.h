@@ -46,6 +46,12 @@ void peak_test_free(float *p);
 #define PEAK_TEST_CANARY_BITS 0x7fc0beefu
 void peak_test_fill_canary(float *p, size_t n);
 int peak_test_is_canary(float v);
+/* peak.h's mask rule written out per element, independently of
+   kernels/mask.h: 1 if key j is visible to query row i of (batch b, head h)
+   for Lq = q_len, Lk = k_len.  The softmax and attention oracles share it. */
+int peak_test_mask_visible(const peak_mask *m, size_t q_len, size_t k_len, size_t b, size_t h,
+                           size_t i, size_t j);
+
 /* 1 if n bytes at a and b are identical. */
 int peak_test_bytes_equal(const void *a, const void *b, size_t n);
 
