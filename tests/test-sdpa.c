@@ -125,45 +125,25 @@ static void at_free(at_problem *p)
     free(p->key_len);
 }
 
-static void mask_strides(const at_shape *s, unsigned broadcast, ptrdiff_t st[3])
+/* Random masks over [B, H, Lq, Lk] (test-util.c). */
+static peak_test_dims at_dims(const at_problem *p)
 {
-    st[2] = (broadcast & 4) ? 0 : (ptrdiff_t)s->Lk;
-    st[1] = (broadcast & 2) ? 0 : (ptrdiff_t)(s->Lq * s->Lk);
-    st[0] = (broadcast & 1) ? 0 : (ptrdiff_t)(s->H * s->Lq * s->Lk);
+    return (peak_test_dims){p->s.B, p->s.H, p->s.Lq, p->s.Lk};
 }
 
 static void at_add_keep(at_problem *p, unsigned broadcast, double density)
 {
-    mask_strides(&p->s, broadcast, p->d.mask.keep_stride);
-    size_t n = span3(p->s.B, p->s.H, p->s.Lq, p->d.mask.keep_stride, p->s.Lk);
-    p->keep = malloc(n);
-    for (size_t e = 0; e < n; e++)
-        p->keep[e] = peak_test_uniform(&p->rng, 0.0f, 1.0f) < density ? 1 : 0;
-    p->d.mask.keep = p->keep;
+    p->keep = peak_test_add_keep(&p->d.mask, at_dims(p), broadcast, density, &p->rng);
 }
 
 static void at_add_bias(at_problem *p, unsigned broadcast, float lo, float hi, double masked)
 {
-    mask_strides(&p->s, broadcast, p->d.mask.bias_stride);
-    size_t n = span3(p->s.B, p->s.H, p->s.Lq, p->d.mask.bias_stride, p->s.Lk);
-    p->bias = peak_test_alloc(n, 2);
-    for (size_t e = 0; e < n; e++) {
-        int off = peak_test_uniform(&p->rng, 0.0f, 1.0f) < masked;
-        p->bias[e] = off ? -INFINITY : peak_test_uniform(&p->rng, lo, hi);
-    }
-    p->d.mask.bias = p->bias;
+    p->bias = peak_test_add_bias(&p->d.mask, at_dims(p), broadcast, lo, hi, masked, 2, &p->rng);
 }
 
 static void at_add_key_len(at_problem *p)
 {
-    p->key_len = malloc(p->s.B * sizeof *p->key_len);
-    for (size_t b = 0; b < p->s.B; b++)
-        p->key_len[b] = (int32_t)(peak_test_next(&p->rng) % (p->s.Lk + 1));
-    if (p->s.B > 1)
-        p->key_len[1] = (int32_t)p->s.Lk;
-    if (p->s.B > 2)
-        p->key_len[2] = 0;
-    p->d.mask.key_len = p->key_len;
+    p->key_len = peak_test_add_key_len(&p->d.mask, at_dims(p), &p->rng);
 }
 
 /* ---- the oracle ---------------------------------------------------------- */

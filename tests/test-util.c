@@ -129,3 +129,59 @@ int peak_test_mask_visible(const peak_mask *m, size_t q_len, size_t k_len, size_
         return 0;
     return 1;
 }
+
+static void mask_strides(peak_test_dims d, unsigned broadcast, ptrdiff_t st[3])
+{
+    st[2] = (broadcast & 4) ? 0 : (ptrdiff_t)d.Lk;
+    st[1] = (broadcast & 2) ? 0 : (ptrdiff_t)(d.Lq * d.Lk);
+    st[0] = (broadcast & 1) ? 0 : (ptrdiff_t)(d.H * d.Lq * d.Lk);
+}
+
+static size_t mask_span(peak_test_dims d, const ptrdiff_t st[3])
+{
+    return (d.B - 1) * (size_t)st[0] + (d.H - 1) * (size_t)st[1] + (d.Lq - 1) * (size_t)st[2] +
+           d.Lk;
+}
+
+uint8_t *peak_test_add_keep(peak_mask *m, peak_test_dims d, unsigned broadcast, double density,
+                            uint64_t *rng)
+{
+    mask_strides(d, broadcast, m->keep_stride);
+    size_t n = mask_span(d, m->keep_stride);
+    uint8_t *keep = malloc(n);
+    if (!keep)
+        abort();
+    for (size_t e = 0; e < n; e++)
+        keep[e] = peak_test_uniform(rng, 0.0f, 1.0f) < density ? 1 : 0;
+    m->keep = keep;
+    return keep;
+}
+
+float *peak_test_add_bias(peak_mask *m, peak_test_dims d, unsigned broadcast, float lo, float hi,
+                          double masked, size_t misalign, uint64_t *rng)
+{
+    mask_strides(d, broadcast, m->bias_stride);
+    size_t n = mask_span(d, m->bias_stride);
+    float *bias = peak_test_alloc(n, misalign);
+    for (size_t e = 0; e < n; e++) {
+        int off = peak_test_uniform(rng, 0.0f, 1.0f) < masked;
+        bias[e] = off ? -INFINITY : peak_test_uniform(rng, lo, hi);
+    }
+    m->bias = bias;
+    return bias;
+}
+
+int32_t *peak_test_add_key_len(peak_mask *m, peak_test_dims d, uint64_t *rng)
+{
+    int32_t *key_len = malloc(d.B * sizeof *key_len);
+    if (!key_len)
+        abort();
+    for (size_t b = 0; b < d.B; b++)
+        key_len[b] = (int32_t)(peak_test_next(rng) % (d.Lk + 1));
+    if (d.B > 1)
+        key_len[1] = (int32_t)d.Lk;
+    if (d.B > 2)
+        key_len[2] = 0;
+    m->key_len = key_len;
+    return key_len;
+}

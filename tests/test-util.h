@@ -52,6 +52,22 @@ int peak_test_is_canary(float v);
 int peak_test_mask_visible(const peak_mask *m, size_t q_len, size_t k_len, size_t b, size_t h,
                            size_t i, size_t j);
 
+/* Random masks for a [B, H, Lq, Lk] score tensor.  Bits 1, 2, 4 of
+   `broadcast` give the b, h, i strides 0 (broadcast) instead of packed.
+   Each sets the mask's pointer and strides and returns the buffer, which the
+   caller frees (free(), or peak_test_free() for the bias). */
+typedef struct peak_test_dims {
+    size_t B, H, Lq, Lk;
+} peak_test_dims;
+/* keep bytes, each 1 with probability `density` */
+uint8_t *peak_test_add_keep(peak_mask *m, peak_test_dims d, unsigned broadcast, double density,
+                            uint64_t *rng);
+/* bias in [lo, hi), -inf with probability `masked`; misaligned by `misalign` floats */
+float *peak_test_add_bias(peak_mask *m, peak_test_dims d, unsigned broadcast, float lo, float hi,
+                          double masked, size_t misalign, uint64_t *rng);
+/* key lengths in [0, Lk], with Lk forced at b = 1 and 0 at b = 2 when B allows */
+int32_t *peak_test_add_key_len(peak_mask *m, peak_test_dims d, uint64_t *rng);
+
 /* 1 if n bytes at a and b are identical. */
 int peak_test_bytes_equal(const void *a, const void *b, size_t n);
 
