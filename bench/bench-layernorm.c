@@ -10,7 +10,10 @@
  *   scalar, avx2, avx512  peak_add_layernorm with that tier forced
  *   plain_loop  the textbook two-pass loop in C (double accumulators, which
  *               the 1e4 + noise accuracy needs), built with the project's
- *               flags
+ *               flags, under which GCC vectorises its last loop (SSE2)
+ *   plain_loop_novec  the same loop built with -fno-tree-vectorize
+ *               (baseline-layernorm-novec.c): the straightforward scalar
+ *               loop; both are reported
  *   memcpy      memcpy moving as many bytes as the kernel reads and writes
  * bytes_per_second counts bytes read and written: x, r and y (4 * D each a
  * row) plus gamma and beta once; memcpy counts its source and destination.
@@ -29,7 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum ln_impl { LN_TIER, LN_PLAIN, LN_MEMCPY } ln_impl;
+typedef enum ln_impl { LN_TIER, LN_PLAIN, LN_PLAIN_NOVEC, LN_MEMCPY } ln_impl;
+
+/* baseline-layernorm-novec.c */
+void bench_ln_plain_loop_novec(float *y, const float *x, const float *r, const float *gamma,
+                               const float *beta, size_t rows, size_t d, float eps);
 
 typedef struct ln_variant {
     const char *name;
@@ -44,6 +51,7 @@ static const ln_variant ln_variants[] = {
     {"avx512", LN_TIER, PEAK_ISA_AVX512},
 #endif
     {"plain_loop", LN_PLAIN, PEAK_ISA_SCALAR},
+    {"plain_loop_novec", LN_PLAIN_NOVEC, PEAK_ISA_SCALAR},
     {"memcpy", LN_MEMCPY, PEAK_ISA_SCALAR},
 };
 
@@ -94,6 +102,9 @@ static peak_status ln_call(ln_run *w)
                                   (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LN_EPS);
     case LN_PLAIN:
         ln_plain_loop(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+        return PEAK_OK;
+    case LN_PLAIN_NOVEC:
+        bench_ln_plain_loop_novec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
         return PEAK_OK;
     case LN_MEMCPY:
         memcpy(w->dst, w->src, w->copy_bytes);

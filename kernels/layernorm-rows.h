@@ -1,32 +1,43 @@
 /*
  * layernorm-rows.h - what the SIMD tiers of peak_add_layernorm share: the
- * row loop and the statistics, written once.  A tier supplies the three
- * passes over a row (its vector width, masks and accumulators).
+ * row loop and the statistics, written once.  A tier supplies the passes
+ * over a row (its vector width, masks and accumulators).
  *
  * Numerics.  s = x + r is rounded to float, as in the scalar reference (the
- * value `sum` receives).  The statistics are the corrected two-pass
- * algorithm, shifted by a float close to the mean:
- *   pass 1: m1 = (float)(sum of s, accumulated in double / n)
- *   pass 2: d = s - m1 in float (exact whenever s is within a factor 2 of
- *           m1, the case of a large common offset), D1 = sum d, D2 = sum d^2,
- *           float accumulators flushed into double every
- *           PEAK_LN_FLUSH_FLOATS elements
- *   mean = m1 + D1/n,  var = D2/n - (D1/n)^2   (biased, as torch)
- *   pass 3: y = ((s - m1) - D1/n) * rstd, then * gamma + beta (one FMA)
- * The double pass-1 sum puts m1 within half a float ULP of the mean, so D1
- * is small and the subtraction in var cancels nothing of note; a float sum
- * of a row of 1e6 + noise would miss the mean by more than the noise.  The
- * float accumulators of pass 2 see at most a few terms a lane before a
- * flush, so D2 is good to a few float roundings.  Pass 3 is four float
- * roundings of values of size |y|: a few 1e-7 relative, inside the 2e-6 the
- * issue allows, for a quarter of the double work of a double pass 3.
+ * value `sum` receives).  The statistics are shifted sums, the shift a float
+ * near the mean so that the common offset of a row (1e4 + noise) cancels
+ * exactly before anything is squared:
+ *   guess:  m0 = mean of the row's first vector (or two), in float
+ *   pass 1: d = s - m0 in float (exact whenever s is within a factor 2 of
+ *           m0, the case of a large common offset), D1 = sum d,
+ *           D2 = sum d^2, float accumulators widened into double every
+ *           block of a few terms a lane
+ *   c = D1/n, var = D2/n - c^2   (biased, as torch)
+ *   pass 2: y = ((s - m0) - c) * rstd, then * gamma + beta (one FMA)
+ * The cancellation in var costs a factor D2/n / var = 1 + c^2/var of the
+ * relative accuracy of D2; when c^2 > var (m0 more than a standard deviation
+ * from the mean: about 1 row in 10^4 of iid data, since m0 averages 16
+ * values, or a row whose first values are atypical) pass 1 runs again about
+ * m1 = (float)(m0 + c), which then is within a small fraction of a standard
+ * deviation of the mean.  So var loses at most a factor 2, and D2 itself is
+ * good to a few float roundings (a few terms a lane per block), leaving
+ * rstd within a few 1e-7.  Pass 2 is four float roundings of values of size
+ * |y|: a few 1e-7 relative, inside the 2e-6 the issue allows.
  *
- * Memory: the row is read from memory once (pass 1) and from L1 twice (a
- * 768-float row of x and r is 6 KiB).  Passes 2 and 3 run from L1 with the
- * memory bus idle, so they prefetch x and r of the row two ahead, a line
- * per loop iteration (measured: without it ~0.6x of memcpy out of cache; a
- * burst of all of a row's prefetches at once stalls on the line fill
- * buffers).
+ * Why one statistics pass: a row is read from memory once (pass 1) and then
+ * from L1; the compute of the passes is time the core issues no new memory
+ * traffic, so it must be small beside the row's memory time (~6 KiB a
+ * 512-float row) for the kernel to run at memory speed.  The earlier three
+ * passes (a double-precision sum for the shift, then D1/D2, then y) spent
+ * about half the memory time on arithmetic.
+ *
+ * Prefetch: passes 1 and 2 run mostly from L1 with the memory bus idle, so
+ * they prefetch x (pass 1) and r (pass 2) of the row two ahead, a line per
+ * vector (measured with the three-pass kernel: without it ~0.6x of memcpy
+ * out of cache; a burst of all of a row's prefetches at once stalls on the
+ * line fill buffers).  With the two passes, 1, 2 or 4 rows ahead and no
+ * prefetch at all measured alike within this machine's noise (+-10%), so
+ * the tested distance of 2 stays.
  */
 #ifndef PEAK_LAYERNORM_ROWS_H
 #define PEAK_LAYERNORM_ROWS_H
@@ -38,12 +49,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Floats per pass-2 flush of the float accumulators into double. */
-#define PEAK_LN_FLUSH_FLOATS 256
 /* Rows ahead whose operands are prefetched. */
 #define PEAK_LN_PREFETCH_ROWS 2
 /* Outputs of at least this many bytes are written with non-temporal stores
-   (pass 3, y and sum): without them every line of y is first read for
+   (pass 2, y and sum): without them every line of y is first read for
    ownership, a fourth memory stream beside x, r and the write-back.
    Measured: ~10% faster at 65536 x 512 (128 MiB), but ~30% slower at
    4096 x 512 (8 MiB), where y stays in the last-level cache between
@@ -51,7 +60,7 @@
 #define PEAK_LN_STREAM_BYTES ((size_t)32 << 20)
 
 /* One row's operands: r, gamma, beta and sum may be NULL.  pf_x and pf_r
-   are a later row's x and r (or NULL) for passes 2 and 3 to prefetch. */
+   are a later row's x and r (or NULL) for passes 1 and 2 to prefetch. */
 typedef struct peak_ln_row {
     float *y;
     float *sum;
@@ -64,18 +73,28 @@ typedef struct peak_ln_row {
     const float *pf_r;
 } peak_ln_row;
 
-/* What pass 3 needs: the shift m1, the correction D1/n and rstd. */
+/* What pass 2 needs: the shift, the correction D1/n and rstd. */
 typedef struct peak_ln_stats {
     float shift, corr, rstd;
 } peak_ln_stats;
 
-/* Pass 1: sum of s in double. */
-typedef double (*peak_ln_sum_fn)(const peak_ln_row *w);
-/* Pass 2: D1 and D2 about `shift`, in double. */
+/* The shift guess m0: a float near the row's mean from its first few
+   values. */
+typedef float (*peak_ln_guess_fn)(const peak_ln_row *w);
+/* Pass 1: D1 and D2 about `shift`, in double. */
 typedef void (*peak_ln_dev_fn)(const peak_ln_row *w, float shift, double *d1, double *d2);
-/* Pass 3: y (and sum) from the statistics; stream: non-temporal stores
+/* Pass 2: y (and sum) from the statistics; stream: non-temporal stores
    where aligned vectors allow (the tier fences after the call). */
 typedef void (*peak_ln_norm_fn)(const peak_ln_row *w, peak_ln_stats st, bool stream);
+
+/* Whether the shift is too far from the mean for D2/n - c^2 (see the top):
+   c^2 > var, i.e. 2 c^2 > D2/n.  False for NaN, which needs no second
+   look. */
+static inline bool peak_ln_reshift(double d1, double d2, size_t n)
+{
+    const double c = d1 / (double)n;
+    return 2.0 * c * c > d2 / (double)n;
+}
 
 static inline peak_ln_stats peak_ln_finish(float shift, double d1, double d2, size_t n,
                                            float eps)
@@ -96,8 +115,8 @@ static inline bool peak_ln_streams(size_t rows, size_t d_model)
 static inline __attribute__((always_inline)) void
 peak_ln_run(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum, const float *x,
             ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r, const float *gamma,
-            const float *beta, size_t rows, size_t d_model, float eps, peak_ln_sum_fn pass_sum,
-            peak_ln_dev_fn pass_dev, peak_ln_norm_fn pass_norm)
+            const float *beta, size_t rows, size_t d_model, float eps,
+            peak_ln_guess_fn pass_guess, peak_ln_dev_fn pass_dev, peak_ln_norm_fn pass_norm)
 {
     assert(y && x && d_model > 0 && eps >= 0.0f);
     const bool stream = peak_ln_streams(rows, d_model);
@@ -112,9 +131,13 @@ peak_ln_run(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum, const float 
         const ptrdiff_t pa = pt + PEAK_LN_PREFETCH_ROWS;
         w.pf_x = ahead ? x + pa * ld_x : NULL;
         w.pf_r = ahead && r ? r + pa * ld_r : NULL;
-        const float shift = (float)(pass_sum(&w) / (double)d_model);
+        float shift = pass_guess(&w);
         double d1, d2;
         pass_dev(&w, shift, &d1, &d2);
+        if (peak_ln_reshift(d1, d2, d_model)) {
+            shift = (float)((double)shift + d1 / (double)d_model);
+            pass_dev(&w, shift, &d1, &d2);
+        }
         pass_norm(&w, peak_ln_finish(shift, d1, d2, d_model, eps), stream);
     }
 }

@@ -4,8 +4,8 @@
  * floats is read or written.  Algorithm, accuracy and memory behaviour:
  * layernorm-rows.h.
  *
- * Masked-off lanes load as 0, and pass 2 zeroes them again after the shift
- * (0 - m1 is not 0), so a tail adds nothing to any sum.  Pass 3 reads x[j]
+ * Masked-off lanes load as 0, and pass 1 zeroes them again after the shift
+ * (0 - shift is not 0), so a tail adds nothing to any sum.  Pass 2 reads x[j]
  * and r[j] before it writes sum[j] and y[j], which keeps the documented
  * aliases (y == x, sum == x, sum == r) safe.
  */
@@ -62,47 +62,55 @@ static inline double reduce_pd(__m256d v)
     return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
-static double ln_sum(const peak_ln_row *w)
+/* The shift guess: the mean of the first (up to) 16 values (as many as
+   the AVX-512 tier averages), each scaled before the sum so that no float
+   overflows. */
+static float ln_guess(const peak_ln_row *w)
 {
-    const size_t n = w->n;
-    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
-    __m256d a2 = _mm256_setzero_pd(), a3 = _mm256_setzero_pd();
-    size_t j = 0;
-    /* Four chains, so the adds' latency is not the limit. */
-    for (; j + 16 <= n; j += 16) {
-        const __m256 s0 = load_s(w, j);
-        const __m256 s1 = load_s(w, j + 8);
-        a0 = _mm256_add_pd(a0, lo_pd(s0));
-        a1 = _mm256_add_pd(a1, hi_pd(s0));
-        a2 = _mm256_add_pd(a2, lo_pd(s1));
-        a3 = _mm256_add_pd(a3, hi_pd(s1));
-    }
-    for (; j < n; j += 8) {
-        const __m256 s = load_s_masked(w, j, lanes(n - j));
-        a0 = _mm256_add_pd(a0, lo_pd(s));
-        a1 = _mm256_add_pd(a1, hi_pd(s));
-    }
-    return reduce_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+    const size_t k = w->n < 16 ? w->n : 16;
+    const __m256 scale = _mm256_set1_ps(1.0f / (float)k);
+    __m256 v = _mm256_mul_ps(load_s_masked(w, 0, lanes(k)), scale);
+    if (k > 8)
+        v = _mm256_add_ps(v, _mm256_mul_ps(load_s_masked(w, 8, lanes(k - 8)), scale));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
+
+/* Floats a block before the float accumulators are widened into double:
+   each lane of each of the four accumulator pairs sees 4 terms, which keeps
+   D2 good to a few float roundings (layernorm-rows.h). */
+#define LN_BLOCK 128
 
 static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
 {
     const size_t n = w->n;
     const __m256 vshift = _mm256_set1_ps(shift);
     __m256d acc1 = _mm256_setzero_pd(), acc2 = _mm256_setzero_pd();
-    for (size_t j0 = 0; j0 < n; j0 += PEAK_LN_FLUSH_FLOATS) {
-        const size_t end = n - j0 < PEAK_LN_FLUSH_FLOATS ? n : j0 + PEAK_LN_FLUSH_FLOATS;
+    for (size_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
+        const size_t end = n - j0 < LN_BLOCK ? n : j0 + LN_BLOCK;
+        /* Four independent chains per sum: each add/FMA waits on its own
+           result only every fourth vector, so latency is not the limit. */
         __m256 s1a = _mm256_setzero_ps(), s2a = _mm256_setzero_ps();
         __m256 s1b = _mm256_setzero_ps(), s2b = _mm256_setzero_ps();
+        __m256 s1c = _mm256_setzero_ps(), s2c = _mm256_setzero_ps();
+        __m256 s1d = _mm256_setzero_ps(), s2d = _mm256_setzero_ps();
         size_t j = j0;
-        for (; j + 16 <= end; j += 16) {
+        for (; j + 32 <= end; j += 32) {
             prefetch_line(w->pf_x, j);
+            prefetch_line(w->pf_x, j + 16);
             const __m256 da = _mm256_sub_ps(load_s(w, j), vshift);
             const __m256 db = _mm256_sub_ps(load_s(w, j + 8), vshift);
+            const __m256 dc = _mm256_sub_ps(load_s(w, j + 16), vshift);
+            const __m256 dd = _mm256_sub_ps(load_s(w, j + 24), vshift);
             s1a = _mm256_add_ps(s1a, da);
             s2a = _mm256_fmadd_ps(da, da, s2a);
             s1b = _mm256_add_ps(s1b, db);
             s2b = _mm256_fmadd_ps(db, db, s2b);
+            s1c = _mm256_add_ps(s1c, dc);
+            s2c = _mm256_fmadd_ps(dc, dc, s2c);
+            s1d = _mm256_add_ps(s1d, dd);
+            s2d = _mm256_fmadd_ps(dd, dd, s2d);
         }
         for (; j < end; j += 8) {
             const __m256i m = lanes(end - j);
@@ -112,8 +120,8 @@ static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
             s1a = _mm256_add_ps(s1a, d);
             s2a = _mm256_fmadd_ps(d, d, s2a);
         }
-        acc1 = add_widened(add_widened(acc1, s1a), s1b);
-        acc2 = add_widened(add_widened(acc2, s2a), s2b);
+        acc1 = add_widened(acc1, _mm256_add_ps(_mm256_add_ps(s1a, s1b), _mm256_add_ps(s1c, s1d)));
+        acc2 = add_widened(acc2, _mm256_add_ps(_mm256_add_ps(s2a, s2b), _mm256_add_ps(s2c, s2d)));
     }
     *d1 = reduce_pd(acc1);
     *d2 = reduce_pd(acc2);
@@ -188,7 +196,7 @@ void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_
                                   const float *gamma, const float *beta, size_t rows,
                                   size_t d_model, float eps)
 {
-    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_sum,
+    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_guess,
                 ln_dev, ln_norm);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();

@@ -4,8 +4,8 @@
  * is read or written).  Algorithm, accuracy and memory behaviour:
  * layernorm-rows.h.
  *
- * Masked-off lanes load as 0, and pass 2 zeroes them again after the shift
- * (0 - m1 is not 0), so a tail adds nothing to any sum.  Pass 3 reads x[j]
+ * Masked-off lanes load as 0, and pass 1 zeroes them again after the shift
+ * (0 - shift is not 0), so a tail adds nothing to any sum.  Pass 2 reads x[j]
  * and r[j] before it writes sum[j] and y[j], which keeps the documented
  * aliases (y == x, sum == x, sum == r) safe.
  */
@@ -47,48 +47,51 @@ static inline __m512d add_widened(__m512d acc, __m512 v)
     return _mm512_add_pd(acc, _mm512_add_pd(lo_pd(v), hi_pd(v)));
 }
 
-static double ln_sum(const peak_ln_row *w)
+/* The shift guess: the mean of the first (up to) 16 values, each scaled
+   before the sum so that no float overflows. */
+static float ln_guess(const peak_ln_row *w)
 {
-    const size_t n = w->n;
-    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
-    __m512d a2 = _mm512_setzero_pd(), a3 = _mm512_setzero_pd();
-    size_t j = 0;
-    /* Four chains, so the adds' latency is not the limit. */
-    for (; j + 32 <= n; j += 32) {
-        const __m512 s0 = load_s(w, j, 0xffff);
-        const __m512 s1 = load_s(w, j + 16, 0xffff);
-        a0 = _mm512_add_pd(a0, lo_pd(s0));
-        a1 = _mm512_add_pd(a1, hi_pd(s0));
-        a2 = _mm512_add_pd(a2, lo_pd(s1));
-        a3 = _mm512_add_pd(a3, hi_pd(s1));
-    }
-    for (; j < n; j += 16) {
-        const __m512 s = load_s(w, j, lanes(n - j));
-        a0 = _mm512_add_pd(a0, lo_pd(s));
-        a1 = _mm512_add_pd(a1, hi_pd(s));
-    }
-    return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+    const size_t k = w->n < 16 ? w->n : 16;
+    const __m512 s = load_s(w, 0, lanes(k));
+    return _mm512_reduce_add_ps(_mm512_mul_ps(s, _mm512_set1_ps(1.0f / (float)k)));
 }
+
+/* Floats a lane of each of the four accumulator pairs sees per block
+   before the block is widened into double: 4, which keeps D2 good to a few
+   float roundings (layernorm-rows.h). */
+#define LN_BLOCK 256
 
 static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
 {
     const size_t n = w->n;
     const __m512 vshift = _mm512_set1_ps(shift);
     __m512d acc1 = _mm512_setzero_pd(), acc2 = _mm512_setzero_pd();
-    for (size_t j0 = 0; j0 < n; j0 += PEAK_LN_FLUSH_FLOATS) {
-        const size_t end = n - j0 < PEAK_LN_FLUSH_FLOATS ? n : j0 + PEAK_LN_FLUSH_FLOATS;
+    for (size_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
+        const size_t end = n - j0 < LN_BLOCK ? n : j0 + LN_BLOCK;
+        /* Four independent chains per sum: each add/FMA waits on its own
+           result only every fourth vector, so latency is not the limit. */
         __m512 s1a = _mm512_setzero_ps(), s2a = _mm512_setzero_ps();
         __m512 s1b = _mm512_setzero_ps(), s2b = _mm512_setzero_ps();
+        __m512 s1c = _mm512_setzero_ps(), s2c = _mm512_setzero_ps();
+        __m512 s1d = _mm512_setzero_ps(), s2d = _mm512_setzero_ps();
         size_t j = j0;
-        for (; j + 32 <= end; j += 32) {
+        for (; j + 64 <= end; j += 64) {
             prefetch_line(w->pf_x, j);
             prefetch_line(w->pf_x, j + 16);
+            prefetch_line(w->pf_x, j + 32);
+            prefetch_line(w->pf_x, j + 48);
             const __m512 da = _mm512_sub_ps(load_s(w, j, 0xffff), vshift);
             const __m512 db = _mm512_sub_ps(load_s(w, j + 16, 0xffff), vshift);
+            const __m512 dc = _mm512_sub_ps(load_s(w, j + 32, 0xffff), vshift);
+            const __m512 dd = _mm512_sub_ps(load_s(w, j + 48, 0xffff), vshift);
             s1a = _mm512_add_ps(s1a, da);
             s2a = _mm512_fmadd_ps(da, da, s2a);
             s1b = _mm512_add_ps(s1b, db);
             s2b = _mm512_fmadd_ps(db, db, s2b);
+            s1c = _mm512_add_ps(s1c, dc);
+            s2c = _mm512_fmadd_ps(dc, dc, s2c);
+            s1d = _mm512_add_ps(s1d, dd);
+            s2d = _mm512_fmadd_ps(dd, dd, s2d);
         }
         for (; j < end; j += 16) {
             const __mmask16 m = lanes(end - j);
@@ -97,8 +100,8 @@ static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
             s1a = _mm512_add_ps(s1a, d);
             s2a = _mm512_fmadd_ps(d, d, s2a);
         }
-        acc1 = add_widened(add_widened(acc1, s1a), s1b);
-        acc2 = add_widened(add_widened(acc2, s2a), s2b);
+        acc1 = add_widened(acc1, _mm512_add_ps(_mm512_add_ps(s1a, s1b), _mm512_add_ps(s1c, s1d)));
+        acc2 = add_widened(acc2, _mm512_add_ps(_mm512_add_ps(s2a, s2b), _mm512_add_ps(s2c, s2d)));
     }
     *d1 = _mm512_reduce_add_pd(acc1);
     *d2 = _mm512_reduce_add_pd(acc2);
@@ -159,7 +162,7 @@ void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum, ptrdif
                                     ptrdiff_t ld_r, const float *gamma, const float *beta,
                                     size_t rows, size_t d_model, float eps)
 {
-    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_sum,
+    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_guess,
                 ln_dev, ln_norm);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();
