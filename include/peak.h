@@ -52,6 +52,11 @@ extern "C" {
 #define PEAK_VERSION_MAJOR 0
 #define PEAK_VERSION_MINOR 1
 #define PEAK_VERSION_PATCH 0
+#define PEAK_VERSION_STRING "0.1.0"
+#define PEAK_VERSION_NUMBER                                                      \
+    (PEAK_VERSION_MAJOR * 10000 + PEAK_VERSION_MINOR * 100 + PEAK_VERSION_PATCH)
+#define PEAK_VERSION_AT_LEAST(major, minor, patch)                               \
+    (PEAK_VERSION_NUMBER >= (major) * 10000 + (minor) * 100 + (patch))
 
 /* ------------------------------------------------------------------------ */
 /* Status                                                                     */
