@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs the Debian 12 packages peak needs to build, test and run its demo.
+# Installs the Debian 12 packages peak needs to build, test and run its demo,
+# and build its API reference (doxygen).
 # Idempotent: packages already present are not touched, and apt is not even
 # called when nothing is missing.
 #   scripts/install-deps.sh            native build, tests, benchmarks, demo
@@ -8,7 +9,7 @@
 set -eu
 
 pkgs="gcc g++ meson ninja-build pkg-config libsleef-dev check libsubunit-dev \
-libbenchmark-dev libopenblas-dev libdnnl-dev"
+libbenchmark-dev libopenblas-dev libdnnl-dev doxygen"
 arm64_pkgs="gcc-aarch64-linux-gnu qemu-user libsleef-dev:arm64 check:arm64"
 
 want="$pkgs"
