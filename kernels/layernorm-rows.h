@@ -101,6 +101,26 @@ typedef void (*peak_ln_norm_fn)(const peak_ln_row *w, peak_ln_stats st, bool str
 typedef void (*peak_ln_fused_fn)(const peak_ln_row *cur, peak_ln_stats st, bool stream,
                                  const peak_ln_row *next, float shift, double *d1, double *d2);
 
+/* Defines the tier's passes 1 and fused from two of its functions:
+     dev_rows(w, shift, d1, d2, cur, st, stream)  pass 1 of w, and pass 2
+       of cur (if not NULL) in the same loop, always inlined so that each
+       use below is compiled for its constant cur and stream;
+     row_streams(w, stream)  whether w's stores may be non-temporal. */
+#define PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)                                   \
+    static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)      \
+    {                                                                                  \
+        const peak_ln_stats none = {0.0f, 0.0f, 0.0f};                                 \
+        dev_rows(w, shift, d1, d2, NULL, none, false);                                 \
+    }                                                                                  \
+    static void ln_fused(const peak_ln_row *cur, peak_ln_stats st, bool stream,        \
+                         const peak_ln_row *next, float shift, double *d1, double *d2) \
+    {                                                                                  \
+        if (row_streams(cur, stream))                                                  \
+            dev_rows(next, shift, d1, d2, cur, st, true);                              \
+        else                                                                           \
+            dev_rows(next, shift, d1, d2, cur, st, false);                             \
+    }
+
 /* Whether the shift is too far from the mean for D2/n - c^2 (see the top):
    c^2 > var, i.e. 2 c^2 > D2/n.  False for NaN, which needs no second
    look. */

@@ -146,20 +146,7 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
     *d2 = _mm512_reduce_add_pd(acc2);
 }
 
-static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
-{
-    const peak_ln_stats none = {0.0f, 0.0f, 0.0f};
-    dev_rows(w, shift, d1, d2, NULL, none, false);
-}
-
-static void ln_fused(const peak_ln_row *cur, peak_ln_stats st, bool stream,
-                     const peak_ln_row *next, float shift, double *d1, double *d2)
-{
-    if (row_streams(cur, stream))
-        dev_rows(next, shift, d1, d2, cur, st, true);
-    else
-        dev_rows(next, shift, d1, d2, cur, st, false);
-}
+PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)
 
 static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
 {
