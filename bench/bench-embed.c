@@ -11,7 +11,9 @@
  *                  (peak_pe_table rows 0 .. S-1)
  *   fly_<tier>     the same with PE computed on the fly (desc.pe = NULL)
  *   plain_loop     the formula as a plain C loop over a table, built with the
- *                  project's flags (what the compiler makes of it)
+ *                  project's flags (what the compiler makes of it: SSE2)
+ *   plain_loop_novec  the same loop without vectorisation: the scalar loop
+ *                  (baseline-plain-loops.h)
  *   memcpy_table   memcpy moving as many bytes as the table path reads and
  *                  writes; memcpy_fly: as many as the on-the-fly path
  * bytes_per_second counts bytes read and written: E rows, PE rows (table
@@ -26,6 +28,7 @@
  * instead of producing a fast, meaningless number.  That call also faults
  * the pages in.
  */
+#include "baseline-plain-loops.h"
 #include "bench.h"
 #include "gbench-shim.h"
 
@@ -39,7 +42,14 @@
 #define EMB_VOCAB 32000
 #define EMB_D 512
 
-typedef enum emb_impl { EMB_TABLE, EMB_FLY, EMB_PLAIN, EMB_MEMCPY_TABLE, EMB_MEMCPY_FLY } emb_impl;
+typedef enum emb_impl {
+    EMB_TABLE,
+    EMB_FLY,
+    EMB_PLAIN,
+    EMB_PLAIN_NOVEC,
+    EMB_MEMCPY_TABLE,
+    EMB_MEMCPY_FLY
+} emb_impl;
 
 typedef struct emb_variant {
     const char *name;
@@ -59,6 +69,7 @@ static const emb_variant emb_variants[] = {
     {"fly_avx512", EMB_FLY, PEAK_ISA_AVX512},
 #endif
     {"plain_loop", EMB_PLAIN, PEAK_ISA_SCALAR},
+    {"plain_loop_novec", EMB_PLAIN_NOVEC, PEAK_ISA_SCALAR},
     {"memcpy_table", EMB_MEMCPY_TABLE, PEAK_ISA_SCALAR},
     {"memcpy_fly", EMB_MEMCPY_FLY, PEAK_ISA_SCALAR},
 };
@@ -102,19 +113,6 @@ static size_t emb_traffic(emb_impl impl, size_t n)
     return impl == EMB_FLY || impl == EMB_MEMCPY_FLY ? fly : table;
 }
 
-/* What a C programmer writes first: the formula, row by row. */
-static void emb_plain_loop(float *out, const float *table, const int32_t *ids, const float *pe,
-                           size_t batch, size_t seq, float scale)
-{
-    for (size_t b = 0; b < batch; b++)
-        for (size_t s = 0; s < seq; s++) {
-            const size_t t = b * seq + s;
-            const float *e = table + (size_t)ids[t] * EMB_D;
-            for (size_t j = 0; j < EMB_D; j++)
-                out[t * EMB_D + j] = e[j] * scale + pe[s * EMB_D + j];
-        }
-}
-
 static peak_status emb_call(emb_run *r)
 {
     switch (r->v->impl) {
@@ -122,7 +120,12 @@ static peak_status emb_call(emb_run *r)
     case EMB_FLY:
         return peak_embed_pe(r->out, EMB_D, r->ids, r->n, &r->desc);
     case EMB_PLAIN:
-        emb_plain_loop(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->desc.scale);
+        bench_emb_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, EMB_D,
+                                 r->desc.scale);
+        return PEAK_OK;
+    case EMB_PLAIN_NOVEC:
+        bench_emb_plain_loop_novec(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, EMB_D,
+                                   r->desc.scale);
         return PEAK_OK;
     case EMB_MEMCPY_TABLE:
     case EMB_MEMCPY_FLY:
@@ -140,7 +143,8 @@ static const char *emb_check(const emb_run *r, char *msg, size_t len)
     float *want = malloc(r->n * EMB_D * sizeof(float));
     if (!want)
         return "out of memory";
-    emb_plain_loop(want, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->desc.scale);
+    bench_emb_plain_loop_vec(want, r->desc.table, r->ids, r->pe, r->batch, r->seq, EMB_D,
+                             r->desc.scale);
     const char *bad = NULL;
     for (size_t k = 0; k < r->n * EMB_D && !bad; k++) {
         if (memcmp(&r->out[k], &want[k], sizeof(float)) != 0) {

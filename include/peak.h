@@ -602,16 +602,22 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
  *        s = x[t,:] + r[t,:] (r NULL: s = x[t,:]);
  *        y[t,:] = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta.
  *
- * The variance is biased (as torch.nn.LayerNorm).  Mean and variance are
+ * The variance is biased (as torch.nn.LayerNorm).  In place: y may equal x
+ * or r, and sum may equal x or r, with the same row stride; otherwise y and
+ * sum must share no float with x, r, gamma, beta or each other (checked:
+ * rows that interleave without overlapping, such as x and y in one [x | y]
+ * buffer, are accepted; the SIMD tiers write row t while reading row t+1,
+ * so a partial overlap would change the result).  Mean and variance are
  * two-pass (stable for rows with a large common offset).  Unlike
  * peak_embed_pe the tiers are not bit-identical here: each is within
  * 2e-6 * max(1, |y|) of the exact LayerNorm of s (the SIMD tiers normalise
  * in float from statistics accumulated in double).
- * @param[out] y    [rows, d_model] at y + t*ld_y; may equal x (then
- *                  ld_y == ld_x).
+ * @param[out] y    [rows, d_model] at y + t*ld_y; may equal x or r (then
+ *                  with the same row stride).
  * @param ld_y      elements between rows of y (>= d_model).
  * @param[out] sum  optional (NULL: not written) [rows, d_model] receiving s,
- *                  for pre-norm residual chains; may equal x or r.
+ *                  for pre-norm residual chains; may equal x or r (same
+ *                  row stride).
  * @param ld_sum    elements between rows of sum.
  * @param x         [rows, d_model] at x + t*ld_x.
  * @param ld_x      elements between rows of x (>= d_model).
@@ -624,8 +630,9 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
  * @param eps       added to the variance (>= 0; 1e-5 in PyTorch).
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
- *   stride < d_model, eps < 0 or not finite, y == x with ld_y != ld_x,
- *   sum == x or r with a different row stride, sum == y;
+ *   stride < d_model, eps < 0 or not finite, y or sum overlapping x, r,
+ *   gamma or beta other than in place with the same stride, y overlapping
+ *   sum;
  *   PEAK_ERR_OUT_OF_RANGE for an extent whose byte offset overflows
  *   ptrdiff_t.
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
