@@ -322,9 +322,18 @@ def _ptr(a, ctype=None):
     return ctypes.cast(p, ctypes.POINTER(ctype)) if ctype is not None else p
 
 
+def _overlaps(a, b):
+    """True if a and b share an element (exact for ordinary strided arrays;
+    conservative, by address ranges, when NumPy finds it too hard)."""
+    try:
+        return np.shares_memory(a, b, max_work=100000)
+    except np.TooHardError:
+        return np.may_share_memory(a, b)
+
+
 def _no_overlap(_out_name, _out, **inputs):
     for name, a in inputs.items():
-        if a is not None and np.may_share_memory(_out, a):
+        if a is not None and _overlaps(_out, a):
             raise ValueError(f"{_out_name} overlaps {name}")
 
 
@@ -641,9 +650,9 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
 
     x, residual: float32 ``[..., d_model]`` of one shape (residual None: plain
     LayerNorm).  weight, bias: float32 ``[d_model]`` or None (1 and 0).
-    out: None, or an array of x's shape (``out=x`` in place).  sum_out:
-    optional array of x's shape that receives x + residual (pre-norm
-    chains).  Returns out."""
+    out: None, or an array of x's shape (``out=x`` or ``out=residual``: in
+    place).  sum_out: optional array of x's shape that receives x + residual
+    (pre-norm chains; may be x or residual).  Returns out."""
     _f32("x", x, (1, 2, 3, 4, 5))
     d = x.shape[-1]
     x2 = _rows("x", x, d)
@@ -661,16 +670,25 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
     else:
         _f32("out", out, (x.ndim,), writable=True)
         _shape_is("out", out, x.shape)
-        if out.ctypes.data != x.ctypes.data:
-            _no_overlap("out", out, x=x)
-        _no_overlap("out", out, residual=residual, weight=weight, bias=bias)
     y2 = _rows("out", out, d, True)
     s2 = None
     if sum_out is not None:
         _f32("sum_out", sum_out, (x.ndim,), writable=True)
         _shape_is("sum_out", sum_out, x.shape)
-        _no_overlap("sum_out", sum_out, out=out, weight=weight, bias=bias)
         s2 = _rows("sum_out", sum_out, d, True)
+    # In place is allowed (out or sum_out being x or residual, same layout);
+    # any other overlap is not.
+    for oname, o in (("out", out), ("sum_out", sum_out)):
+        if o is None:
+            continue
+        for iname, a in (("x", x), ("residual", residual)):
+            if a is not None and _overlaps(o, a) and not (
+                    o.ctypes.data == a.ctypes.data and o.strides == a.strides):
+                raise ValueError(f"{oname} overlaps {iname} (only {oname} = {iname}, "
+                                 "the same array, is allowed)")
+        _no_overlap(oname, o, weight=weight, bias=bias)
+    if sum_out is not None:
+        _no_overlap("sum_out", sum_out, out=out)
     rows = x2.shape[0]
 
     def ld(a):

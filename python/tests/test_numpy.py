@@ -362,6 +362,20 @@ class LayerNorm(unittest.TestCase):
         peak.add_layernorm(y, r, out=y)  # in place
         np.testing.assert_allclose(y, self.ref(x, r, None, None, 1e-5), atol=1e-5)
 
+    def test_in_place_on_residual_and_interleaved_rows(self):
+        x, r = rand(5, 32), rand(5, 32)
+        want = self.ref(x, r, None, None, 1e-5)
+        r2 = r.copy()
+        self.assertIs(peak.add_layernorm(x, r2, out=r2), r2)  # out = residual
+        np.testing.assert_allclose(r2, want, atol=1e-5)
+        buf = np.zeros((5, 64), np.float32)  # [x | y] in one buffer: rows interleave
+        buf[:, :32] = x
+        peak.add_layernorm(buf[:, :32], r, out=buf[:, 32:])
+        np.testing.assert_allclose(buf[:, 32:], want, atol=1e-5)
+        np.testing.assert_array_equal(buf[:, :32], x)
+        with self.assertRaises(ValueError):  # a partial overlap
+            peak.add_layernorm(buf[:, :32], r, out=buf[:, 16:48])
+
     def test_errors(self):
         x = rand(3, 8)
         with self.assertRaises(ValueError):
