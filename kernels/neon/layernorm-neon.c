@@ -67,14 +67,46 @@ static float ln_guess(const peak_ln_row *w)
     return g;
 }
 
+/* y (and sum) for 4 floats at j. */
+static inline void norm4(const peak_ln_row *w, size_t j, peak_ln_stats st)
+{
+    const float32x4_t s = load_s(w, j);
+    const float32x4_t d =
+        vsubq_f32(vsubq_f32(s, vdupq_n_f32(st.shift)), vdupq_n_f32(st.corr));
+    const float32x4_t v = vmulq_f32(d, vdupq_n_f32(st.rstd));
+    const float32x4_t g = w->gamma ? vld1q_f32(w->gamma + j) : vdupq_n_f32(1.0f);
+    const float32x4_t b = w->beta ? vld1q_f32(w->beta + j) : vdupq_n_f32(0.0f);
+    if (w->sum)
+        vst1q_f32(w->sum + j, s);
+    vst1q_f32(w->y + j, vfmaq_f32(b, v, g));
+}
+
+/* The same for the one float at j (row tails). */
+static inline void norm1(const peak_ln_row *w, size_t j, peak_ln_stats st)
+{
+    const float s = load_s1(w, j);
+    const float v = ((s - st.shift) - st.corr) * st.rstd;
+    const float g = w->gamma ? w->gamma[j] : 1.0f;
+    const float b = w->beta ? w->beta[j] : 0.0f;
+    if (w->sum)
+        w->sum[j] = s;
+    w->y[j] = fmaf(v, g, b);
+}
+
 /* Floats a block before the float accumulators are widened into double:
    each lane of each of the four accumulator pairs sees 4 terms, as on the
    x86 tiers, which keeps D2 good to a few float roundings
    (layernorm-rows.h). */
 #define LN_BLOCK 64
 
-static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
+/* Pass 1 of w about shift; with cur, pass 2 of cur in the same loop, a
+   vector of cur for each vector of w (both rows have n floats).  stream is
+   ignored (see the top). */
+static inline __attribute__((always_inline)) void
+dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_ln_row *cur,
+         peak_ln_stats st, bool stream)
 {
+    (void)stream;
     const size_t n = w->n;
     const float32x4_t vshift = vdupq_n_f32(shift);
     float64x2_t acc1 = vdupq_n_f64(0.0), acc2 = vdupq_n_f64(0.0);
@@ -90,6 +122,7 @@ static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
         float32x4_t s1d = vdupq_n_f32(0.0f), s2d = vdupq_n_f32(0.0f);
         for (; j < end; j += 16) {
             prefetch_line(w->pf_x, j);
+            prefetch_line(w->pf_r, j);
             const float32x4_t da = vsubq_f32(load_s(w, j), vshift);
             const float32x4_t db = vsubq_f32(load_s(w, j + 4), vshift);
             const float32x4_t dc = vsubq_f32(load_s(w, j + 8), vshift);
@@ -102,6 +135,9 @@ static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
             s2c = vfmaq_f32(s2c, dc, dc);
             s1d = vaddq_f32(s1d, dd);
             s2d = vfmaq_f32(s2d, dd, dd);
+            if (cur)
+                for (size_t k = 0; k < 16; k += 4)
+                    norm4(cur, j + k, st);
         }
         acc1 = add_widened(acc1, vaddq_f32(vaddq_f32(s1a, s1b), vaddq_f32(s1c, s1d)));
         acc2 = add_widened(acc2, vaddq_f32(vaddq_f32(s2a, s2b), vaddq_f32(s2c, s2d)));
@@ -110,54 +146,39 @@ static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
         const float32x4_t d = vsubq_f32(load_s(w, j), vshift);
         acc1 = add_widened(acc1, d);
         acc2 = add_widened(acc2, vmulq_f32(d, d));
+        if (cur)
+            norm4(cur, j, st);
     }
     double t1 = vaddvq_f64(acc1), t2 = vaddvq_f64(acc2);
     for (; j < n; j++) {
         const double d = (double)(load_s1(w, j) - shift);
         t1 += d;
         t2 += d * d;
+        if (cur)
+            norm1(cur, j, st);
     }
     *d1 = t1;
     *d2 = t2;
 }
 
-/* y (and sum) for 4 floats at j. */
-static inline void norm4(const peak_ln_row *w, size_t j, peak_ln_stats st)
+static bool row_streams(const peak_ln_row *w, bool stream)
 {
-    const float32x4_t s = load_s(w, j);
-    const float32x4_t d =
-        vsubq_f32(vsubq_f32(s, vdupq_n_f32(st.shift)), vdupq_n_f32(st.corr));
-    const float32x4_t v = vmulq_f32(d, vdupq_n_f32(st.rstd));
-    const float32x4_t g = w->gamma ? vld1q_f32(w->gamma + j) : vdupq_n_f32(1.0f);
-    const float32x4_t b = w->beta ? vld1q_f32(w->beta + j) : vdupq_n_f32(0.0f);
-    if (w->sum)
-        vst1q_f32(w->sum + j, s);
-    vst1q_f32(w->y + j, vfmaq_f32(b, v, g));
+    (void)w;
+    (void)stream;
+    return false;
 }
+
+PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)
 
 static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
 {
     (void)stream;
     const size_t n = w->n;
     size_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        prefetch_line(w->pf_r, j);
-        norm4(w, j, st);
-        norm4(w, j + 4, st);
-        norm4(w, j + 8, st);
-        norm4(w, j + 12, st);
-    }
     for (; j + 4 <= n; j += 4)
         norm4(w, j, st);
-    for (; j < n; j++) {
-        const float s = load_s1(w, j);
-        const float v = ((s - st.shift) - st.corr) * st.rstd;
-        const float g = w->gamma ? w->gamma[j] : 1.0f;
-        const float b = w->beta ? w->beta[j] : 0.0f;
-        if (w->sum)
-            w->sum[j] = s;
-        w->y[j] = fmaf(v, g, b);
-    }
+    for (; j < n; j++)
+        norm1(w, j, st);
 }
 
 void peak_f32_add_layernorm__neon(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
@@ -165,6 +186,6 @@ void peak_f32_add_layernorm__neon(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_
                                   const float *gamma, const float *beta, size_t rows,
                                   size_t d_model, float eps)
 {
-    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_guess,
-                ln_dev, ln_norm);
+    const peak_ln_args a = {y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model};
+    peak_ln_run(&a, eps, ln_guess, ln_dev, ln_norm, ln_fused);
 }
