@@ -10,8 +10,11 @@
  *   read/bytes:<n>    a sum over n bytes (AVX-512, AVX2 or scalar: the
  *                     widest the CPU has), n bytes a call
  *   write/bytes:<n>   glibc memset of n bytes, n bytes a call
- * n = 16 KiB (L1), 1 MiB (L2), 64 MiB (beyond L2, within a large L3) and
- * 512 MiB (beyond any L3 this project meets, this VM's 300 MiB included).
+ * n = 16 KiB (L1), 1 MiB (L2), 4, 16 and 64 MiB (beyond L2, within a large
+ * L3, as far as a shared VM's L3 holds them) and 512 MiB (beyond any L3 this
+ * project meets, this VM's 300 MiB included).  bench/report.py takes the
+ * best of the three kinds at the smallest size that holds a kernel's
+ * working set as that kernel's bandwidth ceiling.
  *
  * Compute: fma_peak/<tier> is a register-only loop of 12 independent
  * chains (enough to cover 4-cycle latency on 2 ports), reported as
@@ -38,7 +41,7 @@ typedef enum bw_kind { BW_MEMCPY, BW_READ, BW_WRITE } bw_kind;
 
 static const bw_kind bw_kinds[] = {BW_MEMCPY, BW_READ, BW_WRITE};
 static const char *const bw_names[] = {"memcpy", "read", "write"};
-static const int64_t bw_sizes[] = {16 << 10, 1 << 20, 64 << 20, 512 << 20};
+static const int64_t bw_sizes[] = {16 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 512 << 20};
 
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) static float read_avx512(const float *p, size_t n)

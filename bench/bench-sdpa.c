@@ -215,7 +215,7 @@ static const char *at_setup(at_case *c, gb_state *st)
     if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_AVX512 &&
         !__builtin_cpu_supports("avx512f"))
         return "isa unsupported";
-    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_SCALAR && d->q_len * d->kv_len > 1 << 20)
+    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_SCALAR && d->q_len * d->kv_len >= 1 << 20)
         return "scalar: too slow at this size";
     c->kv_floats = d->kv_len * H * AT_DH;
     /* Cold: copies of K and V that together exceed this machine's 300 MiB
