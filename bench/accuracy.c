@@ -35,13 +35,14 @@
  *              from the table and on the fly; the exact PE is the oracle's
  *   pe_add     x + PE(pos), same shape, table and on the fly
  *   layernorm  LayerNorm(x + r) * gamma + beta, 256 rows of 768, per tier
- *              and the plain C loop (baseline-layernorm-novec.c)
+ *              and the plain C loop (baseline-plain-loops.c, not vectorised)
  *   attention  softmax(Q K^T / 8) V, H 8, Dh 64, L 128 full and causal,
  *              decode Lq 1 / Lk 2048, q, k, v uniform in [-1, 1]
  * Every float input is generated from a fixed seed: the figures repeat.
  */
 #include "baseline-exp.h"
 #include "baseline-pe-table.h"
+#include "baseline-plain-loops.h"
 #include "baseline-softmax.h"
 
 #include "internal.h"
@@ -52,10 +53,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* baseline-layernorm-novec.c */
-void bench_ln_plain_loop_novec(float *y, const float *x, const float *r, const float *gamma,
-                               const float *beta, size_t rows, size_t d, float eps);
 
 static int quick;
 
@@ -512,6 +509,16 @@ static void acc_embed_pe_add(void)
             emit("embed", tiers[ti].name, sh, &a, -1.0, "ULP of the row's max |y|");
             peak_isa_reset();
         }
+
+    {
+        err_acc a = {0};
+        bench_emb_plain_loop_novec(out, table, ids, pe, EP_B, EP_S, EP_D, scale);
+        acc_rows(&a, out, want, EP_B * EP_S, EP_D);
+        char sh[96];
+        snprintf(sh, sizeof sh, "%s/fly:0", shape);
+        emit("embed", "plain_loop_novec", sh, &a, -1.0,
+             "peak's PE table; ULP of the row's max |y|");
+    }
 
     /* pe_add: the exact value of x + PE(pos) */
     for (size_t t = 0; t < EP_B * EP_S; t++)

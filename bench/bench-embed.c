@@ -14,7 +14,10 @@
  *   scalar, avx2, avx512  peak_embed_pe with this tier forced
  *   dispatch       peak_embed_pe on the tier the dispatcher picks (label)
  *   plain_loop     the formula as a plain C loop over a table, built with the
- *                  project's flags (what the compiler makes of it); fly:0 only
+ *                  project's flags (what the compiler makes of it: SSE2);
+ *                  fly:0 only
+ *   plain_loop_novec  the same loop without vectorisation: the scalar loop
+ *                  (baseline-plain-loops.h); fly:0 only
  *   memcpy         memcpy moving as many bytes as the kernel reads and writes
  *                  from the table (fly:0) or on the fly (fly:1)
  * bytes_per_second counts bytes read and written: E rows, PE rows (table
@@ -28,6 +31,7 @@
  * instead of producing a fast, meaningless number.  That call also faults
  * the pages in.
  */
+#include "baseline-plain-loops.h"
 #include "bench.h"
 #include "gbench-shim.h"
 
@@ -41,7 +45,7 @@
 #define EMB_VOCAB 32000
 #define EMB_D_MAX 768
 
-typedef enum emb_impl { EMB_TIER, EMB_DISPATCH, EMB_PLAIN, EMB_MEMCPY } emb_impl;
+typedef enum emb_impl { EMB_TIER, EMB_DISPATCH, EMB_PLAIN, EMB_PLAIN_NOVEC, EMB_MEMCPY } emb_impl;
 
 typedef struct emb_variant {
     const char *name;
@@ -59,6 +63,7 @@ static const emb_variant emb_variants[] = {
 #endif
     {"dispatch", EMB_DISPATCH, PEAK_ISA_SCALAR},
     {"plain_loop", EMB_PLAIN, PEAK_ISA_SCALAR},
+    {"plain_loop_novec", EMB_PLAIN_NOVEC, PEAK_ISA_SCALAR},
     {"memcpy", EMB_MEMCPY, PEAK_ISA_SCALAR},
 };
 
@@ -102,19 +107,6 @@ static size_t emb_traffic(int fly, size_t n, size_t d)
     return n * ((fly ? 2 : 3) * row + sizeof(int32_t));
 }
 
-/* What a C programmer writes first: the formula, row by row. */
-static void emb_plain_loop(float *out, const float *table, const int32_t *ids, const float *pe,
-                           size_t batch, size_t seq, size_t d, float scale)
-{
-    for (size_t b = 0; b < batch; b++)
-        for (size_t s = 0; s < seq; s++) {
-            const size_t t = b * seq + s;
-            const float *e = table + (size_t)ids[t] * d;
-            for (size_t j = 0; j < d; j++)
-                out[t * d + j] = e[j] * scale + pe[s * d + j];
-        }
-}
-
 static peak_status emb_call(emb_run *r)
 {
     switch (r->v->impl) {
@@ -122,8 +114,12 @@ static peak_status emb_call(emb_run *r)
     case EMB_DISPATCH:
         return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc);
     case EMB_PLAIN:
-        emb_plain_loop(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->d,
-                       r->desc.scale);
+        bench_emb_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->d,
+                                 r->desc.scale);
+        return PEAK_OK;
+    case EMB_PLAIN_NOVEC:
+        bench_emb_plain_loop_novec(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->d,
+                                   r->desc.scale);
         return PEAK_OK;
     case EMB_MEMCPY:
         memcpy(r->out, r->src, r->copy_bytes);
@@ -141,7 +137,8 @@ static const char *emb_check(const emb_run *r, char *msg, size_t len)
     float *want = malloc(r->n * d * sizeof(float));
     if (!want)
         return "out of memory";
-    emb_plain_loop(want, r->desc.table, r->ids, r->pe, r->batch, r->seq, d, r->desc.scale);
+    bench_emb_plain_loop_vec(want, r->desc.table, r->ids, r->pe, r->batch, r->seq, d,
+                             r->desc.scale);
     const char *bad = NULL;
     for (size_t k = 0; k < r->n * d && !bad; k++) {
         if (memcmp(&r->out[k], &want[k], sizeof(float)) != 0) {
@@ -159,7 +156,7 @@ static const char *emb_setup(emb_run *r)
     const emb_variant *v = r->v;
     if (v->impl == EMB_TIER && peak_isa_force(v->isa) != PEAK_OK)
         return "isa unsupported on this CPU/OS/build";
-    if (v->impl == EMB_PLAIN && r->fly)
+    if ((v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC) && r->fly)
         return "not measured: the plain loop reads a table";
     peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
     d.table = emb_table();
@@ -251,7 +248,7 @@ void bench_register_embed(void)
         for (size_t i = 0; i < 2 * (sizeof emb_variants / sizeof emb_variants[0]); i++) {
             const emb_variant *v = &emb_variants[i / 2];
             const int64_t fly = (int64_t)(i % 2);
-            if (fly && v->impl == EMB_PLAIN)
+            if (fly && (v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC))
                 continue;
             const int64_t args[4] = {emb_shapes[s][0], emb_shapes[s][1], emb_shapes[s][2], fly};
             snprintf(name, sizeof name, "embed/%s", v->name);

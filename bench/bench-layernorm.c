@@ -12,9 +12,9 @@
  *   plain_loop  the textbook two-pass loop in C (double accumulators, which
  *               the 1e4 + noise accuracy needs), built with the project's
  *               flags, under which GCC vectorises its last loop (SSE2)
- *   plain_loop_novec  the same loop built with -fno-tree-vectorize
- *               (baseline-layernorm-novec.c): the straightforward scalar
- *               loop; both are reported
+ *   plain_loop_novec  the same loop built with -fno-tree-vectorize: the
+ *               straightforward scalar loop; both are reported
+ *               (baseline-plain-loops.h)
  *   memcpy      memcpy moving as many bytes as the kernel reads and writes
  * bytes_per_second counts bytes read and written: x, r and y (4 * D each a
  * row) plus gamma and beta once; memcpy counts its source and destination.
@@ -23,6 +23,7 @@
  * (within 2e-6 * max(1, |y|)), so a wrong kernel is skipped instead of
  * producing a fast, meaningless number; that call also faults the pages in.
  */
+#include "baseline-plain-loops.h"
 #include "bench.h"
 #include "gbench-shim.h"
 
@@ -34,10 +35,6 @@
 #include <string.h>
 
 typedef enum ln_impl { LN_TIER, LN_DISPATCH, LN_PLAIN, LN_PLAIN_NOVEC, LN_MEMCPY } ln_impl;
-
-/* baseline-layernorm-novec.c */
-void bench_ln_plain_loop_novec(float *y, const float *x, const float *r, const float *gamma,
-                               const float *beta, size_t rows, size_t d, float eps);
 
 typedef struct ln_variant {
     const char *name;
@@ -82,27 +79,6 @@ static size_t ln_traffic(size_t rows, size_t d)
     return (3 * rows * d + 2 * d) * sizeof(float);
 }
 
-static void ln_plain_loop(float *y, const float *x, const float *r, const float *gamma,
-                          const float *beta, size_t rows, size_t d, float eps)
-{
-    for (size_t t = 0; t < rows; t++) {
-        const float *xt = x + t * d, *rt = r + t * d;
-        double acc = 0.0;
-        for (size_t j = 0; j < d; j++)
-            acc += (double)(xt[j] + rt[j]);
-        const double mean = acc / (double)d;
-        double var = 0.0;
-        for (size_t j = 0; j < d; j++) {
-            const double dev = (double)(xt[j] + rt[j]) - mean;
-            var += dev * dev;
-        }
-        const double rstd = 1.0 / sqrt(var / (double)d + (double)eps);
-        for (size_t j = 0; j < d; j++)
-            y[t * d + j] =
-                (float)(((double)(xt[j] + rt[j]) - mean) * rstd * gamma[j] + beta[j]);
-    }
-}
-
 static peak_status ln_call(ln_run *w)
 {
     switch (w->v->impl) {
@@ -111,7 +87,7 @@ static peak_status ln_call(ln_run *w)
         return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
                                   (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LN_EPS);
     case LN_PLAIN:
-        ln_plain_loop(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+        bench_ln_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
         return PEAK_OK;
     case LN_PLAIN_NOVEC:
         bench_ln_plain_loop_novec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
@@ -174,7 +150,7 @@ static const char *ln_check(const ln_run *w, char *msg, size_t len)
     float *want = ln_alloc(n);
     if (!want)
         return "out of memory";
-    ln_plain_loop(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+    bench_ln_plain_loop_vec(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
     const char *bad = NULL;
     for (size_t k = 0; k < n && !bad; k++) {
         const double ref = want[k];

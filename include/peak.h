@@ -411,15 +411,20 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
      y[t,:] = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta
    with the biased variance (as torch.nn.LayerNorm); gamma NULL means 1,
    beta NULL means 0.  sum (optional, pre-norm chains) receives s.
-   Rows at x + t*ld_x etc.; y may equal x (then ld_y == ld_x) and sum may
-   equal x or r.  Mean and variance are two-pass (stable for rows with a
-   large common offset).  Unlike peak_embed_pe the tiers are not
+   Rows at x + t*ld_x etc.  In place: y may equal x or r, and sum may
+   equal x or r, with the same row stride; otherwise y and sum must share
+   no float with x, r, gamma, beta or each other (checked: rows that
+   interleave without overlapping, such as x and y in one [x | y] buffer,
+   are accepted; the SIMD tiers write row t while reading row t+1, so a
+   partial overlap would change the result).  Mean and variance are
+   two-pass (stable for rows with a large common offset).  Unlike peak_embed_pe the tiers are not
    bit-identical here: each is within 2e-6 * max(1, |y|) of the exact
    LayerNorm of s (the SIMD tiers normalise in float from statistics
    accumulated in double).
    Errors: PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
-   stride < d_model, eps < 0 or not finite, y == x with ld_y != ld_x,
-   sum == x or r with a different row stride, sum == y;
+   stride < d_model, eps < 0 or not finite, y or sum overlapping x, r,
+   gamma or beta other than in place with the same stride, y overlapping
+   sum;
    PEAK_ERR_OUT_OF_RANGE for an extent whose byte offset overflows ptrdiff_t.
    Source: Ba et al. 2016; post-norm as in Vaswani et al. 2017 sec. 3.1. */
 PEAK_API peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,

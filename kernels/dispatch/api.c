@@ -80,6 +80,47 @@ static int rows_apart(const size_t *n, const ptrdiff_t *stride, int dims, size_t
     return 1;
 }
 
+/* A strided set of `rows` rows of `d` floats (one row: any stride). */
+typedef struct row_set {
+    const float *p;
+    ptrdiff_t ld;
+    size_t rows;
+} row_set;
+
+/* Whether two row sets share no float.  Exact when the strides are equal
+   or the set at the higher address is one row (so the rows of one
+   interleaved buffer, [x | y] with ld = 2d, and a gamma in y's row padding
+   count as apart); otherwise the two extents must not meet, which rejects
+   some disjoint interleavings of different strides.  Addresses are
+   compared as integers: the sets may lie in different objects.  Assumes
+   extent_fits(). */
+static int rows_disjoint(row_set a, row_set b, size_t d)
+{
+    if (!a.p || !b.p)
+        return 1;
+    uintptr_t pa = (uintptr_t)a.p, pb = (uintptr_t)b.p;
+    if (pa > pb) {
+        row_set t = a;
+        a = b;
+        b = t;
+        pa = (uintptr_t)a.p;
+        pb = (uintptr_t)b.p;
+    }
+    const size_t end_a = ((a.rows - 1) * (size_t)a.ld + d) * sizeof(float);
+    if (pb - pa >= end_a)
+        return 1;
+    if (a.rows < 2 || (b.rows > 1 && a.ld != b.ld) || (pb - pa) % sizeof(float))
+        return 0;
+    const size_t off = (size_t)((pb - pa) / sizeof(float)) % (size_t)a.ld;
+    return off >= d && (size_t)a.ld - off >= d;
+}
+
+/* An output row set and an input one: the same rows (in place), or apart. */
+static int in_place_or_apart(row_set out, row_set in, size_t d)
+{
+    return (out.p == in.p && out.ld == in.ld) || rows_disjoint(out, in, d);
+}
+
 static int pe_params_ok(const peak_pe_params *p)
 {
     return (unsigned)p->layout <= PEAK_PE_SPLIT_PAPER && (unsigned)p->mode <= PEAK_PE_TORCH_F32 &&
@@ -376,13 +417,21 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
     if ((r && (ld_r < 0 || (size_t)ld_r < d_model)) ||
         (sum && (ld_sum < 0 || (size_t)ld_sum < d_model)))
         return PEAK_ERR_INVALID_ARG;
-    if ((y == x && ld_y != ld_x) || (sum && sum == x && ld_sum != ld_x) ||
-        (sum && r && sum == r && ld_sum != ld_r) || (sum && sum == y))
-        return PEAK_ERR_INVALID_ARG;
     if (!extent_fits(&rows, &ld_y, 1, d_model) || !extent_fits(&rows, &ld_x, 1, d_model) ||
         (r && !extent_fits(&rows, &ld_r, 1, d_model)) ||
         (sum && !extent_fits(&rows, &ld_sum, 1, d_model)))
         return PEAK_ERR_OUT_OF_RANGE;
+    /* The SIMD tiers write row t while they read row t+1 (layernorm-rows.h),
+       so any overlap but the exact in-place one would change the result. */
+    const row_set ys = {y, ld_y, rows}, ss = {sum, ld_sum, rows}, xs = {x, ld_x, rows},
+                  rs = {r, ld_r, rows}, gs = {gamma, 0, 1}, bs = {beta, 0, 1};
+    const row_set outs[2] = {ys, ss};
+    for (int k = 0; k < 2; k++)
+        if (!in_place_or_apart(outs[k], xs, d_model) || !in_place_or_apart(outs[k], rs, d_model) ||
+            !rows_disjoint(outs[k], gs, d_model) || !rows_disjoint(outs[k], bs, d_model))
+            return PEAK_ERR_INVALID_ARG;
+    if (!rows_disjoint(ys, ss, d_model))
+        return PEAK_ERR_INVALID_ARG;
     peak_active_kernels()->add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta,
                                          rows, d_model, eps);
     return PEAK_OK;
