@@ -134,6 +134,9 @@ def median(xs):
 TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+CLOCK = "cpu"  # set from --clock in main()
+
+
 def load_bench(path):
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
@@ -171,6 +174,10 @@ def stats_from_times(times):
             "repetitions": len(times)}
 
 
+def clock_times(slot):
+    return slot["cpu"] if CLOCK == "cpu" else slot["times"]
+
+
 def build(ctx, runs, torch_doc):
     """results[family][shape][variant] = entry; limits = measured ceilings."""
     results = {}
@@ -181,13 +188,15 @@ def build(ctx, runs, torch_doc):
             if slot["times"]:
                 n = shape_args(shape)["bytes"]
                 moved = n * (2 if family == "memcpy" else 1)
-                bw = [moved / t for t in slot["times"]]
+                bw = [moved / t for t in clock_times(slot)]
                 limits["bandwidth"].setdefault(family, {})[str(n)] = {
                     "median_Bps": median(bw), "min_Bps": min(bw), "max_Bps": max(bw)}
             continue
         if family == "fma_peak":
             if slot["counters"].get("GFLOPs"):
-                g = slot["counters"]["GFLOPs"]
+                # the counter is a rate over real time; over CPU time:
+                g = [x * t / c if CLOCK == "cpu" else x for x, t, c in
+                     zip(slot["counters"]["GFLOPs"], slot["times"], slot["cpu"])]
                 limits["fma_peak"][variant] = {"median": median(g), "min": min(g),
                                                "max": max(g)}
             continue
@@ -195,7 +204,8 @@ def build(ctx, runs, torch_doc):
         if "error" in slot and not slot["times"]:
             e["skipped"] = slot["error"]
         else:
-            e.update(stats_from_times(slot["times"]))
+            e.update(stats_from_times(clock_times(slot)))
+            e["real"] = stats_from_times(slot["times"])
             e["cpu_over_real"] = median([c / t for c, t in zip(slot["cpu"], slot["times"])])
             if slot["label"]:
                 e["label"] = slot["label"]
@@ -203,8 +213,9 @@ def build(ctx, runs, torch_doc):
     if torch_doc:
         for r in torch_doc.get("benchmarks", []):
             family, variant, shape = split_name(r["name"])
-            e = {"source": "torch", "median_s": r["median_s"], "min_s": r["min_s"],
-                 "max_s": r["max_s"], "repetitions": r["repetitions"]}
+            e = {"source": "torch", "repetitions": r["repetitions"], "real": r["real"]}
+            e.update(r[CLOCK])
+            e["cpu_over_real"] = r["cpu"]["median_s"] / r["real"]["median_s"]
             results.setdefault(family, {}).setdefault(shape, {})[variant] = e
     # derived throughputs
     for family, shapes in results.items():
@@ -581,6 +592,12 @@ def cpu_slug(info):
 
 # ---- README --------------------------------------------------------------------------
 
+CLOCK_NOTE = ("CPU time of the benchmarking thread (Google Benchmark's cpu_time, "
+              "Python's process_time), not wall-clock: on this shared machine other "
+              "processes held the core for much of the wall-clock time (see noise), "
+              "which CPU time leaves out and stalls on memory keep in; wall-clock "
+              "medians are in the .json")
+
 BEGIN, END = "<!-- bench-report:begin -->", "<!-- bench-report:end -->"
 
 
@@ -610,7 +627,11 @@ def main(argv):
     p.add_argument("--readme")
     p.add_argument("--command", default="sh bench/report.sh")
     p.add_argument("--note", action="append", default=[])
+    p.add_argument("--clock", choices=("cpu", "real"), default="cpu",
+                   help="which time the medians use (default cpu: see CLOCK_NOTE)")
     args = p.parse_args(argv)
+    global CLOCK
+    CLOCK = args.clock
 
     ctx, runs = load_bench(args.bench)
     acc = None
@@ -643,7 +664,7 @@ def main(argv):
         print(f"report: no matplotlib ({e}); tables only", file=sys.stderr)
 
     ratios = [e["cpu_over_real"] for s in results.values() for v in s.values()
-              for e in v.values() if "cpu_over_real" in e]
+              for e in v.values() if "cpu_over_real" in e and e.get("source") == "bench_peak"]
     share = median(ratios) if ratios else None
     when = ctx.get("date", datetime.datetime.now().isoformat())
     load = ", ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))
@@ -661,6 +682,8 @@ def main(argv):
         f"; Google Benchmark {ctx.get('library_build_type', '?')} build (Debian's)",
         f"- medians of {reps} repetitions (interleaved at random), min - max beside them; "
         "all ratios between medians of this one run",
+        "- times: " + (CLOCK_NOTE if CLOCK == "cpu" else
+                       "wall-clock time (CPU-time medians are in the .json)"),
     ]
     if "openblas_corename" in ctx:
         context_lines.append(f"- OpenBLAS ({ctx.get('openblas_config', '')}): core "
@@ -678,7 +701,8 @@ def main(argv):
         context_lines.append(
             f"- noise: the median benchmark got {100 * share:.0f}% of a core's CPU time "
             "over its wall-clock time (100% on an idle machine); the machine is shared, so "
-            "absolute figures move between runs by tens of percent, ratios less")
+            "absolute figures move between runs by tens of percent, ratios less (the "
+            "min - max columns show by how much within this run)")
     context_lines += [f"- {n}" for n in args.note]
 
     md = [f"# peak benchmark report: {cpu.get('model_name', slug)}", "",
@@ -687,7 +711,9 @@ def main(argv):
            "peak through its public API (the dispatched tier) at one headline shape per "
            "family; \"vs X\" is X's median time over peak's (higher: peak is faster); "
            "roofline: peak's share of min(FMA peak, intensity x stream bandwidth at the "
-           "working set's cache level).", ""]
+           "working set's cache level); above 100% means the data stayed in a faster "
+           "level than the bandwidth probe of that size found (the probes are as noisy "
+           "as the rest).", ""]
     md += md_summary(rows) + [""]
     if "roofline" in pngs:
         md += [f"![roofline]({pngs['roofline']})", ""]

@@ -12,7 +12,8 @@ single-threaded, so is every baseline.
 
 Timings: per case, the number of calls is calibrated so one repetition
 lasts at least --min-time seconds, then --repetitions repetitions give the
-median, min and max seconds per call (wall clock, time.perf_counter).
+median, min and max seconds per call, wall clock (time.perf_counter) and
+CPU time (time.process_time), as bench_peak's real_time and cpu_time.
 Names and shapes are bench_peak's (family/torch/arg:val/...), so the report
 pairs them:
   pe_table   the seed's PositionalEncoding.__init__ table (float32 formula)
@@ -131,7 +132,17 @@ def cases(torch):
         yield f"sdpa/torch/H:{h}/Lq:{lq}/Lk:{lk}/causal:{causal}/cold:0", sdpa
 
 
+def summary(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    med = xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+    return {"median_s": med, "min_s": xs[0], "max_s": xs[-1]}
+
+
 def time_case(fn, min_time, reps):
+    """Seconds per call, wall clock (perf_counter) and this process's CPU
+    time (process_time: one thread computes, so it is that thread's),
+    as bench_peak reports real_time and cpu_time."""
     fn()  # warm up: allocations, first-touch, lazy init
     n = 1
     while True:
@@ -143,17 +154,14 @@ def time_case(fn, min_time, reps):
             break
         n *= 4 if t < min_time / 40 else 2
     n = max(1, int(math.ceil(n * min_time / max(t, 1e-9))))
-    per_call = []
+    real, cpu = [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(n):
             fn()
-        per_call.append((time.perf_counter() - t0) / n)
-    per_call.sort()
-    return {"median_s": per_call[len(per_call) // 2] if reps % 2 else
-            0.5 * (per_call[reps // 2 - 1] + per_call[reps // 2]),
-            "min_s": per_call[0], "max_s": per_call[-1], "iterations": n,
-            "repetitions": reps}
+        cpu.append((time.process_time() - c0) / n)
+        real.append((time.perf_counter() - t0) / n)
+    return {"real": summary(real), "cpu": summary(cpu), "iterations": n, "repetitions": reps}
 
 
 # ---- accuracy ------------------------------------------------------------------------
@@ -274,7 +282,8 @@ def main(argv):
             r = time_case(fn, args.min_time, args.repetitions)
             r["name"] = name
             results.append(r)
-            print(f"torch-bench: {name}: {r['median_s'] * 1e6:.1f} us", file=sys.stderr)
+            print(f"torch-bench: {name}: {r['real']['median_s'] * 1e6:.1f} us "
+                  f"(cpu {r['cpu']['median_s'] * 1e6:.1f} us)", file=sys.stderr)
         acc = accuracy(torch, args.quick)
     json.dump({"context": ctx, "benchmarks": results, "accuracy": acc}, sys.stdout, indent=1)
     print()
