@@ -379,16 +379,16 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
    workspace: NULL (then the library allocates and frees it inside the call)
    or at least peak_attention_workspace_size() bytes.
    Workspace by tier, independent of Lq and Lk: scalar 8 (Lk + Dv) bytes;
-   AVX2 and AVX-512 (fused, flash-style: 64 query rows x 64 keys per
-   tile) 256 (Dh' + Dv') + 256 (Dh + Dv) + ~35 KiB, with Dh', Dv' rounded
-   up to 16 -- 98 KiB for Dh = Dv = 64, 291 KiB for 256.
+   AVX2, AVX-512 and NEON (fused, flash-style: 64 query rows x 64 keys
+   per tile) 256 (Dh' + Dv') + 256 (Dh + Dv) + ~35 KiB, with Dh', Dv'
+   rounded up to 16 -- 98 KiB for Dh = Dv = 64, 291 KiB for 256.
    Accuracy, against the attention of the given floats computed exactly:
-   the scalar tier rounds once; AVX2 and AVX-512 form the scores in float,
-   so |O - exact| <= ~2^-24 * (a few) * scale * sum_d |q_d k_d| * max|V|
-   plus ~1e-6 * max|V|: measured <= 5e-6 * max|V| for q, k in [-1, 1] and
-   Dh <= 256, but up to 2.6e-5 * max|V| for q, k in [-8, 8] (score spreads
-   of hundreds), where the 1e-5 * max|V| target is not met.  lse within
-   4e-6 * (1 + |lse|).
+   the scalar tier rounds once; AVX2, AVX-512 and NEON form the scores in
+   float, so |O - exact| <= ~2^-24 * (a few) * scale *
+   sum_d |q_d k_d| * max|V| plus ~1e-6 * max|V|: measured (x86) <= 5e-6 *
+   max|V| for q, k in [-1, 1] and Dh <= 256, but up to 2.6e-5 * max|V|
+   for q, k in [-8, 8] (score spreads of hundreds), where the
+   1e-5 * max|V| target is not met.  lse within 4e-6 * (1 + |lse|).
    Errors: PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
    not dividing heads, a negative stride, a stride that makes O's rows
    overlap, non-finite scale, o equal to q, k, v or lse, a workspace not

@@ -1,6 +1,6 @@
 /*
- * sdpa-tiles.h - the tile driver shared by the AVX2 and AVX-512 attention
- * kernels (peak_attention in peak.h).  Everything here is plain C: block
+ * sdpa-tiles.h - the tile driver shared by the AVX2, AVX-512 and NEON
+ * attention kernels (peak_attention in peak.h).  Everything here is plain C: block
  * planning, the masks, Q packing, the rare exact paths and the final
  * division.  The including file supplies the vector micro-kernels and the
  * tile sizes, then calls sdpa_tiles_run():

@@ -182,6 +182,15 @@ static float *dup(const float *src, size_t n)
     return c;
 }
 
+/* The long double oracle is emulated in software on AArch64 (binary128),
+   so the large streaming calls compare a sample of rows: the first and
+   last 256 (the pipeline's start and end) and every 7th (every residue of
+   a row's alignment modulo 16). */
+static int checked_row(const ln_problem *p, size_t t)
+{
+    return p->s.rows <= 2048 || t < 256 || t + 256 >= p->s.rows || t % 7 == 0;
+}
+
 static void ln_run(ln_problem *p)
 {
     canary_gaps(p, p->x);
@@ -195,7 +204,8 @@ static void ln_run(ln_problem *p)
                                         p->s.eps),
                      PEAK_OK);
     for (size_t t = 0; t < p->s.rows; t++)
-        expect_row(p, t);
+        if (checked_row(p, t))
+            expect_row(p, t);
     expect_gaps(p, p->y, "y");
     if (p->sum)
         expect_gaps(p, p->sum, "sum");
