@@ -305,7 +305,9 @@ def fmt_rate(x, unit):
 def throughput(family, e):
     """(value, text) in the family's headline unit."""
     if family == "sdpa":
-        return e["gflops"], f"{e['gflops']:.3g} GFLOP/s"
+        vis = e.get("gflops_visible", e["gflops"])
+        extra = f" ({vis:.3g} visible)" if vis < 0.99 * e["gflops"] else ""
+        return e["gflops"], f"{e['gflops']:.3g} GFLOP/s{extra}"
     if family in ("embed", "pe_add", "layernorm"):
         return e["bytes_per_s"], fmt_rate(e["bytes_per_s"], "B/s")
     return e["elems_per_s"], fmt_rate(e["elems_per_s"], "elem/s")
@@ -475,7 +477,8 @@ def plot_family(plt, family, shapes, path):
     for shape, variants in shapes.items():
         groups.setdefault(series_key(shape), []).append(shape)
     keys = sorted(groups)
-    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys) + 1.8, 4.4), squeeze=False)
+    cmap = plt.get_cmap("tab10")
     for ax, key in zip(axes[0], keys):
         lines = {}
         for shape in groups[key]:
@@ -485,10 +488,13 @@ def plot_family(plt, family, shapes, path):
                     continue
                 val, _ = throughput(family, e)
                 lines.setdefault(v, []).append((m["size"], val))
-        for v in variant_order(lines):
+        for i, v in enumerate(variant_order(lines)):
             pts = sorted(lines[v])
             style = "-o" if v in TIERS else ("--s" if v != "torch" else ":^")
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=v, markersize=4)
+            if i >= 10:  # tab10 repeats: tell the repeats apart by their line
+                style = "-.D"
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=v, markersize=4,
+                    color=cmap(i % 10))
         ax.set_xscale("log")
         ax.set_yscale("log")
         unit = ("GFLOP/s" if family == "sdpa" else
@@ -499,7 +505,7 @@ def plot_family(plt, family, shapes, path):
         ax.set_ylabel(unit)
         ax.set_title(", ".join(f"{k}={v}" for k, v in key) or "all shapes", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.suptitle(FAMILY_TITLE.get(family, family) + " (medians)")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
