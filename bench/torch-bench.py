@@ -179,7 +179,9 @@ def errs(np, got, want, rowwise=False):
         u = ulp_of(np, np.max(np.abs(want), axis=-1, keepdims=True))
     else:
         u = ulp_of(np, want)
-    return float(err.max()), float((err / u).max())
+    nz = want != 0
+    rel = float((err[nz] / np.abs(want[nz])).max()) if nz.any() else 0.0
+    return float(err.max()), float((err / u).max()), rel
 
 
 def accuracy(torch, quick):
@@ -189,8 +191,9 @@ def accuracy(torch, quick):
     g = torch.Generator().manual_seed(2)
 
     def add(family, shape, got, want, rowwise=False, note=None):
-        a, u = errs(np, got.numpy(), want.numpy(), rowwise)
-        e = {"family": family, "variant": "torch", "shape": shape, "max_abs": a, "max_ulp": u}
+        a, u, rel = errs(np, got.numpy(), want.numpy(), rowwise)
+        e = {"family": family, "variant": "torch", "shape": shape, "max_abs": a, "max_ulp": u,
+             "max_rel": rel}
         if note:
             e["note"] = note
         out.append(e)
