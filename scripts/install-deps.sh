@@ -1,5 +1,8 @@
 #!/bin/sh
-# Installs the Debian 12 packages peak needs to build, test and run its demo.
+# Installs the Debian 12 packages peak needs to build, test and run its demo,
+# build its API reference (doxygen) and test its Python binding
+# (python3-numpy; the PyTorch comparisons run when python3-torch is there
+# too, which this script does not install: it is large and optional).
 # Idempotent: packages already present are not touched, and apt is not even
 # called when nothing is missing.
 #   scripts/install-deps.sh            native build, tests, benchmarks, demo
@@ -11,7 +14,7 @@
 set -eu
 
 pkgs="gcc g++ meson ninja-build pkg-config libsleef-dev check libsubunit-dev \
-libbenchmark-dev libopenblas-dev libdnnl-dev"
+libbenchmark-dev libopenblas-dev libdnnl-dev doxygen python3-numpy"
 arm64_pkgs="gcc-aarch64-linux-gnu qemu-user libsleef-dev:arm64 check:arm64"
 bench_pkgs="python3 python3-torch python3-matplotlib"
 

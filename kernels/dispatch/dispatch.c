@@ -206,7 +206,14 @@ static void init(void)
 {
     const char *why, *note;
     const char *env = getenv("PEAK_ISA");
-    detected_isa = best_compiled_at_or_below(detect(&why));
+    peak_isa hardware = detect(&why);
+    detected_isa = best_compiled_at_or_below(hardware);
+    static char why_built[200]; /* the CPU's tier left out of this build */
+    if (detected_isa != hardware) {
+        snprintf(why_built, sizeof why_built, "%s; %s not compiled into this build -> %s", why,
+                 names[hardware], names[detected_isa]);
+        why = why_built;
+    }
     peak_isa isa = peak_isa_cap(detected_isa, env, &note);
     if (note) {
         fprintf(stderr, "peak: PEAK_ISA=%s: %s\n", env, note);
