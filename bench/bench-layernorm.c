@@ -8,6 +8,7 @@
  * gamma + beta, eps 1e-5, rows contiguous; 4096 rows stay within the last
  * level cache, 65536 rows (128 or 192 MiB an operand) do not.  Variants:
  *   scalar, avx2, avx512  peak_add_layernorm with that tier forced
+ *   dispatch    peak_add_layernorm on the tier the dispatcher picks (label)
  *   plain_loop  the textbook two-pass loop in C (double accumulators, which
  *               the 1e4 + noise accuracy needs), built with the project's
  *               flags, under which GCC vectorises its last loop (SSE2)
@@ -33,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum ln_impl { LN_TIER, LN_PLAIN, LN_PLAIN_NOVEC, LN_MEMCPY } ln_impl;
+typedef enum ln_impl { LN_TIER, LN_DISPATCH, LN_PLAIN, LN_PLAIN_NOVEC, LN_MEMCPY } ln_impl;
 
 typedef struct ln_variant {
     const char *name;
@@ -46,13 +47,21 @@ static const ln_variant ln_variants[] = {
 #if defined(__x86_64__)
     {"avx2", LN_TIER, PEAK_ISA_AVX2},
     {"avx512", LN_TIER, PEAK_ISA_AVX512},
+#elif defined(__aarch64__)
+    {"neon", LN_TIER, PEAK_ISA_NEON},
 #endif
+    {"dispatch", LN_DISPATCH, PEAK_ISA_SCALAR},
     {"plain_loop", LN_PLAIN, PEAK_ISA_SCALAR},
     {"plain_loop_novec", LN_PLAIN_NOVEC, PEAK_ISA_SCALAR},
     {"memcpy", LN_MEMCPY, PEAK_ISA_SCALAR},
 };
 
-static const int64_t ln_shapes[][2] = {{4096, 512}, {4096, 768}, {65536, 512}, {65536, 768}};
+/* The seed's 2 x 50 tokens of 512; BERT/GPT-2 sequences of 128, 512 and
+   1024 tokens of 768; 4096 rows (within the last-level cache); 65536 rows
+   (out of it). */
+static const int64_t ln_shapes[][2] = {{100, 512},   {128, 768},   {512, 768},
+                                       {1024, 768},  {4096, 512},  {4096, 768},
+                                       {65536, 512}, {65536, 768}};
 
 #define LN_EPS 1e-5f
 #define LN_TOL 2e-6
@@ -74,6 +83,7 @@ static peak_status ln_call(ln_run *w)
 {
     switch (w->v->impl) {
     case LN_TIER:
+    case LN_DISPATCH:
         return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
                                   (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LN_EPS);
     case LN_PLAIN:
@@ -174,6 +184,8 @@ static void ln_measure(gb_state *st, ln_run *w)
         ln_call(w);
         gb_do_not_optimize(w->y ? (void *)w->y : w->dst);
     }
+    if (w->v->impl == LN_DISPATCH)
+        gb_set_label(st, peak_isa_name(peak_isa_active()));
     gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)ln_traffic(w->rows, w->d));
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)w->rows);
 }

@@ -8,17 +8,22 @@
 #   scripts/install-deps.sh            native build, tests, benchmarks, demo
 #   scripts/install-deps.sh --arm64    also the AArch64 cross toolchain, qemu
 #                                      and the arm64 multiarch libraries
+#   scripts/install-deps.sh --bench    also what bench/report.sh uses: PyTorch
+#                                      (the framework baseline) and matplotlib
+#                                      (the plots), both for /usr/bin/python3
 set -eu
 
 pkgs="gcc g++ meson ninja-build pkg-config libsleef-dev check libsubunit-dev \
 libbenchmark-dev libopenblas-dev libdnnl-dev doxygen python3-numpy"
 arm64_pkgs="gcc-aarch64-linux-gnu qemu-user libsleef-dev:arm64 check:arm64"
+bench_pkgs="python3 python3-torch python3-matplotlib"
 
 want="$pkgs"
 arm64=no
 for a in "$@"; do
     case "$a" in
     --arm64) arm64=yes; want="$want $arm64_pkgs" ;;
+    --bench) want="$want $bench_pkgs" ;;
     *) want="$want $a" ;;
     esac
 done
