@@ -270,7 +270,7 @@ PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, siz
  * peak_pe_table(..., params) row p.  pe != NULL: PE(p, :) is the table row
  * pe + (p * d_model), the table holding pe_rows rows [pe_rows, d_model]
  * (rows for positions 0 .. pe_rows - 1; params is then ignored).
- * x may not overlap pe.
+ * x may not overlap pe (checked: their extents must not meet).
  * @param[in,out] x      row (b, s) at x + b * batch_stride + s * ld_x,
  *                       d_model contiguous floats.
  * @param batch_stride   elements between batch entries (>= d_model when
@@ -337,8 +337,8 @@ typedef struct peak_embed_desc {
  * (pos0 + t if seq_len == 0); see peak_embed_desc::padding_idx for fairseq
  * numbering.  Each element is computed as one float multiply then one float
  * add (never fused), so every tier gives the same bits.
- * @param[out] out  [n_tokens, d_model], row stride ld_out; must not overlap
- *                  the table or pe.
+ * @param[out] out  [n_tokens, d_model], row stride ld_out; its extent must
+ *                  not meet the table's, pe's, ids' or positions'.
  * @param ld_out    elements between output rows (>= d_model).
  * @param ids       [n_tokens] int32 token ids in [0, vocab).
  * @param n_tokens  number of tokens (all sequences).
@@ -347,8 +347,8 @@ typedef struct peak_embed_desc {
  * @errors PEAK_ERR_INVALID_ARG for NULL out/ids/desc/table, zero n_tokens,
  *   vocab or d_model, ld_out or ld_table < d_model, a non-finite scale,
  *   padding_idx outside [-1, vocab), padding_idx combined with positions,
- *   out == table or out == pe (exact alias; out must not overlap either),
- *   bad pe_params (on the fly);
+ *   out's extent meeting the table, pe, ids or positions (all read while
+ *   out is written), bad pe_params (on the fly);
  *   PEAK_ERR_OUT_OF_RANGE for an id outside [0, vocab), a position < 0 or
  *   >= pe_rows (table) or >= PEAK_MAX_POSITION (on the fly).
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe
@@ -441,13 +441,15 @@ typedef struct peak_softmax_desc {
  * subnormal.
  * @param[out] y  [B, H, Lq, Lk] at y + b*y_stride[0] + h*y_stride[1] +
  *                i*y_stride[2] + j.  y may equal x (in place; then y_stride
- *                must equal x_stride); otherwise y must not overlap x.
+ *                must equal x_stride); otherwise y's extent must not meet
+ *                x's, nor the mask's key_len, keep or bias.
  * @param x       scores, [B, H, Lq, Lk] with x_stride.
  * @param desc    sizes, strides, scale and mask.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
  *   stride, a stride of y below what keeps its rows apart, y == x with
- *   different strides, a non-finite scale, an align value outside the enum;
+ *   different strides, y's extent meeting x's (other than y == x) or a mask
+ *   array's, a non-finite scale, an align value outside the enum;
  *   PEAK_ERR_OUT_OF_RANGE for key_len[b] outside [0, Lk], the 2^40 limits of
  *   peak_mask, or an extent whose byte offset overflows ptrdiff_t.
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
@@ -553,7 +555,9 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  *
  * Fully masked rows give O = 0 (and lse = -inf); a visible +inf/NaN score
  * gives O = NaN (and lse = NaN).  Masked keys and values are never read.
- * O must not overlap Q, K, V or lse.
+ * The extents of O and lse must not meet each other, Q, K, V or the mask's
+ * arrays (checked; extents, so tensors that interleave in one buffer
+ * without sharing an element are rejected too).
  *
  * Workspace by tier, independent of Lq and Lk: scalar 8 (Lk + Dv) bytes;
  * AVX2, AVX-512 and NEON (fused, flash-style: 64 query rows x 64 keys per
@@ -580,8 +584,8 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
  *   not dividing heads, a negative stride, a stride that makes O's rows
- *   overlap, non-finite scale, o equal to q, k, v or lse, a workspace not
- *   64-byte aligned; PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the
+ *   overlap, non-finite scale, O or lse meeting each other, Q, K, V or a
+ *   mask array, a workspace not 64-byte aligned; PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the
  *   2^40 limits of peak_mask, an extent whose byte offset overflows
  *   ptrdiff_t; PEAK_ERR_WORKSPACE for a too small workspace;
  *   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails.
