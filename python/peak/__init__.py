@@ -31,6 +31,7 @@ Axis conventions here:
 """
 
 import ctypes
+import operator
 import os
 import threading
 from contextlib import contextmanager
@@ -354,11 +355,58 @@ def _pe_params(layout, mode, base):
     return _PeParams(_LAYOUTS[layout], _MODES[mode], float(base))
 
 
-def _index(name, v):
-    v = int(v)
-    if v < 0:
+_C_INTS = {"size_t": ctypes.c_size_t, "int32_t": ctypes.c_int32}
+
+
+def _cint(name, v, ctype="size_t"):
+    """v as a Python int that fits the C integer type `ctype` (a _C_INTS key),
+    checked before ctypes would wrap it: TypeError unless v is an integer
+    (floats and bools are not), ValueError if negative for an unsigned
+    type, OutOfRange if too large (or small) for it."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name}: an integer expected, got {type(v).__name__}")
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name}: an integer expected, got {type(v).__name__}") from None
+    bits = 8 * ctypes.sizeof(_C_INTS[ctype])
+    signed = _C_INTS[ctype](-1).value < 0
+    if v < 0 and not signed:
         raise ValueError(f"{name} must be >= 0, got {v}")
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    if not lo <= v <= hi:
+        raise OutOfRange(2, f"{name}: {v} does not fit {ctype}")
     return v
+
+
+def _ints(name, a, dtype, what):
+    """An array-like of integers as a contiguous `dtype` array (copied if
+    needed): TypeError unless every value is an integer, OutOfRange for a
+    value `dtype` cannot hold (never wrapped)."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu":
+        # Python ints beyond int64 turn a list into an object (or float64) array
+        arr = np.asarray(a, dtype=object)
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   for v in arr.flat):
+            raise TypeError(f"{name}: integer {what}s expected, got dtype {np.asarray(a).dtype}")
+    if arr.dtype != dtype:
+        info = np.iinfo(dtype)
+        lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
+        if lo < info.min or hi > info.max:
+            bad = hi if hi > info.max else lo
+            raise OutOfRange(2, f"{name}: {what} {bad} does not fit {np.dtype(dtype)}")
+        arr = arr.astype(dtype)
+    return np.ascontiguousarray(arr)
+
+
+def _set_scale(desc, scale, default):
+    """desc.scale = scale (float32); None is C's 0, 'the default'.  A given
+    scale that is 0 in float32 would be read as that marker: ValueError."""
+    desc.scale = 0.0 if scale is None else float(scale)
+    if scale is not None and desc.scale == 0.0:
+        raise ValueError(f"scale {scale!r} is 0 in float32, peak's 'default' marker; pass "
+                         f"None for {default}")
 
 
 # ---- positional encoding ------------------------------------------------------------
@@ -372,7 +420,7 @@ def pe_table(n_pos, d_model, pos0=0, *, layout="interleaved", mode="exact", base
     odd), "split" (tensor2tensor/fairseq [sin | cos]) or "split_paper";
     mode: "exact" (within 2^-23 of the real value) or "torch_f32" (the float32
     rounding of PyTorch's usual module)."""
-    n_pos, d_model, pos0 = _index("n_pos", n_pos), _index("d_model", d_model), _index("pos0", pos0)
+    n_pos, d_model, pos0 = _cint("n_pos", n_pos), _cint("d_model", d_model), _cint("pos0", pos0)
     params = _pe_params(layout, mode, base)
     if out is None:
         if n_pos == 0 or d_model == 0:
@@ -406,20 +454,8 @@ def pe_add(x, pos0=0, *, pe=None, layout="interleaved", mode="exact", base=10000
         pe_ptr, pe_rows = _ptr(pe), pe.shape[0]
     params = _pe_params(layout, mode, base)
     _check(_pe_add(_ptr(x3), _es(x3, 0), _es(x3, 1) if seq > 1 else d, batch, seq, d,
-                   _index("pos0", pos0), pe_ptr, pe_rows, ctypes.byref(params)), "peak_pe_add")
+                   _cint("pos0", pos0), pe_ptr, pe_rows, ctypes.byref(params)), "peak_pe_add")
     return x
-
-
-def _ids32(name, ids, vocab_hint=None):
-    ids = np.asarray(ids)
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"{name}: integer token ids expected, got dtype {ids.dtype}")
-    if ids.dtype != np.int32:
-        lo, hi = (int(ids.min()), int(ids.max())) if ids.size else (0, 0)
-        if lo < -(1 << 31) or hi >= (1 << 31):
-            raise OutOfRange(2, f"{name}: id {hi if hi >= (1 << 31) else lo} does not fit int32")
-        ids = ids.astype(np.int32)
-    return np.ascontiguousarray(ids)
 
 
 def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_idx=None,
@@ -430,11 +466,13 @@ def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_
     position pos0 + s) or ``[n]`` (one sequence); any integer dtype (copied to
     int32 if needed).  table: float32 ``[vocab, d_model]``, last axis
     contiguous.  scale: sqrt(d_model) in the paper.  pe: a C-contiguous
-    table or None (on the fly).  positions: optional int64 array shaped like
-    ids (explicit positions).  padding_idx: fairseq's numbering (see peak.h).
+    table or None (on the fly).  positions: optional integer array shaped
+    like ids (explicit positions; copied to int64 if needed, TypeError for
+    floats).  pos0, padding_idx: ints (padding_idx: fairseq's numbering, see
+    peak.h).  Integers too large for their C type raise OutOfRange.
     Returns float32 ``ids.shape + (d_model,)`` (or fills `out`, whose rows
     must be evenly spaced)."""
-    ids = _ids32("ids", ids)
+    ids = _ints("ids", ids, np.int32, "token id")
     if ids.ndim not in (1, 2) or ids.size == 0:
         raise ValueError(f"ids: expected a non-empty [n] or [batch, seq] array, got {ids.shape}")
     _f32("table", table, (2,))
@@ -463,12 +501,12 @@ def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_
     desc.pe_params = _pe_params(layout, mode, base)
     pos_arr = None
     if positions is not None:
-        pos_arr = np.ascontiguousarray(positions, dtype=np.int64)
+        pos_arr = _ints("positions", positions, np.int64, "position")
         _shape_is("positions", pos_arr, ids.shape)
         desc.positions = _ptr(pos_arr, ctypes.c_int64)
-    desc.pos0 = _index("pos0", pos0)
+    desc.pos0 = _cint("pos0", pos0)
     desc.seq_len = ids.shape[1] if ids.ndim == 2 else 0
-    desc.padding_idx = -1 if padding_idx is None else int(padding_idx)
+    desc.padding_idx = -1 if padding_idx is None else _cint("padding_idx", padding_idx, "int32_t")
     _check(_embed_pe(_ptr(out2), _es(out2, 0) if ids.size > 1 else d, _ptr(ids), ids.size,
                      ctypes.byref(desc)), "peak_embed_pe")
     return out
@@ -483,14 +521,11 @@ def _mask(mask, shape, *, causal, align, q_offset, window, key_len, keep, bias, 
         raise ValueError(f"align {align!r}: 'top_left' (PyTorch is_causal) or 'bottom_right'")
     mask.causal = 1 if causal else 0
     mask.align = 0 if align == "top_left" else 1
-    mask.q_offset = _index("q_offset", q_offset)
-    mask.window = _index("window", window or 0)
+    mask.q_offset = _cint("q_offset", q_offset)
+    mask.window = 0 if window is None else _cint("window", window)
     B = shape[0]
     if key_len is not None:
-        kl = np.asarray(key_len)
-        if kl.dtype.kind not in "iu":
-            raise TypeError(f"key_len: integer lengths expected, got dtype {kl.dtype}")
-        kl = np.ascontiguousarray(kl, dtype=np.int32).reshape(-1)
+        kl = _ints("key_len", key_len, np.int32, "length").reshape(-1)
         if kl.shape != (B,):
             raise ValueError(f"key_len: expected {B} lengths (one per batch entry), got {kl.shape}")
         keep_alive.append(kl)
@@ -526,12 +561,15 @@ def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window
 
     x: float32 ``[batch, heads, q_len, k_len]`` (fewer axes are read as
     leading 1s).  ``y = softmax(x * scale + bias)`` over the visible keys;
-    masked keys get 0, a row with no visible key is all zeros.  Masks:
-    causal (query i sees keys j <= i + q_offset; align "bottom_right" adds
-    k_len - q_len), window, key_len (``[batch]`` ints), keep (bool/uint8,
+    masked keys get 0, a row with no visible key is all zeros.  scale: None
+    means 1; one that is 0 in float32 (0.0, 1e-50) is a ValueError, 0 being
+    peak's "default" marker.  Masks: causal (query i sees keys j <= i +
+    q_offset; align "bottom_right" adds k_len - q_len), window, key_len
+    (``[batch]`` ints; OutOfRange outside [0, k_len]), keep (bool/uint8,
     True = visible) and bias (float32, added; -inf masks), both
-    broadcasting to x's 4-D shape.  out: None (new array), or an array of
-    x's shape; ``out=x`` works in place."""
+    broadcasting to x's 4-D shape.  q_offset, window: ints (OutOfRange
+    beyond size_t, ValueError if negative).  out: None (new array), or an
+    array of x's shape; ``out=x`` works in place."""
     _f32("x", x, (1, 2, 3, 4))
     x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
     if out is None:
@@ -546,7 +584,7 @@ def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window
     desc.batch, desc.heads, desc.q_len, desc.k_len = x4.shape
     desc.x_stride = _stride3(*(_es(x4, ax) for ax in range(3)))
     desc.y_stride = _stride3(*(_es(y4, ax) for ax in range(3)))  # in place: equal to x's
-    desc.scale = 0.0 if scale is None else float(scale)
+    _set_scale(desc, scale, "1")
     alive = []
     _mask(desc.mask, x4.shape, causal=causal, align=align, q_offset=q_offset, window=window,
           key_len=key_len, keep=keep, bias=bias, keep_alive=alive)
@@ -579,7 +617,8 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
     Dv]``, out ``[B, H, Lq, Dv]`` (PyTorch's scaled_dot_product_attention);
     layout "blhd": ``[B, L, H, D]`` for all four.  Hkv must divide H
     (grouped-query / multi-query attention).  Any strides with a contiguous
-    last axis work (no copies).  scale: None means 1/sqrt(D).  Masks as in
+    last axis work (no copies).  scale: None means 1/sqrt(D); one that is 0
+    in float32 is a ValueError, as in softmax().  Masks as in
     softmax(), indexed ``[B, H, Lq, Lk]``.  Returns out, or (out, lse) with
     lse float32 ``[B, H, Lq]`` (natural-log log-sum-exp of the masked scaled
     scores) when return_lse."""
@@ -609,9 +648,7 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
     desc = _AttnDesc()
     desc.batch, desc.heads, desc.kv_heads = B, H, Hkv
     desc.q_len, desc.kv_len, desc.head_dim, desc.v_head_dim = Lq, Lk, D, Dv
-    desc.scale = 0.0 if scale is None else float(scale)
-    if scale is not None and desc.scale == 0.0:
-        raise ValueError("scale 0 is peak's 'default' marker; pass None for 1/sqrt(D)")
+    _set_scale(desc, scale, "1/sqrt(D)")
     for field, a in (("q_stride", q), ("k_stride", k), ("v_stride", v), ("o_stride", out)):
         setattr(desc, field, _stride3(*(_es(a, i) for i in ax)))
     alive = []

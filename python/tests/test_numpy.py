@@ -169,6 +169,20 @@ class PeTable(unittest.TestCase):
         with self.assertRaises(ValueError):
             peak.pe_table(2, 4, layout="diagonal")
 
+    def test_integer_arguments_do_not_wrap(self):
+        # ctypes would store 2**64 in a size_t as 0
+        for args in ((1, 4, 2 ** 64), (1, 4, 2 ** 64 + 1), (2 ** 64, 4), (1, 2 ** 64 + 4)):
+            with self.assertRaises(peak.OutOfRange, msg=str(args)):
+                peak.pe_table(*args)
+        with self.assertRaises(ValueError):
+            peak.pe_table(1, 4, -1)
+        for bad in (1.0, 2.7, True, "3", None):
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                peak.pe_table(1, 4, bad)
+        with self.assertRaises(TypeError):
+            peak.pe_table(2.0, 4)
+        np.testing.assert_array_equal(peak.pe_table(1, 4, np.int64(3)), peak.pe_table(1, 4, 3))
+
 
 class PeAdd(unittest.TestCase):
     def test_table_and_on_the_fly(self):
@@ -202,6 +216,18 @@ class PeAdd(unittest.TestCase):
         with self.assertRaises(ValueError):  # x inside the table
             pe = peak.pe_table(20, 8)
             peak.pe_add(pe[:4], pe=pe)
+
+    def test_pos0_does_not_wrap(self):
+        x = rand(1, 3, 8)
+        for pe in (None, peak.pe_table(8, 8)):
+            y = x.copy()
+            with self.assertRaises(peak.OutOfRange):
+                peak.pe_add(y, 2 ** 64 + 1, pe=pe)
+            np.testing.assert_array_equal(y, x)
+        with self.assertRaises(ValueError):
+            peak.pe_add(x.copy(), -1)
+        with self.assertRaises(TypeError):
+            peak.pe_add(x.copy(), 1.0)
 
 
 class EmbedPe(unittest.TestCase):
@@ -246,6 +272,39 @@ class EmbedPe(unittest.TestCase):
             peak.embed_pe(np.array([1.0, 2.0]), table)
         with self.assertRaises(TypeError):
             peak.embed_pe(np.array([1, 2]), table.astype(np.float64))
+        with self.assertRaises(peak.OutOfRange):  # an object array: no int64 holds it
+            peak.embed_pe([1, 2 ** 64 + 1], table)
+
+    def test_integer_arguments_do_not_wrap(self):
+        table = rand(10, 8)
+        ids = np.array([[1, 2, 3]])
+        with self.assertRaises(peak.OutOfRange):
+            peak.embed_pe(ids, table, pos0=2 ** 64 + 1)
+        for pad in (2 ** 32 + 1, -2 ** 31 - 1):  # int32_t padding_idx
+            with self.assertRaises(peak.OutOfRange, msg=str(pad)):
+                peak.embed_pe(ids, table, padding_idx=pad)
+        with self.assertRaises(ValueError):
+            peak.embed_pe(ids, table, pos0=-1)
+        for kw in (dict(pos0=1.0), dict(padding_idx=1.0), dict(padding_idx=True)):
+            with self.assertRaises(TypeError, msg=str(kw)):
+                peak.embed_pe(ids, table, **kw)
+
+    def test_positions_must_be_integers(self):
+        table = rand(10, 8)
+        ids = np.array([1, 2, 3])
+        with self.assertRaises(TypeError):  # was truncated to [0, 1, 2]
+            peak.embed_pe(ids, table, positions=np.array([0.0, 1.7, 2.9]))
+        with self.assertRaises(TypeError):
+            peak.embed_pe(ids, table, positions=[0, 1, 2.5])
+        with self.assertRaises(TypeError):
+            peak.embed_pe(ids, table, positions=np.array([True, False, True]))
+        for pos in (np.array([0, 1, 2 ** 63], np.uint64), [0, 1, 2 ** 63], [0, 1, 2 ** 64 + 1],
+                    [-2 ** 63 - 1, 0, 1]):
+            with self.assertRaises(peak.OutOfRange, msg=str(pos)):
+                peak.embed_pe(ids, table, positions=pos)
+        want = peak.embed_pe(ids, table, positions=np.array([4, 0, 2]))
+        for pos in (np.array([4, 0, 2], np.uint8), [4, 0, 2], np.array([4, 0, 2], np.uint64)):
+            np.testing.assert_array_equal(peak.embed_pe(ids, table, positions=pos), want)
 
 
 class Softmax(unittest.TestCase):
@@ -277,6 +336,43 @@ class Softmax(unittest.TestCase):
             peak.softmax(rand(2, 3), keep=np.ones(3, np.int32))
         with self.assertRaises(peak.OutOfRange):
             peak.softmax(rand(2, 1, 1, 3), key_len=[4, 1])
+
+    def test_key_len_does_not_wrap(self):
+        x = rand(2, 1, 1, 9)
+        # as int32, 2**32 + 3 would be 3: a valid length
+        for kl in ([2 ** 32 + 3, 7], np.array([2 ** 32 + 3, 7]), [2 ** 63, 7],
+                   [2 ** 64 + 3, 7], [-2 ** 32 + 3, 7], np.array([2 ** 32 + 3, 7], np.uint64)):
+            with self.assertRaises(peak.OutOfRange, msg=str(kl)):
+                peak.softmax(x, key_len=kl)
+        for kl in ([3.0, 7], np.array([3.0, 7.0]), np.array([True, True])):
+            with self.assertRaises(TypeError, msg=str(kl)):
+                peak.softmax(x, key_len=kl)
+        want = peak.softmax(x, key_len=[3, 7])
+        np.testing.assert_array_equal(peak.softmax(x, key_len=np.array([3, 7], np.uint64)), want)
+
+    def test_mask_offsets_do_not_wrap(self):
+        x = rand(1, 1, 4, 6)
+        for kw in (dict(q_offset=2 ** 64 + 1), dict(causal=True, q_offset=2 ** 64 + 1),
+                   dict(window=2 ** 64), dict(window=2 ** 64 + 2)):
+            with self.assertRaises(peak.OutOfRange, msg=str(kw)):
+                peak.softmax(x, **kw)
+        for kw in (dict(q_offset=-1), dict(window=-1)):
+            with self.assertRaises(ValueError, msg=str(kw)):
+                peak.softmax(x, **kw)
+        for kw in (dict(q_offset=1.0), dict(window=2.0), dict(window=True)):
+            with self.assertRaises(TypeError, msg=str(kw)):
+                peak.softmax(x, **kw)
+        np.testing.assert_array_equal(peak.softmax(x, window=None), peak.softmax(x))
+
+    def test_zero_scale_is_an_error(self):
+        x = rand(2, 5)
+        for scale in (0.0, -0.0, 0, 1e-50, -1e-60):  # all 0.0f: C's "default" marker
+            with self.assertRaises(ValueError, msg=repr(scale)) as cm:
+                peak.softmax(x, scale=scale)
+            self.assertNotIsInstance(cm.exception, peak.PeakError)
+        np.testing.assert_array_equal(peak.softmax(x, scale=None), peak.softmax(x, scale=1.0))
+        tiny = peak.softmax(x, scale=1e-30)  # not 0 in float32: nearly uniform, not scale 1
+        np.testing.assert_allclose(tiny, 0.2, rtol=1e-6)
 
 
 class Attention(unittest.TestCase):
@@ -323,6 +419,20 @@ class Attention(unittest.TestCase):
             peak.attention(q, q, q, out=q)
         with self.assertRaises(peak.OutOfRange):
             peak.attention(q, q.copy(), q.copy(), key_len=[5])
+
+    def test_integer_arguments_do_not_wrap(self):
+        q, k, v = rand(2, 2, 3, 8), rand(2, 2, 5, 8), rand(2, 2, 5, 8)
+        for kw in (dict(key_len=[2 ** 32 + 3, 5]), dict(key_len=[2 ** 64 + 3, 5]),
+                   dict(q_offset=2 ** 64 + 1), dict(causal=True, q_offset=2 ** 64 + 1),
+                   dict(window=2 ** 64)):
+            with self.assertRaises(peak.OutOfRange, msg=str(kw)):
+                peak.attention(q, k, v, **kw)
+        for kw in (dict(key_len=[3.0, 5]), dict(q_offset=0.5), dict(window=1.0)):
+            with self.assertRaises(TypeError, msg=str(kw)):
+                peak.attention(q, k, v, **kw)
+        for scale in (0.0, 1e-50):
+            with self.assertRaises(ValueError):
+                peak.attention(q, k, v, scale=scale)
 
     def test_threads(self):
         q, k, v = rand(2, 4, 33, 32), rand(2, 4, 70, 32), rand(2, 4, 70, 32)
