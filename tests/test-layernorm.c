@@ -331,6 +331,8 @@ END_TEST
 START_TEST(streaming_outputs)
 {
     ln_shape s = {16300, 515, 0, 3, USE_R | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
+    if (peak_test_quick()) /* 100 rows: no streaming stores, same aliasing */
+        s.rows = 100;
     if (_i == 2)
         s.alias = ALIAS_Y_X;
     if (_i == 2)

@@ -28,6 +28,12 @@ int peak_test_main(int argc, char **argv, Suite *(*make)(peak_isa isa))
     return failed ? 1 : 0;
 }
 
+int peak_test_quick(void)
+{
+    const char *v = getenv("PEAK_TEST_QUICK");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 uint64_t peak_test_next(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
