@@ -388,7 +388,11 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
    plus ~1e-6 * max|V|: measured <= 5e-6 * max|V| for q, k in [-1, 1] and
    Dh <= 256, but up to 2.6e-5 * max|V| for q, k in [-8, 8] (score spreads
    of hundreds), where the 1e-5 * max|V| target is not met.  lse within
-   4e-6 * (1 + |lse|).
+   4e-6 * (1 + |lse|).  These bounds need sum_d |q_d k_d| and max|V| times
+   the number of visible keys below FLT_MAX: the SIMD tiers form q . k in
+   float before scaling and accumulate P V in float, so beyond that (inputs
+   near 1e19 and up) a SIMD row may be inf or NaN where the scalar tier's
+   is finite.
    Errors: PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
    not dividing heads, a negative stride, a stride that makes O's rows
    overlap, non-finite scale, o equal to q, k, v or lse, a workspace not
@@ -414,9 +418,12 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
    Rows at x + t*ld_x etc.; y may equal x (then ld_y == ld_x) and sum may
    equal x or r.  Mean and variance are two-pass (stable for rows with a
    large common offset).  Unlike peak_embed_pe the tiers are not
-   bit-identical here: each is within 2e-6 * max(1, |y|) of the exact
-   LayerNorm of s (the SIMD tiers normalise in float from statistics
-   accumulated in double).
+   bit-identical here: each is within 2e-6 * max(1, |y|, |gamma|, |beta|)
+   of the exact LayerNorm of s (the SIMD tiers normalise in float from
+   statistics accumulated in double, so the normalised value's absolute
+   error, ~1e-7, is multiplied by gamma; a row with a deviation from its
+   mean beyond ~1.8e19, a variance below 2^-100 or an inf/NaN is computed
+   as the scalar tier computes it).
    Errors: PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
    stride < d_model, eps < 0 or not finite, y == x with ld_y != ld_x,
    sum == x or r with a different row stride, sum == y;

@@ -45,6 +45,7 @@
 #include "internal.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -137,6 +138,21 @@ peak_ln_run(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum, const float 
         if (peak_ln_reshift(d1, d2, d_model)) {
             shift = (float)((double)shift + d1 / (double)d_model);
             pass_dev(&w, shift, &d1, &d2);
+        }
+        /* The float squares d^2 overflowed (|s - shift| beyond about 1.8e19)
+           or may have been subnormal (D2/n below 2^-100: a near-constant
+           row of tiny deviations, where they lose precision, or are flushed
+           to 0 under FTZ and rstd becomes inf when eps is 0), or the row
+           holds inf or NaN: the scalar reference, which works in double,
+           computes the row, so every tier gives its answer.  Found by
+           tests/fuzz: AVX2 returned NaN for a row of values near -3e38, and
+           inf (under FTZ, eps 0) for one of values near -1e-20, whose
+           LayerNorms are finite.  Costs a compare a row; constant rows take
+           the scalar path. */
+        if (!(d2 >= (double)d_model * 0x1p-100 && d2 <= DBL_MAX)) {
+            peak_f32_add_layernorm__scalar(w.y, ld_y, w.sum, ld_sum, w.x, ld_x, w.r, ld_r, gamma,
+                                           beta, 1, d_model, eps);
+            continue;
         }
         pass_norm(&w, peak_ln_finish(shift, d1, d2, d_model, eps), stream);
     }

@@ -105,7 +105,7 @@ static inline void peak_sm_for_each_group(float *y, const float *x, const peak_s
     const size_t fit = stream ? PEAK_SM_SCRATCH_KEYS / d->k_len
                               : PEAK_SM_GROUP_BYTES / (2 * sizeof(float) * d->k_len);
     const size_t per_group = fit < 1 ? 1 : fit > PEAK_SM_GROUP ? PEAK_SM_GROUP : fit;
-    const float scale = d->scale == 0.0f ? 1.0f : d->scale;
+    const float scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale;
     _Alignas(64) float scratch[PEAK_SM_SCRATCH_KEYS];
     peak_sm_row rows[PEAK_SM_GROUP];
     size_t n = 0;

@@ -33,6 +33,13 @@ int peak_test_main(int argc, char **argv, Suite *(*make)(peak_isa isa));
    100x slower emulated run fits in CI.  Native runs are unchanged. */
 int peak_test_quick(void);
 
+/* Turns on flush-to-zero and denormals-are-zero (as a caller built with
+   -ffast-math runs) and returns the previous state for
+   peak_test_ftz_restore; returns 0 and does nothing where the build has
+   no way to set them (then tests of FTZ behaviour pass trivially). */
+int peak_test_ftz_on(unsigned *saved);
+void peak_test_ftz_restore(unsigned saved);
+
 /* splitmix64: a fixed-seed generator, so every failure reproduces. */
 uint64_t peak_test_next(uint64_t *state);
 /* Uniform in [lo, hi). */
