@@ -5,17 +5,26 @@
 #   scripts/install-deps.sh            native build, tests, benchmarks, demo
 #   scripts/install-deps.sh --arm64    also the AArch64 cross toolchain, qemu
 #                                      and the arm64 multiarch libraries
+#   scripts/install-deps.sh --reliability
+#                                      also what CI's reliability steps use:
+#                                      valgrind, qemu-x86_64, clang with
+#                                      libFuzzer and its sanitizer runtimes
+#                                      (libclang-rt-14-dev, only recommended
+#                                      by clang on Debian 12), gcc's TSan
+#                                      runtime, cppcheck and clang-tidy
 set -eu
 
 pkgs="gcc g++ meson ninja-build pkg-config libsleef-dev check libsubunit-dev \
 libbenchmark-dev libopenblas-dev libdnnl-dev"
 arm64_pkgs="gcc-aarch64-linux-gnu qemu-user libsleef-dev:arm64 check:arm64"
+reliability_pkgs="valgrind qemu-user clang libclang-rt-14-dev libtsan2 cppcheck clang-tidy"
 
 want="$pkgs"
 arm64=no
 for a in "$@"; do
     case "$a" in
     --arm64) arm64=yes; want="$want $arm64_pkgs" ;;
+    --reliability) want="$want $reliability_pkgs" ;;
     *) want="$want $a" ;;
     esac
 done
