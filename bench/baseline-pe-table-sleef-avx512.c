@@ -1,6 +1,6 @@
 /*
  * baseline-pe-table-sleef-avx512.c - the seed's float formula with SLEEF's
- * AVX-512 sincos (u10: <= 1.0 ULP), 16 angles per call.
+ * AVX-512 sincos (u10: <= 1.0 ULP; u35: <= 3.5 ULP), 16 angles per call.
  *
  * The only question this baseline answers is what "just call a good vector
  * libm" buys, so it is the obvious loop: no range tricks, no recurrences.
@@ -11,7 +11,10 @@
 #include <immintrin.h>
 #include <sleef.h>
 
-void bench_pe_table_sleef_avx512(float *out, size_t n_pos, size_t d_model, float *div)
+/* sincos: Sleef_sincosf16_u10avx512f or _u35avx512f (both are calls into
+   libsleef.so already, so passing them by pointer costs nothing more). */
+static void pe_table_sleef16(float *out, size_t n_pos, size_t d_model, float *div,
+                             Sleef___m512_2 (*sincos)(__m512))
 {
     bench_pe_div_term(div, d_model);
 
@@ -28,7 +31,7 @@ void bench_pe_table_sleef_avx512(float *out, size_t n_pos, size_t d_model, float
         size_t i = 0;
         for (; 2 * i + 32 <= d_model; i += 16) {
             const __m512 vangle = _mm512_mul_ps(vpos, _mm512_loadu_ps(div + i));
-            const Sleef___m512_2 vsc = Sleef_sincosf16_u10avx512f(vangle);
+            const Sleef___m512_2 vsc = sincos(vangle);
             _mm512_storeu_ps(row + 2 * i, _mm512_permutex2var_ps(vsc.x, vidx_lo, vsc.y));
             _mm512_storeu_ps(row + 2 * i + 16, _mm512_permutex2var_ps(vsc.x, vidx_hi, vsc.y));
         }
@@ -41,11 +44,21 @@ void bench_pe_table_sleef_avx512(float *out, size_t n_pos, size_t d_model, float
             const __mmask16 klo = (__mmask16)(rem_cols >= 16 ? 0xFFFFu : (1u << rem_cols) - 1u);
             const __mmask16 khi = (__mmask16)(rem_cols > 16 ? (1u << (rem_cols - 16)) - 1u : 0u);
             const __m512 vangle = _mm512_mul_ps(vpos, _mm512_maskz_loadu_ps(kfreq, div + i));
-            const Sleef___m512_2 vsc = Sleef_sincosf16_u10avx512f(vangle);
+            const Sleef___m512_2 vsc = sincos(vangle);
             _mm512_mask_storeu_ps(row + 2 * i, klo,
                                   _mm512_permutex2var_ps(vsc.x, vidx_lo, vsc.y));
             _mm512_mask_storeu_ps(row + 2 * i + 16, khi,
                                   _mm512_permutex2var_ps(vsc.x, vidx_hi, vsc.y));
         }
     }
+}
+
+void bench_pe_table_sleef_avx512(float *out, size_t n_pos, size_t d_model, float *div)
+{
+    pe_table_sleef16(out, n_pos, d_model, div, Sleef_sincosf16_u10avx512f);
+}
+
+void bench_pe_table_sleef_u35_avx512(float *out, size_t n_pos, size_t d_model, float *div)
+{
+    pe_table_sleef16(out, n_pos, d_model, div, Sleef_sincosf16_u35avx512f);
 }

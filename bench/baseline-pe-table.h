@@ -30,14 +30,33 @@ void bench_pe_div_term(float *div, size_t d_model);
    port of the seed gives. */
 void bench_pe_table_libm(float *out, size_t n_pos, size_t d_model, float *div);
 
+/* SLEEF's scalar Sleef_sincosf_u10 called once per angle (its generic
+   entry point, which picks SLEEF's best scalar code for the CPU): what
+   "link SLEEF instead of libm" gives a plain loop.  Default flags. */
+void bench_pe_table_sleef_scalar(float *out, size_t n_pos, size_t d_model, float *div);
+
 #if PEAK_BENCH_SLEEF_AVX512
 /* Sleef_sincosf16_u10avx512f on 16 angles at a time.  Needs AVX-512 F/DQ/BW/VL. */
 void bench_pe_table_sleef_avx512(float *out, size_t n_pos, size_t d_model, float *div);
+/* The same with Sleef_sincosf16_u35avx512f (<= 3.5 ULP, faster). */
+void bench_pe_table_sleef_u35_avx512(float *out, size_t n_pos, size_t d_model, float *div);
 #endif
 
 #if PEAK_BENCH_SLEEF_AVX2
 /* Sleef_sincosf8_u10avx2 on 8 angles at a time.  Needs AVX2 and FMA. */
 void bench_pe_table_sleef_avx2(float *out, size_t n_pos, size_t d_model, float *div);
+#endif
+
+#if PEAK_BENCH_LIBMVEC_AVX512
+/* glibc's vector math (libmvec, _ZGVeN16v_sinf / _cosf) reached the way a
+   user reaches it: a plain loop that GCC auto-vectorises under
+   -O3 -ffast-math (baseline-libmvec.c).  Needs AVX-512 F/DQ/BW/VL. */
+void bench_pe_table_libmvec_avx512(float *out, size_t n_pos, size_t d_model, float *div);
+#endif
+
+#if PEAK_BENCH_LIBMVEC_AVX2
+/* The same loop built for AVX2 + FMA (_ZGVdN8v_sinf / _cosf). */
+void bench_pe_table_libmvec_avx2(float *out, size_t n_pos, size_t d_model, float *div);
 #endif
 
 #endif /* PEAK_BENCH_BASELINE_PE_TABLE_H */

@@ -3,22 +3,27 @@
  * loop and memcpy, in one binary so that every ratio comes from the same run
  * on the same machine state.
  *
- * Names: embed/<variant>/batch:<B>/seq_len:<S> (Google Benchmark adds
- * /real_time); vocab 32000, d_model 512, ids uniform at random, positions
- * 0 .. S-1 in every sequence (the seed's case), scale sqrt(d_model).
+ * Names: embed/<variant>/batch:<B>/seq_len:<S>/d_model:<D>/fly:<0|1>
+ * (Google Benchmark adds /real_time); vocab 32000, ids uniform at random,
+ * positions 0 .. S-1 in every sequence (the seed's case), scale
+ * sqrt(d_model).  fly:0 reads PE from a table (peak_pe_table rows
+ * 0 .. S-1), fly:1 computes it on the fly (desc.pe = NULL).  Shapes: the
+ * seed's 2 x 50 at d_model 512, BERT/GPT-2's d_model 768 at 128, 512, 1024
+ * and 4096 tokens, and 64 x 512 tokens of 512 (64 MiB of output).
  * Variants:
- *   table_<tier>   peak_embed_pe with this tier forced, PE from a table
- *                  (peak_pe_table rows 0 .. S-1)
- *   fly_<tier>     the same with PE computed on the fly (desc.pe = NULL)
+ *   scalar, avx2, avx512  peak_embed_pe with this tier forced
+ *   dispatch       peak_embed_pe on the tier the dispatcher picks (label)
  *   plain_loop     the formula as a plain C loop over a table, built with the
- *                  project's flags (what the compiler makes of it)
- *   memcpy_table   memcpy moving as many bytes as the table path reads and
- *                  writes; memcpy_fly: as many as the on-the-fly path
+ *                  project's flags (what the compiler makes of it: SSE2);
+ *                  fly:0 only
+ *   plain_loop_novec  the same loop without vectorisation: the scalar loop
+ *                  (baseline-plain-loops.h); fly:0 only
+ *   memcpy         memcpy moving as many bytes as the kernel reads and writes
+ *                  from the table (fly:0) or on the fly (fly:1)
  * bytes_per_second counts bytes read and written: E rows, PE rows (table
  * only) and output rows (4 * d_model each), and the ids; memcpy counts its
- * source and its destination.  So "GB/s of the table path / GB/s of
- * memcpy_table" is the time memcpy needs for the same traffic over the
- * kernel's time.
+ * source and its destination.  So "GB/s of the kernel / GB/s of memcpy" is
+ * the time memcpy needs for the same traffic over the kernel's time.
  *
  * Before timing, every run fills the output with NaN, runs once and checks
  * it bit for bit against the plain loop (the on-the-fly path against the
@@ -26,6 +31,7 @@
  * instead of producing a fast, meaningless number.  That call also faults
  * the pages in.
  */
+#include "baseline-plain-loops.h"
 #include "bench.h"
 #include "gbench-shim.h"
 
@@ -37,46 +43,46 @@
 #include <string.h>
 
 #define EMB_VOCAB 32000
-#define EMB_D 512
+#define EMB_D_MAX 768
 
-typedef enum emb_impl { EMB_TABLE, EMB_FLY, EMB_PLAIN, EMB_MEMCPY_TABLE, EMB_MEMCPY_FLY } emb_impl;
+typedef enum emb_impl { EMB_TIER, EMB_DISPATCH, EMB_PLAIN, EMB_PLAIN_NOVEC, EMB_MEMCPY } emb_impl;
 
 typedef struct emb_variant {
     const char *name;
     emb_impl impl;
-    peak_isa isa; /* EMB_TABLE, EMB_FLY */
+    peak_isa isa; /* EMB_TIER */
 } emb_variant;
 
 static const emb_variant emb_variants[] = {
-    {"table_scalar", EMB_TABLE, PEAK_ISA_SCALAR},
+    {"scalar", EMB_TIER, PEAK_ISA_SCALAR},
 #if defined(__x86_64__)
-    {"table_avx2", EMB_TABLE, PEAK_ISA_AVX2},
-    {"table_avx512", EMB_TABLE, PEAK_ISA_AVX512},
+    {"avx2", EMB_TIER, PEAK_ISA_AVX2},
+    {"avx512", EMB_TIER, PEAK_ISA_AVX512},
+#elif defined(__aarch64__)
+    {"neon", EMB_TIER, PEAK_ISA_NEON},
 #endif
-    {"fly_scalar", EMB_FLY, PEAK_ISA_SCALAR},
-#if defined(__x86_64__)
-    {"fly_avx2", EMB_FLY, PEAK_ISA_AVX2},
-    {"fly_avx512", EMB_FLY, PEAK_ISA_AVX512},
-#endif
+    {"dispatch", EMB_DISPATCH, PEAK_ISA_SCALAR},
     {"plain_loop", EMB_PLAIN, PEAK_ISA_SCALAR},
-    {"memcpy_table", EMB_MEMCPY_TABLE, PEAK_ISA_SCALAR},
-    {"memcpy_fly", EMB_MEMCPY_FLY, PEAK_ISA_SCALAR},
+    {"plain_loop_novec", EMB_PLAIN_NOVEC, PEAK_ISA_SCALAR},
+    {"memcpy", EMB_MEMCPY, PEAK_ISA_SCALAR},
 };
 
-/* {batch, seq_len}: a short in-cache batch (2 x 50: 200 KB of output),
-   a mid-size one and one far out of cache (64 MiB of output). */
-static const int64_t emb_shapes[][2] = {{2, 50}, {32, 128}, {64, 512}};
+/* {batch, seq_len, d_model}: the seed's in-cache batch (2 x 50: 200 KB of
+   output), BERT/GPT-2 sequences, and one far out of cache (64 MiB). */
+static const int64_t emb_shapes[][3] = {{2, 50, 512},   {1, 128, 768},  {1, 512, 768},
+                                        {1, 1024, 768}, {1, 4096, 768}, {64, 512, 512}};
 
-/* The embedding table is built once: 62.5 MiB of random floats. */
+/* The embedding table is built once: 94 MiB of random floats, read as
+   [vocab, d_model] rows for every d_model up to EMB_D_MAX. */
 static float *emb_table(void)
 {
     static float *table;
     if (!table) {
-        table = aligned_alloc(64, (size_t)EMB_VOCAB * EMB_D * sizeof(float));
+        table = aligned_alloc(64, (size_t)EMB_VOCAB * EMB_D_MAX * sizeof(float));
         if (!table)
             return NULL;
         uint64_t s = 0x243f6a8885a308d3ull;
-        for (size_t k = 0; k < (size_t)EMB_VOCAB * EMB_D; k++) {
+        for (size_t k = 0; k < (size_t)EMB_VOCAB * EMB_D_MAX; k++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             table[k] = (float)((double)(s >> 40) * 0x1p-24 * 2.0 - 1.0);
         }
@@ -86,7 +92,8 @@ static float *emb_table(void)
 
 typedef struct emb_run {
     const emb_variant *v;
-    size_t batch, seq, n;
+    size_t batch, seq, n, d;
+    int fly;
     peak_embed_desc desc;
     int32_t *ids;
     float *pe, *out, *src; /* src: memcpy's source */
@@ -94,38 +101,27 @@ typedef struct emb_run {
 } emb_run;
 
 /* Bytes a variant reads and writes per call. */
-static size_t emb_traffic(emb_impl impl, size_t n)
+static size_t emb_traffic(int fly, size_t n, size_t d)
 {
-    const size_t row = EMB_D * sizeof(float);
-    const size_t table = n * (3 * row + sizeof(int32_t));
-    const size_t fly = n * (2 * row + sizeof(int32_t));
-    return impl == EMB_FLY || impl == EMB_MEMCPY_FLY ? fly : table;
-}
-
-/* What a C programmer writes first: the formula, row by row. */
-static void emb_plain_loop(float *out, const float *table, const int32_t *ids, const float *pe,
-                           size_t batch, size_t seq, float scale)
-{
-    for (size_t b = 0; b < batch; b++)
-        for (size_t s = 0; s < seq; s++) {
-            const size_t t = b * seq + s;
-            const float *e = table + (size_t)ids[t] * EMB_D;
-            for (size_t j = 0; j < EMB_D; j++)
-                out[t * EMB_D + j] = e[j] * scale + pe[s * EMB_D + j];
-        }
+    const size_t row = d * sizeof(float);
+    return n * ((fly ? 2 : 3) * row + sizeof(int32_t));
 }
 
 static peak_status emb_call(emb_run *r)
 {
     switch (r->v->impl) {
-    case EMB_TABLE:
-    case EMB_FLY:
-        return peak_embed_pe(r->out, EMB_D, r->ids, r->n, &r->desc);
+    case EMB_TIER:
+    case EMB_DISPATCH:
+        return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc);
     case EMB_PLAIN:
-        emb_plain_loop(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->desc.scale);
+        bench_emb_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->d,
+                                 r->desc.scale);
         return PEAK_OK;
-    case EMB_MEMCPY_TABLE:
-    case EMB_MEMCPY_FLY:
+    case EMB_PLAIN_NOVEC:
+        bench_emb_plain_loop_novec(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->d,
+                                   r->desc.scale);
+        return PEAK_OK;
+    case EMB_MEMCPY:
         memcpy(r->out, r->src, r->copy_bytes);
         return PEAK_OK;
     }
@@ -135,17 +131,19 @@ static peak_status emb_call(emb_run *r)
 /* NULL if the output is right, else what is wrong. */
 static const char *emb_check(const emb_run *r, char *msg, size_t len)
 {
-    if (r->v->impl == EMB_MEMCPY_TABLE || r->v->impl == EMB_MEMCPY_FLY)
+    if (r->v->impl == EMB_MEMCPY)
         return memcmp(r->out, r->src, r->copy_bytes) ? "memcpy copied wrong bytes" : NULL;
-    float *want = malloc(r->n * EMB_D * sizeof(float));
+    const size_t d = r->d;
+    float *want = malloc(r->n * d * sizeof(float));
     if (!want)
         return "out of memory";
-    emb_plain_loop(want, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->desc.scale);
+    bench_emb_plain_loop_vec(want, r->desc.table, r->ids, r->pe, r->batch, r->seq, d,
+                             r->desc.scale);
     const char *bad = NULL;
-    for (size_t k = 0; k < r->n * EMB_D && !bad; k++) {
+    for (size_t k = 0; k < r->n * d && !bad; k++) {
         if (memcmp(&r->out[k], &want[k], sizeof(float)) != 0) {
-            snprintf(msg, len, "wrong output: token %zu col %zu is %.9g, want %.9g", k / EMB_D,
-                     k % EMB_D, (double)r->out[k], (double)want[k]);
+            snprintf(msg, len, "wrong output: token %zu col %zu is %.9g, want %.9g", k / d,
+                     k % d, (double)r->out[k], (double)want[k]);
             bad = msg;
         }
     }
@@ -156,19 +154,21 @@ static const char *emb_check(const emb_run *r, char *msg, size_t len)
 static const char *emb_setup(emb_run *r)
 {
     const emb_variant *v = r->v;
-    if ((v->impl == EMB_TABLE || v->impl == EMB_FLY) && peak_isa_force(v->isa) != PEAK_OK)
+    if (v->impl == EMB_TIER && peak_isa_force(v->isa) != PEAK_OK)
         return "isa unsupported on this CPU/OS/build";
+    if ((v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC) && r->fly)
+        return "not measured: the plain loop reads a table";
     peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
     d.table = emb_table();
     d.vocab = EMB_VOCAB;
-    d.ld_table = EMB_D;
-    d.d_model = EMB_D;
-    d.scale = sqrtf((float)EMB_D);
+    d.ld_table = (ptrdiff_t)r->d;
+    d.d_model = r->d;
+    d.scale = sqrtf((float)r->d);
     d.seq_len = r->seq;
     r->ids = malloc(r->n * sizeof *r->ids);
-    r->pe = aligned_alloc(64, r->seq * EMB_D * sizeof(float));
-    r->copy_bytes = emb_traffic(v->impl, r->n) / 2;
-    const size_t out_bytes = r->n * EMB_D * sizeof(float);
+    r->pe = aligned_alloc(64, r->seq * r->d * sizeof(float));
+    r->copy_bytes = emb_traffic(r->fly, r->n, r->d) / 2;
+    const size_t out_bytes = r->n * r->d * sizeof(float);
     const size_t alloc = out_bytes > r->copy_bytes ? out_bytes : r->copy_bytes;
     r->out = aligned_alloc(64, (alloc + 63) / 64 * 64);
     if (!d.table || !r->ids || !r->pe || !r->out)
@@ -178,14 +178,14 @@ static const char *emb_setup(emb_run *r)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         r->ids[t] = (int32_t)((s >> 33) % EMB_VOCAB);
     }
-    if (peak_pe_table(r->pe, r->seq, EMB_D, 0, NULL) != PEAK_OK)
+    if (peak_pe_table(r->pe, r->seq, r->d, 0, NULL) != PEAK_OK)
         return "peak_pe_table failed";
-    if (v->impl == EMB_TABLE) {
+    if (!r->fly) {
         d.pe = r->pe;
         d.pe_rows = r->seq;
     }
     r->desc = d;
-    if (v->impl == EMB_MEMCPY_TABLE || v->impl == EMB_MEMCPY_FLY) {
+    if (v->impl == EMB_MEMCPY) {
         r->src = aligned_alloc(64, (r->copy_bytes + 63) / 64 * 64);
         if (!r->src)
             return "out of memory";
@@ -196,7 +196,7 @@ static const char *emb_setup(emb_run *r)
 
 static void emb_measure(gb_state *st, emb_run *r)
 {
-    for (size_t k = 0; k < r->n * EMB_D; k++)
+    for (size_t k = 0; k < r->n * r->d; k++)
         r->out[k] = NAN;
     const peak_status status = emb_call(r);
     if (status != PEAK_OK) {
@@ -213,7 +213,9 @@ static void emb_measure(gb_state *st, emb_run *r)
         emb_call(r);
         gb_do_not_optimize(r->out);
     }
-    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)emb_traffic(r->v->impl, r->n));
+    if (r->v->impl == EMB_DISPATCH)
+        gb_set_label(st, peak_isa_name(peak_isa_active()));
+    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)emb_traffic(r->fly, r->n, r->d));
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)r->n);
 }
 
@@ -223,6 +225,8 @@ static void bench_embed(gb_state *st, void *user)
     r.v = user;
     r.batch = (size_t)gb_range(st, 0);
     r.seq = (size_t)gb_range(st, 1);
+    r.d = (size_t)gb_range(st, 2);
+    r.fly = (int)gb_range(st, 3);
     r.n = r.batch * r.seq;
     const char *why = emb_setup(&r);
     if (why)
@@ -238,14 +242,19 @@ static void bench_embed(gb_state *st, void *user)
 
 void bench_register_embed(void)
 {
-    static const char *const arg_names[] = {"batch", "seq_len"};
+    static const char *const arg_names[] = {"batch", "seq_len", "d_model", "fly"};
     char name[64];
     for (size_t s = 0; s < sizeof emb_shapes / sizeof emb_shapes[0]; s++) {
-        for (size_t i = 0; i < sizeof emb_variants / sizeof emb_variants[0]; i++) {
-            snprintf(name, sizeof name, "embed/%s", emb_variants[i].name);
-            gb_bench *b = gb_register(name, bench_embed, (void *)&emb_variants[i]);
-            b = gb_args(b, emb_shapes[s], 2);
-            b = gb_arg_names(b, arg_names, 2);
+        for (size_t i = 0; i < 2 * (sizeof emb_variants / sizeof emb_variants[0]); i++) {
+            const emb_variant *v = &emb_variants[i / 2];
+            const int64_t fly = (int64_t)(i % 2);
+            if (fly && (v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC))
+                continue;
+            const int64_t args[4] = {emb_shapes[s][0], emb_shapes[s][1], emb_shapes[s][2], fly};
+            snprintf(name, sizeof name, "embed/%s", v->name);
+            gb_bench *b = gb_register(name, bench_embed, (void *)v);
+            b = gb_args(b, args, 4);
+            b = gb_arg_names(b, arg_names, 4);
             b = gb_unit(b, GB_MICROSECOND);
             if (gb_use_real_time(b) == NULL) {
                 fprintf(stderr, "bench_peak: cannot register %s\n", name);

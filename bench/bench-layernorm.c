@@ -8,12 +8,13 @@
  * gamma + beta, eps 1e-5, rows contiguous; 4096 rows stay within the last
  * level cache, 65536 rows (128 or 192 MiB an operand) do not.  Variants:
  *   scalar, avx2, avx512  peak_add_layernorm with that tier forced
+ *   dispatch    peak_add_layernorm on the tier the dispatcher picks (label)
  *   plain_loop  the textbook two-pass loop in C (double accumulators, which
  *               the 1e4 + noise accuracy needs), built with the project's
  *               flags, under which GCC vectorises its last loop (SSE2)
- *   plain_loop_novec  the same loop built with -fno-tree-vectorize
- *               (baseline-layernorm-novec.c): the straightforward scalar
- *               loop; both are reported
+ *   plain_loop_novec  the same loop built with -fno-tree-vectorize: the
+ *               straightforward scalar loop; both are reported
+ *               (baseline-plain-loops.h)
  *   memcpy      memcpy moving as many bytes as the kernel reads and writes
  * bytes_per_second counts bytes read and written: x, r and y (4 * D each a
  * row) plus gamma and beta once; memcpy counts its source and destination.
@@ -22,6 +23,7 @@
  * (within 2e-6 * max(1, |y|)), so a wrong kernel is skipped instead of
  * producing a fast, meaningless number; that call also faults the pages in.
  */
+#include "baseline-plain-loops.h"
 #include "bench.h"
 #include "gbench-shim.h"
 
@@ -32,11 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum ln_impl { LN_TIER, LN_PLAIN, LN_PLAIN_NOVEC, LN_MEMCPY } ln_impl;
-
-/* baseline-layernorm-novec.c */
-void bench_ln_plain_loop_novec(float *y, const float *x, const float *r, const float *gamma,
-                               const float *beta, size_t rows, size_t d, float eps);
+typedef enum ln_impl { LN_TIER, LN_DISPATCH, LN_PLAIN, LN_PLAIN_NOVEC, LN_MEMCPY } ln_impl;
 
 typedef struct ln_variant {
     const char *name;
@@ -49,13 +47,21 @@ static const ln_variant ln_variants[] = {
 #if defined(__x86_64__)
     {"avx2", LN_TIER, PEAK_ISA_AVX2},
     {"avx512", LN_TIER, PEAK_ISA_AVX512},
+#elif defined(__aarch64__)
+    {"neon", LN_TIER, PEAK_ISA_NEON},
 #endif
+    {"dispatch", LN_DISPATCH, PEAK_ISA_SCALAR},
     {"plain_loop", LN_PLAIN, PEAK_ISA_SCALAR},
     {"plain_loop_novec", LN_PLAIN_NOVEC, PEAK_ISA_SCALAR},
     {"memcpy", LN_MEMCPY, PEAK_ISA_SCALAR},
 };
 
-static const int64_t ln_shapes[][2] = {{4096, 512}, {4096, 768}, {65536, 512}, {65536, 768}};
+/* The seed's 2 x 50 tokens of 512; BERT/GPT-2 sequences of 128, 512 and
+   1024 tokens of 768; 4096 rows (within the last-level cache); 65536 rows
+   (out of it). */
+static const int64_t ln_shapes[][2] = {{100, 512},   {128, 768},   {512, 768},
+                                       {1024, 768},  {4096, 512},  {4096, 768},
+                                       {65536, 512}, {65536, 768}};
 
 #define LN_EPS 1e-5f
 #define LN_TOL 2e-6
@@ -73,35 +79,15 @@ static size_t ln_traffic(size_t rows, size_t d)
     return (3 * rows * d + 2 * d) * sizeof(float);
 }
 
-static void ln_plain_loop(float *y, const float *x, const float *r, const float *gamma,
-                          const float *beta, size_t rows, size_t d, float eps)
-{
-    for (size_t t = 0; t < rows; t++) {
-        const float *xt = x + t * d, *rt = r + t * d;
-        double acc = 0.0;
-        for (size_t j = 0; j < d; j++)
-            acc += (double)(xt[j] + rt[j]);
-        const double mean = acc / (double)d;
-        double var = 0.0;
-        for (size_t j = 0; j < d; j++) {
-            const double dev = (double)(xt[j] + rt[j]) - mean;
-            var += dev * dev;
-        }
-        const double rstd = 1.0 / sqrt(var / (double)d + (double)eps);
-        for (size_t j = 0; j < d; j++)
-            y[t * d + j] =
-                (float)(((double)(xt[j] + rt[j]) - mean) * rstd * gamma[j] + beta[j]);
-    }
-}
-
 static peak_status ln_call(ln_run *w)
 {
     switch (w->v->impl) {
     case LN_TIER:
+    case LN_DISPATCH:
         return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
                                   (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LN_EPS);
     case LN_PLAIN:
-        ln_plain_loop(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+        bench_ln_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
         return PEAK_OK;
     case LN_PLAIN_NOVEC:
         bench_ln_plain_loop_novec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
@@ -164,7 +150,7 @@ static const char *ln_check(const ln_run *w, char *msg, size_t len)
     float *want = ln_alloc(n);
     if (!want)
         return "out of memory";
-    ln_plain_loop(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+    bench_ln_plain_loop_vec(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
     const char *bad = NULL;
     for (size_t k = 0; k < n && !bad; k++) {
         const double ref = want[k];
@@ -198,6 +184,8 @@ static void ln_measure(gb_state *st, ln_run *w)
         ln_call(w);
         gb_do_not_optimize(w->y ? (void *)w->y : w->dst);
     }
+    if (w->v->impl == LN_DISPATCH)
+        gb_set_label(st, peak_isa_name(peak_isa_active()));
     gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)ln_traffic(w->rows, w->d));
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)w->rows);
 }

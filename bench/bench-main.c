@@ -4,13 +4,19 @@
  * Usage: bench_peak [--benchmark_filter=REGEX] [--benchmark_min_time=SECONDS]
  *                   [--benchmark_repetitions=N] [--benchmark_format=json] ...
  * (Google Benchmark 1.7.1: --benchmark_min_time takes a plain number of
- * seconds, "0.05", not "0.05s".)  bench/run-pe-table.sh runs the PE table
- * figures and prints the medians and the ratios the issue asks for.
+ * seconds, "0.05", not "0.05s".)  bench/report.sh runs it with repetitions,
+ * together with the accuracy program and PyTorch, and writes the report in
+ * bench/results/; bench/run-pe-table.sh and run-softmax.sh print one
+ * family's medians and the ratios its issue asks for.
  */
 #include "bench.h"
 #include "gbench-shim.h"
 
 #include "peak.h"
+
+#if PEAK_BENCH_OPENBLAS
+#include <cblas.h>
+#endif
 
 int main(int argc, char **argv)
 {
@@ -19,11 +25,22 @@ int main(int argc, char **argv)
     gb_add_context("peak_version", peak_version());
     gb_add_context("peak_isa_active", peak_isa_name(peak_isa_active()));
     gb_add_context("peak_isa_reason", peak_isa_reason());
+#if PEAK_BENCH_OPENBLAS
+    /* OpenBLAS 0.3.21 does not know CPUs newer than Sapphire Rapids and
+       falls back to its SSE3 "Prescott" kernels there unless
+       OPENBLAS_CORETYPE is set (bench/report.sh sets it for the benchmark
+       command only): the core it runs is part of what its figures mean. */
+    gb_add_context("openblas_corename", openblas_get_corename());
+    gb_add_context("openblas_config", openblas_get_config());
+#endif
 
     bench_register_pe_table();
     bench_register_softmax();
     bench_register_embed();
     bench_register_layernorm();
     bench_register_sdpa();
+    bench_register_exp();
+    bench_register_pe_add();
+    bench_register_limits();
     return gb_main(argc, argv);
 }

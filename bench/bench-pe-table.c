@@ -10,7 +10,11 @@
  *   dispatch            the public peak_pe_table() (the active tier is the
  *                       label), to show what validation + dispatch cost
  *   libm_loop           the seed's float formula, glibc sinf/cosf per element
+ *   sleef_scalar        the same formula, SLEEF's scalar u10 sincos per element
  *   sleef_avx512/avx2   the same formula, SLEEF u10 sincos 16/8 at a time
+ *   sleef_u35_avx512    the same with SLEEF's faster u35 (3.5 ULP) sincos
+ *   libmvec_avx512/avx2 the same formula as a loop GCC vectorises into glibc's
+ *                       libmvec sinf/cosf (-O3 -ffast-math, baseline-libmvec.c)
  * A variant this CPU, OS or build can't run is reported as skipped, never
  * called.
  *
@@ -37,8 +41,12 @@ typedef enum pe_impl {
     PE_TIER,
     PE_DISPATCH,
     PE_LIBM,
+    PE_SLEEF_SCALAR,
     PE_SLEEF_AVX512,
-    PE_SLEEF_AVX2
+    PE_SLEEF_U35_AVX512,
+    PE_SLEEF_AVX2,
+    PE_LIBMVEC_AVX512,
+    PE_LIBMVEC_AVX2
 } pe_impl;
 
 typedef struct pe_variant {
@@ -57,19 +65,29 @@ static const pe_variant pe_variants[] = {
 #endif
     {"dispatch", PE_DISPATCH, PEAK_ISA_SCALAR},
     {"libm_loop", PE_LIBM, PEAK_ISA_SCALAR},
+    {"sleef_scalar", PE_SLEEF_SCALAR, PEAK_ISA_SCALAR},
 #if PEAK_BENCH_SLEEF_AVX512
     {"sleef_avx512", PE_SLEEF_AVX512, PEAK_ISA_SCALAR},
+    {"sleef_u35_avx512", PE_SLEEF_U35_AVX512, PEAK_ISA_SCALAR},
 #endif
 #if PEAK_BENCH_SLEEF_AVX2
     {"sleef_avx2", PE_SLEEF_AVX2, PEAK_ISA_SCALAR},
 #endif
+#if PEAK_BENCH_LIBMVEC_AVX512
+    {"libmvec_avx512", PE_LIBMVEC_AVX512, PEAK_ISA_SCALAR},
+#endif
+#if PEAK_BENCH_LIBMVEC_AVX2
+    {"libmvec_avx2", PE_LIBMVEC_AVX2, PEAK_ISA_SCALAR},
+#endif
 };
 
 /* {seq_len, d_model}.  First the seed's module (max_len 5000, d_model 512),
-   the issue's headline figure; then a BERT/GPT-2-sized d_model at a short
-   and a long context; last a table small enough to stay in L2, which shows
-   the arithmetic without the cost of writing 10 MB back to memory. */
-static const int64_t pe_shapes[][2] = {{5000, 512}, {512, 768}, {2048, 768}, {64, 512}};
+   the issue's headline figure; then the rows its forward() uses for the
+   seed's 50-token sentences (100 KB: in L2, the arithmetic without the
+   cost of writing 10 MB back to memory); then BERT/GPT-2's d_model 768 at
+   128, 512 and 1024 positions and at the long contexts 2048 and 4096. */
+static const int64_t pe_shapes[][2] = {{5000, 512}, {50, 512},   {128, 768}, {512, 768},
+                                       {1024, 768}, {2048, 768}, {4096, 768}};
 
 #define PE_CHECK_TOL 2e-3
 
@@ -85,12 +103,15 @@ static const char *pe_unavailable(const pe_variant *v)
         return NULL;
     case PE_DISPATCH:
     case PE_LIBM:
+    case PE_SLEEF_SCALAR:
         return NULL;
     /* The baselines ask the compiler runtime rather than peak: a bug in the
        detection under test must not decide whether its yardstick runs.
        libgcc also checks XCR0, so a kernel without ZMM state support is
        not reported as AVX-512 capable. */
     case PE_SLEEF_AVX512:
+    case PE_SLEEF_U35_AVX512:
+    case PE_LIBMVEC_AVX512:
 #if defined(__x86_64__)
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
@@ -98,6 +119,7 @@ static const char *pe_unavailable(const pe_variant *v)
 #endif
         return "isa unsupported: no AVX-512 F/DQ/BW/VL on this CPU/OS";
     case PE_SLEEF_AVX2:
+    case PE_LIBMVEC_AVX2:
 #if defined(__x86_64__)
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
             return NULL;
@@ -121,6 +143,30 @@ static peak_status pe_run(const pe_variant *v, float *out, size_t n_pos, size_t 
     case PE_LIBM:
         bench_pe_table_libm(out, n_pos, d_model, div);
         return PEAK_OK;
+    case PE_SLEEF_SCALAR:
+        bench_pe_table_sleef_scalar(out, n_pos, d_model, div);
+        return PEAK_OK;
+    case PE_SLEEF_U35_AVX512:
+#if PEAK_BENCH_SLEEF_AVX512
+        bench_pe_table_sleef_u35_avx512(out, n_pos, d_model, div);
+        return PEAK_OK;
+#else
+        break;
+#endif
+    case PE_LIBMVEC_AVX512:
+#if PEAK_BENCH_LIBMVEC_AVX512
+        bench_pe_table_libmvec_avx512(out, n_pos, d_model, div);
+        return PEAK_OK;
+#else
+        break;
+#endif
+    case PE_LIBMVEC_AVX2:
+#if PEAK_BENCH_LIBMVEC_AVX2
+        bench_pe_table_libmvec_avx2(out, n_pos, d_model, div);
+        return PEAK_OK;
+#else
+        break;
+#endif
     case PE_SLEEF_AVX512:
 #if PEAK_BENCH_SLEEF_AVX512
         bench_pe_table_sleef_avx512(out, n_pos, d_model, div);

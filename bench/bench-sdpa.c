@@ -1,7 +1,7 @@
 /*
  * bench-sdpa.c - fused attention per tier and through dispatch, against
- * OpenBLAS sgemm + peak_softmax + sgemm (the unfused path) and against the
- * core's FMA peak, all in one binary so that every ratio comes from one run.
+ * OpenBLAS sgemm + peak_softmax + sgemm (the unfused path), all in one
+ * binary so that every ratio comes from one run.
  *
  * Shapes: B = 1, Dh = Dv = 64, [B, L, H, D] packed, scale 1/8:
  *   self-attention H = 8, L = 128, 512, 2048, 4096, full and causal
@@ -16,8 +16,8 @@
  * Counters: GFLOPs = 4 Lq Lk Dh H per call (the issue's count, also for
  * causal), GFLOPs_visible = 4 Dh * (visible query-key pairs) H.
  *
- * fma_peak/<avx2|avx512>: 12 independent FMA chains on registers, counted
- * as 2 FLOPs per lane: the single-core peak the ratios are taken against.
+ * The core's FMA peak the ratios are taken against, fma_peak/<tier>, is
+ * measured in bench-limits.c.
  *
  * Before timing, rows of the output are checked against a double-precision
  * attention (1e-5 * max|V|); a wrong result is skipped, not timed.
@@ -28,7 +28,6 @@
 #include "internal.h"
 #include "peak.h"
 
-#include <immintrin.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +215,7 @@ static const char *at_setup(at_case *c, gb_state *st)
     if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_AVX512 &&
         !__builtin_cpu_supports("avx512f"))
         return "isa unsupported";
-    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_SCALAR && d->q_len * d->kv_len > 1 << 20)
+    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_SCALAR && d->q_len * d->kv_len >= 1 << 20)
         return "scalar: too slow at this size";
     c->kv_floats = d->kv_len * H * AT_DH;
     /* Cold: copies of K and V that together exceed this machine's 300 MiB
@@ -277,76 +276,12 @@ static void bench_sdpa(gb_state *st, void *user)
     free(c.q);
 }
 
-/* ---- the FMA peak ------------------------------------------------------------ */
-
-#define FMA_CHAINS 12
-#define FMA_STEPS 4096
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) static float fma_loop_avx2(float seed)
-{
-    __m256 acc[FMA_CHAINS];
-    const __m256 vm = _mm256_set1_ps(0.999999f), va = _mm256_set1_ps(1e-7f);
-    for (int i = 0; i < FMA_CHAINS; i++)
-        acc[i] = _mm256_set1_ps(seed + (float)i);
-    for (int s = 0; s < FMA_STEPS; s++)
-#pragma GCC unroll 12
-        for (int i = 0; i < FMA_CHAINS; i++)
-            acc[i] = _mm256_fmadd_ps(acc[i], vm, va);
-    float out[8], sum = 0.0f;
-    for (int i = 1; i < FMA_CHAINS; i++)
-        acc[0] = _mm256_add_ps(acc[0], acc[i]);
-    _mm256_storeu_ps(out, acc[0]);
-    for (int i = 0; i < 8; i++)
-        sum += out[i];
-    return sum;
-}
-
-__attribute__((target("avx512f"))) static float fma_loop_avx512(float seed)
-{
-    __m512 acc[FMA_CHAINS];
-    const __m512 vm = _mm512_set1_ps(0.999999f), va = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < FMA_CHAINS; i++)
-        acc[i] = _mm512_set1_ps(seed + (float)i);
-    for (int s = 0; s < FMA_STEPS; s++)
-#pragma GCC unroll 12
-        for (int i = 0; i < FMA_CHAINS; i++)
-            acc[i] = _mm512_fmadd_ps(acc[i], vm, va);
-    for (int i = 1; i < FMA_CHAINS; i++)
-        acc[0] = _mm512_add_ps(acc[0], acc[i]);
-    return _mm512_reduce_add_ps(acc[0]);
-}
-
-static void bench_fma_peak(gb_state *st, void *user)
-{
-    const int wide = user != NULL;
-    if (wide ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("avx2")) {
-        gb_skip_with_error(st, "isa unsupported");
-        return;
-    }
-    float sink = 0.0f;
-    while (gb_keep_running(st))
-        sink += wide ? fma_loop_avx512(sink * 1e-30f) : fma_loop_avx2(sink * 1e-30f);
-    gb_do_not_optimize(&sink);
-    gb_set_counter(st, "GFLOPs",
-                   (double)gb_iterations(st) * FMA_STEPS * FMA_CHAINS * (wide ? 16 : 8) * 2 * 1e-9,
-                   GB_COUNTER_RATE);
-}
-#endif
-
 void bench_register_sdpa(void)
 {
     static const char *const arg_names[] = {"H", "Lq", "Lk", "causal", "cold"};
     char name[64];
 #if PEAK_BENCH_OPENBLAS
     openblas_set_num_threads(1);
-#endif
-#if defined(__x86_64__)
-    static int wide = 1;
-    gb_unit(gb_use_real_time(gb_register("fma_peak/avx2", bench_fma_peak, NULL)),
-            GB_MICROSECOND);
-    gb_unit(gb_use_real_time(gb_register("fma_peak/avx512", bench_fma_peak, &wide)),
-            GB_MICROSECOND);
 #endif
     for (size_t s = 0; s < sizeof at_shapes / sizeof at_shapes[0]; s++)
         for (size_t i = 0; i < sizeof at_variants / sizeof at_variants[0]; i++) {

@@ -4,7 +4,7 @@
  * that every ratio comes from one run on one machine state.
  *
  * Shapes (the issue's): 8 heads of L x L attention scores, rows of
- * L = 128, 512, 2048 keys, 8*L rows, no mask and causal (top-left).  Every
+ * L = 128, 512, 1024 (GPT-2), 2048 keys, 8*L rows, no mask and causal.  Every
  * variant writes a separate y (out of place), from 64-byte aligned buffers.
  *
  * Names: softmax/<variant>/L:<L>/causal:<0|1> (plus /real_time), variants:
@@ -12,6 +12,7 @@
  *   dispatch              the public peak_softmax() (label: the tier)
  *   expf_loop             max, sum of expf(x - max), scale: the loop a user
  *                         writes; causal rows stop at the diagonal too
+ *                         (baseline-softmax.c)
  *   onednn                dnnl_softmax_forward (v1 API, forward inference,
  *                         axis 1 of a [rows, L] f32 tensor), single-threaded:
  *                         Debian's libdnnl2 uses the OpenMP runtime, and the
@@ -26,6 +27,7 @@
  * checked against a double-precision softmax (1e-5 absolute); a wrong
  * result is skipped with the failing entry instead of timed.
  */
+#include "baseline-softmax.h"
 #include "bench.h"
 #include "gbench-shim.h"
 
@@ -65,7 +67,7 @@ static const sm_variant sm_variants[] = {
 #endif
 };
 
-static const int64_t sm_lengths[] = {128, 512, 2048};
+static const int64_t sm_lengths[] = {128, 512, 1024, 2048};
 #define SM_HEADS 8
 #define SM_CHECK_TOL 1e-5
 
@@ -83,30 +85,6 @@ typedef struct sm_case {
     dnnl_memory_t src, dst;
 #endif
 } sm_case;
-
-/* ---- the plain loop ------------------------------------------------------- */
-
-static void expf_loop(float *y, const float *x, size_t rows, size_t L, int causal)
-{
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * L;
-        float *yr = y + r * L;
-        const size_t n = causal ? r % L + 1 : L;
-        float max = -INFINITY;
-        for (size_t j = 0; j < n; j++)
-            max = xr[j] > max ? xr[j] : max;
-        float sum = 0.0f;
-        for (size_t j = 0; j < n; j++) {
-            yr[j] = expf(xr[j] - max);
-            sum += yr[j];
-        }
-        const float inv = 1.0f / sum;
-        for (size_t j = 0; j < n; j++)
-            yr[j] *= inv;
-        for (size_t j = n; j < L; j++)
-            yr[j] = 0.0f;
-    }
-}
 
 /* ---- oneDNN --------------------------------------------------------------------- */
 
@@ -209,7 +187,7 @@ static void sm_run(const sm_case *c)
         peak_softmax(c->y, c->x, &c->desc);
         break;
     case SM_EXPF_LOOP:
-        expf_loop(c->y, c->x, c->rows, c->L, c->causal);
+        bench_softmax_expf_loop(c->y, c->x, c->rows, c->L, c->causal);
         break;
     case SM_ONEDNN:
 #if PEAK_BENCH_ONEDNN

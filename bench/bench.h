@@ -8,6 +8,11 @@
 #ifndef PEAK_BENCH_H
 #define PEAK_BENCH_H
 
+#include "peak.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
 /* Registers pe_table/<variant>/seq_len:<n>/d_model:<d> for every variant
    and shape (bench-pe-table.c). */
 void bench_register_pe_table(void);
@@ -24,5 +29,30 @@ void bench_register_layernorm(void);
 /* Registers sdpa/<variant>/H:<h>/Lq:<n>/Lk:<n>/causal:<0|1>/cold:<0|1> and
    fma_peak/<isa> (bench-sdpa.c). */
 void bench_register_sdpa(void);
+
+/* Registers exp/<variant>/n:<n> (bench-exp.c) and
+   pe_add/<variant>/batch:<B>/seq_len:<S>/d_model:<D>/fly:<0|1>
+   (bench-pe-add.c). */
+void bench_register_exp(void);
+void bench_register_pe_add(void);
+
+/* Registers the machine's limits measured in the same run (bench-limits.c):
+   memcpy/bytes:<n>, read/bytes:<n>, write/bytes:<n> (bandwidth in and out
+   of cache) and fma_peak/<tier> (one core's FP32 FMA rate). */
+void bench_register_limits(void);
+
+/* ---- shared helpers (bench-util.c) --------------------------------------- */
+
+/* NULL if this build, CPU and OS can run peak's `isa` kernels, else why
+   not (a message starting "isa unsupported"). */
+const char *bench_tier_unavailable(peak_isa isa);
+/* 1 if the CPU and OS run AVX-512 F/DQ/BW/VL (resp. AVX2 + FMA) code, asked
+   of libgcc rather than of the dispatcher under test: for the baselines. */
+int bench_cpu_avx512(void);
+int bench_cpu_avx2(void);
+/* 64-byte aligned, like a framework's tensor allocator; free() it. */
+void *bench_alloc(size_t bytes);
+/* n floats uniform in [lo, hi), from a fixed-seed LCG. */
+void bench_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi);
 
 #endif /* PEAK_BENCH_H */

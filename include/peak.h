@@ -1,13 +1,13 @@
-/*
- * peak.h - PE and Attention Kernels: the one public header.
+/**
+ * @file peak.h
+ * @brief PE and Attention Kernels: the one public header.
  *
  * Hand-vectorised float32 CPU kernels for the Transformer's input and
  * attention path ("Attention Is All You Need", Vaswani et al. 2017, sec. 3.2
  * and 3.5), with a scalar reference for every kernel and AVX2 / AVX-512 / NEON
  * variants chosen at run time.
  *
- * Conventions (shared by every function below)
- * --------------------------------------------
+ * @par Conventions (shared by every function below)
  * - Every function that can fail returns peak_status.  Arguments are
  *   validated before anything is written: a call that returns anything but
  *   PEAK_OK has changed no output byte.
@@ -26,10 +26,12 @@
  *   dispatch table, initialised once on first use (thread-safe) and changed
  *   only by peak_isa_force().
  *
- * Why descriptors instead of long argument lists for softmax, attention and
- * the embedding: attention takes 7 sizes, 12 strides and a mask; a struct
+ * @par Why descriptors
+ * Softmax, attention and the embedding take descriptors instead of long
+ * argument lists: attention takes 7 sizes, 12 strides and a mask; a struct
  * with a DEFAULT initialiser is the only form that stays readable at the
- * call site and lets us add fields without breaking callers.
+ * call site and lets us add fields without breaking callers (at the source
+ * level: see the ABI policy on the main page).
  */
 #ifndef PEAK_H
 #define PEAK_H
@@ -37,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** @brief Marks the functions libpeak exports (default visibility; the rest
+    of the library is hidden). */
 #if defined(_WIN32)
 #define PEAK_API
 #elif defined(__GNUC__)
@@ -49,150 +53,245 @@
 extern "C" {
 #endif
 
+/** @brief Major version of this header: a change means an incompatible API. */
 #define PEAK_VERSION_MAJOR 0
+/** @brief Minor version of this header: functions or fields added. */
 #define PEAK_VERSION_MINOR 1
+/** @brief Patch version of this header: fixes only. */
 #define PEAK_VERSION_PATCH 0
+/** @brief This header's version as a string; compare with peak_version(),
+    the library's, to detect a header/library mismatch. */
+#define PEAK_VERSION_STRING "0.1.0"
+/** @brief This header's version as one number, MAJOR * 10000 + MINOR * 100
+    + PATCH (0.1.0 is 100). */
+#define PEAK_VERSION_NUMBER                                                      \
+    (PEAK_VERSION_MAJOR * 10000 + PEAK_VERSION_MINOR * 100 + PEAK_VERSION_PATCH)
+/** @brief Nonzero when this header is version major.minor.patch or later:
+    `#if PEAK_VERSION_AT_LEAST(0, 2, 0)`. */
+#define PEAK_VERSION_AT_LEAST(major, minor, patch)                               \
+    (PEAK_VERSION_NUMBER >= (major) * 10000 + (minor) * 100 + (patch))
 
 /* ------------------------------------------------------------------------ */
 /* Status                                                                     */
 /* ------------------------------------------------------------------------ */
 
+/** @brief What every fallible function returns. */
 typedef enum peak_status {
-    PEAK_OK = 0,
-    PEAK_ERR_INVALID_ARG = 1,  /* NULL pointer, zero or inconsistent size,
-                                  bad stride, bad enum value, NaN parameter  */
-    PEAK_ERR_OUT_OF_RANGE = 2, /* token id or position outside its table,
-                                  pos0 + n beyond PEAK_MAX_POSITION, a size
-                                  whose byte count would overflow size_t     */
-    PEAK_ERR_UNSUPPORTED = 3,  /* ISA not available on this CPU/OS/build    */
-    PEAK_ERR_WORKSPACE = 4,    /* caller-provided workspace too small        */
-    PEAK_ERR_NO_MEMORY = 5     /* convenience path could not allocate        */
+    PEAK_OK = 0,               /**< Success. */
+    PEAK_ERR_INVALID_ARG = 1,  /**< NULL pointer, zero or inconsistent size,
+                                    bad stride, bad enum value, NaN parameter. */
+    PEAK_ERR_OUT_OF_RANGE = 2, /**< Token id or position outside its table,
+                                    pos0 + n beyond PEAK_MAX_POSITION, a size
+                                    whose byte count would overflow size_t. */
+    PEAK_ERR_UNSUPPORTED = 3,  /**< ISA not available on this CPU/OS/build. */
+    PEAK_ERR_WORKSPACE = 4,    /**< Caller-provided workspace too small. */
+    PEAK_ERR_NO_MEMORY = 5     /**< Convenience path could not allocate. */
 } peak_status;
 
-/* A static English description of s ("invalid argument", ...); never NULL,
-   "unknown status" for values outside the enum. */
+/**
+ * @brief A static English description of a status.
+ * @param s  any value (need not be a peak_status enumerator).
+ * @return "invalid argument", ...; never NULL: "unknown status" for values
+ *         outside the enum.
+ * @threadsafety Safe from any thread; the strings are static constants.
+ */
 PEAK_API const char *peak_status_string(peak_status s);
 
 /* ------------------------------------------------------------------------ */
 /* Instruction-set tiers and run-time dispatch                                */
 /* ------------------------------------------------------------------------ */
 
-/* Ordered: a higher x86 tier implies the lower ones. */
+/** @brief Instruction-set tiers.  Ordered: a higher x86 tier implies the
+    lower ones. */
 typedef enum peak_isa {
-    PEAK_ISA_SCALAR = 0, /* plain C: the reference and the fallback          */
-    PEAK_ISA_AVX2 = 1,   /* x86-64 AVX2 + FMA, OS saves YMM state            */
-    PEAK_ISA_AVX512 = 2, /* AVX-512 F/BW/DQ/VL, OS saves ZMM/opmask state    */
-    PEAK_ISA_NEON = 3    /* AArch64 AdvSIMD                                  */
+    PEAK_ISA_SCALAR = 0, /**< Plain C: the reference and the fallback. */
+    PEAK_ISA_AVX2 = 1,   /**< x86-64 AVX2 + FMA, OS saves YMM state. */
+    PEAK_ISA_AVX512 = 2, /**< AVX-512 F/BW/DQ/VL, OS saves ZMM/opmask state. */
+    PEAK_ISA_NEON = 3    /**< AArch64 AdvSIMD. */
 } peak_isa;
 
-/* The tier every kernel call currently uses: the best one the CPU, the OS
-   and this build support, lowered by the PEAK_ISA environment variable
-   ("scalar", "avx2", "avx512", "neon", any case; a cap, never a raise: an
-   unsupported request falls to the best supported tier below it, an unknown
-   value, or one naming another architecture's tier, is ignored; each prints
-   one warning on stderr), or the tier last set by peak_isa_force().
-   PEAK_ISA_DEBUG=1 prints the decision on stderr when it is first made. */
+/**
+ * @brief The tier every kernel call currently uses.
+ *
+ * The best tier the CPU, the OS and this build support, lowered by the
+ * PEAK_ISA environment variable ("scalar", "avx2", "avx512", "neon", any
+ * case; a cap, never a raise: an unsupported request falls to the best
+ * supported tier below it, an unknown value, or one naming another
+ * architecture's tier, is ignored; each prints one warning on stderr), or
+ * the tier last set by peak_isa_force().  PEAK_ISA_DEBUG=1 prints the
+ * decision on stderr when it is first made.
+ * @return the active tier.
+ * @threadsafety Safe from any thread.  The first call of the process (of
+ *   any peak function) runs detection once, under pthread_once.
+ */
 PEAK_API peak_isa peak_isa_active(void);
 
-/* 1 if `isa` is compiled into this library and usable on this CPU and OS,
-   else 0 (also for values outside the enum). */
+/**
+ * @brief Whether a tier is compiled into this library and usable on this
+ *        CPU and OS.
+ * @param isa  the tier to ask about.
+ * @return 1 if usable, else 0 (also for values outside the enum).
+ * @threadsafety Safe from any thread.
+ */
 PEAK_API int peak_isa_supported(peak_isa isa);
 
-/* Process-wide: make every later call use `isa` (for tests and benchmarks;
-   not meant to be changed while other threads run kernels).
-   Returns PEAK_ERR_UNSUPPORTED (and changes nothing) when
-   peak_isa_supported(isa) is 0; PEAK_ERR_INVALID_ARG for a value outside
-   the enum.  peak_isa_reset() goes back to the automatic choice. */
+/**
+ * @brief Process-wide: make every later call use `isa` (for tests and
+ *        benchmarks).
+ *
+ * Unlike PEAK_ISA this can select any usable tier, above the cap too.
+ * @param isa  the tier to use from now on.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_UNSUPPORTED (and nothing changes) when
+ *   peak_isa_supported(isa) is 0; PEAK_ERR_INVALID_ARG for a value outside
+ *   the enum.
+ * @threadsafety The switch itself is an atomic store, but it is not meant to
+ *   happen while other threads run kernels: a call that has already started
+ *   finishes on the old tier, later ones use the new one.
+ * @see peak_isa_reset()
+ */
 PEAK_API peak_status peak_isa_force(peak_isa isa);
+
+/**
+ * @brief Back to the automatic choice (detection, then the PEAK_ISA cap).
+ * @threadsafety As peak_isa_force().
+ */
 PEAK_API void peak_isa_reset(void);
 
-/* "scalar", "avx2", "avx512", "neon"; "unknown" outside the enum. */
+/**
+ * @brief The name of a tier.
+ * @param isa  any value.
+ * @return "scalar", "avx2", "avx512", "neon"; "unknown" outside the enum.
+ * @threadsafety Safe from any thread; static strings.
+ */
 PEAK_API const char *peak_isa_name(peak_isa isa);
 
-/* One line saying why the automatic choice is what it is, e.g.
-   "avx512: CPU has AVX-512 F/DQ/BW/VL and the OS saves opmask/ZMM state",
-   followed by what PEAK_ISA changed, if anything.
-   Static storage, valid for the life of the process. */
+/**
+ * @brief One line saying why the automatic choice is what it is.
+ *
+ * E.g. "avx512: CPU has AVX-512 F/DQ/BW/VL and the OS saves opmask/ZMM
+ * state", followed by what PEAK_ISA changed, if anything.
+ * @return static storage, valid for the life of the process.
+ * @threadsafety Safe from any thread (runs detection once if needed).
+ */
 PEAK_API const char *peak_isa_reason(void);
 
-/* "0.1.0" */
+/**
+ * @brief The library's version at run time.
+ * @return "MAJOR.MINOR.PATCH", e.g. "0.1.0": the PEAK_VERSION_STRING the
+ *         library was built with (a program's own PEAK_VERSION_STRING may
+ *         differ if it was compiled against another header).
+ * @threadsafety Safe from any thread; a static string.
+ */
 PEAK_API const char *peak_version(void);
 
 /* ------------------------------------------------------------------------ */
 /* Sinusoidal positional encoding                                            */
 /* ------------------------------------------------------------------------ */
 
-/* Positions are limited to [0, PEAK_MAX_POSITION): beyond 2^32 the angle
-   pos * w can no longer be formed to the accuracy promised below. */
+/** @brief Positions are limited to [0, PEAK_MAX_POSITION): beyond 2^32 the
+    angle pos * w can no longer be formed to the accuracy promised below. */
 #define PEAK_MAX_POSITION ((size_t)1 << 32)
 
+/** @brief Column layout of a sinusoid row. */
 typedef enum peak_pe_layout {
-    /* Vaswani et al. 2017 eq. (PE) and the PyTorch tutorial module:
-         PE[p, 2i] = sin(p * w_i),  PE[p, 2i+1] = cos(p * w_i),
-         w_i = base^(-2i / d_model),  i = 0 .. ceil(d_model/2) - 1.
-       Odd d_model: the last column is the sine sin(p * w_{(d-1)/2}). */
+    /** Vaswani et al. 2017 eq. (PE) and the PyTorch tutorial module:
+        PE[p, 2i] = sin(p * w_i),  PE[p, 2i+1] = cos(p * w_i),
+        w_i = base^(-2i / d_model),  i = 0 .. ceil(d_model/2) - 1.
+        Odd d_model: the last column is the sine sin(p * w_{(d-1)/2}). */
     PEAK_PE_INTERLEAVED = 0,
-    /* tensor2tensor get_timing_signal_1d, fairseq SinusoidalPositionalEmbedding,
-       Marian: PE[p, i] = sin(p * w_i), PE[p, half + i] = cos(p * w_i),
-         half = floor(d_model/2),  w_i = exp(-i * ln(base) / max(half - 1, 1)).
-       Odd d_model: the last column is 0 (d_model == 1: the row is [0]). */
+    /** tensor2tensor get_timing_signal_1d, fairseq SinusoidalPositionalEmbedding,
+        Marian: PE[p, i] = sin(p * w_i), PE[p, half + i] = cos(p * w_i),
+        half = floor(d_model/2),  w_i = exp(-i * ln(base) / max(half - 1, 1)).
+        Odd d_model: the last column is 0 (d_model == 1: the row is [0]). */
     PEAK_PE_SPLIT = 1,
-    /* [sin | cos] with the paper's frequencies w_i = base^(-2i / d_model),
-       i < half: the Hugging Face port of Marian (MarianSinusoidalPositional-
-       Embedding).  Odd d_model: the last column is 0. */
+    /** [sin | cos] with the paper's frequencies w_i = base^(-2i / d_model),
+        i < half: the Hugging Face port of Marian (MarianSinusoidalPositional-
+        Embedding).  Odd d_model: the last column is 0. */
     PEAK_PE_SPLIT_PAPER = 2
 } peak_pe_layout;
 
+/** @brief How the sinusoid entries are rounded. */
 typedef enum peak_pe_mode {
-    /* The angle p * w_i is formed in double precision and sin/cos evaluated
-       to ~1e-16, so every entry is within 2^-23 absolute of the exact real
-       value for every p < 2^20 and d_model <= 8192 (measured bound: see the
-       tests; in practice the float rounding, <= 2^-25, dominates).  Entries
-       depend only on (p, column, d_model, layout, base): a row is the same
-       bit pattern whatever pos0 and n_pos produced it, on every tier. */
+    /** The angle p * w_i is formed in double precision and sin/cos evaluated
+        to ~1e-16, so every entry is within 2^-23 absolute of the exact real
+        value for every p < 2^20 and d_model <= 8192 (measured bound: see the
+        tests; in practice the float rounding, <= 2^-25, dominates).  Entries
+        depend only on (p, column, d_model, layout, base): a row is the same
+        bit pattern whatever pos0 and n_pos produced it, on every tier. */
     PEAK_PE_EXACT = 0,
-    /* The seed's float32 PyTorch formula, reproduced: w_i = expf(j * c) with
-       j the float column exponent and c = (float)(-ln(base) / denom) (PyTorch
-       takes exp from SLEEF: expf u10), angle = (float)p * w_i rounded to
-       float, then sin/cos of that float angle.  Within 2 ULP of
-       torch 1.13's table (measured: 1 ULP); off from the exact value by up to
-       2.5e-4 at p=5000 and 4.7e-3 at p=96079 (measured, d_model 512: the
-       float rounding of the angle). */
+    /** The seed's float32 PyTorch formula, reproduced: w_i = expf(j * c) with
+        j the float column exponent and c = (float)(-ln(base) / denom) (PyTorch
+        takes exp from SLEEF: expf u10), angle = (float)p * w_i rounded to
+        float, then sin/cos of that float angle.  Within 2 ULP of
+        torch 1.13's table (measured: 1 ULP); off from the exact value by up to
+        2.5e-4 at p=5000 and 4.7e-3 at p=96079 (measured, d_model 512: the
+        float rounding of the angle). */
     PEAK_PE_TORCH_F32 = 1
 } peak_pe_mode;
 
+/** @brief Parameters of the sinusoid; start from PEAK_PE_PARAMS_DEFAULT. */
 typedef struct peak_pe_params {
-    peak_pe_layout layout;
-    peak_pe_mode mode;
-    double base; /* > 0 and finite; 10000 in the paper */
+    peak_pe_layout layout; /**< Column layout. */
+    peak_pe_mode mode;     /**< Rounding mode. */
+    double base;           /**< > 0 and finite; 10000 in the paper. */
 } peak_pe_params;
 
+/** @brief Interleaved layout, exact mode, base 10000 (the paper). */
 #define PEAK_PE_PARAMS_DEFAULT {PEAK_PE_INTERLEAVED, PEAK_PE_EXACT, 10000.0}
 
-/* The sinusoid table for positions pos0 .. pos0 + n_pos - 1.
-     out: [n_pos, d_model] float32, row-major, contiguous (row stride d_model).
-     params: NULL means PEAK_PE_PARAMS_DEFAULT.
-   Errors: PEAK_ERR_INVALID_ARG if out is NULL, n_pos or d_model is 0, or
-   params holds an unknown layout/mode or a base that is not > 0 and finite;
-   PEAK_ERR_OUT_OF_RANGE if pos0 + n_pos > PEAK_MAX_POSITION or
-   n_pos * d_model * 4 bytes overflows size_t.
-   Every tier returns the same bits (see the mode).
-   Source: Vaswani et al. 2017, sec. 3.5; layouts as documented above. */
+/**
+ * @brief The sinusoid table for positions pos0 .. pos0 + n_pos - 1.
+ *
+ * Every tier returns the same bits (see the mode).
+ * @param[out] out  [n_pos, d_model] float32, row-major, contiguous (row
+ *                  stride d_model).
+ * @param n_pos     number of rows (positions).
+ * @param d_model   number of columns (the model width).
+ * @param pos0      position of the first row.
+ * @param params    layout, mode and base; NULL means PEAK_PE_PARAMS_DEFAULT.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG if out is NULL, n_pos or d_model is 0, or
+ *   params holds an unknown layout/mode or a base that is not > 0 and finite;
+ *   PEAK_ERR_OUT_OF_RANGE if pos0 + n_pos > PEAK_MAX_POSITION or
+ *   n_pos * d_model * 4 bytes overflows size_t.
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
+ * @source Vaswani et al. 2017, sec. 3.5; layouts as documented at
+ *   peak_pe_layout.
+ */
 PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
                                    const peak_pe_params *params);
 
-/* In-place positional add, the PyTorch module's forward():
-     x[b, s, :] += PE(pos0 + s, :)   for b < batch, s < seq_len,
-   row (b, s) at x + b * batch_stride + s * ld_x, d_model contiguous floats.
-   pe == NULL: PE(p, :) is computed on the fly, bit-identical to
-   peak_pe_table(..., params) row p.  pe != NULL: PE(p, :) is the table row
-   pe + (p * d_model), the table holding pe_rows rows [pe_rows, d_model]
-   (rows for positions 0 .. pe_rows - 1; params is then ignored).
-   Errors: PEAK_ERR_INVALID_ARG for a NULL x, a zero size, ld_x < d_model,
-   batch > 1 with batch_stride < d_model, x == pe, or bad params (on the
-   fly);
-   PEAK_ERR_OUT_OF_RANGE if pos0 + seq_len > pe_rows (table) or
-   > PEAK_MAX_POSITION (on the fly).  x may not overlap pe. */
+/**
+ * @brief In-place positional add, the PyTorch module's forward():
+ *        x[b, s, :] += PE(pos0 + s, :) for b < batch, s < seq_len.
+ *
+ * pe == NULL: PE(p, :) is computed on the fly, bit-identical to
+ * peak_pe_table(..., params) row p.  pe != NULL: PE(p, :) is the table row
+ * pe + (p * d_model), the table holding pe_rows rows [pe_rows, d_model]
+ * (rows for positions 0 .. pe_rows - 1; params is then ignored).
+ * x may not overlap pe (checked: their extents must not meet).
+ * @param[in,out] x      row (b, s) at x + b * batch_stride + s * ld_x,
+ *                       d_model contiguous floats.
+ * @param batch_stride   elements between batch entries (>= d_model when
+ *                       batch > 1).
+ * @param ld_x           elements between positions (>= d_model).
+ * @param batch          number of sequences.
+ * @param seq_len        positions per sequence.
+ * @param d_model        floats per row.
+ * @param pos0           position of row s = 0.
+ * @param pe             [pe_rows, d_model] contiguous table, or NULL.
+ * @param pe_rows        rows in pe (ignored when pe is NULL).
+ * @param params         for the on-the-fly PE; NULL means
+ *                       PEAK_PE_PARAMS_DEFAULT.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for a NULL x, a zero size, ld_x < d_model,
+ *   batch > 1 with batch_stride < d_model, x == pe, or bad params (on the
+ *   fly); PEAK_ERR_OUT_OF_RANGE if pos0 + seq_len > pe_rows (table) or
+ *   > PEAK_MAX_POSITION (on the fly).
+ * @threadsafety Reentrant: concurrent calls with distinct x are safe.
+ * @source Vaswani et al. 2017, sec. 3.5 (the sum of embedding and PE).
+ */
 PEAK_API peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
                                  size_t seq_len, size_t d_model, size_t pos0, const float *pe,
                                  size_t pe_rows, const peak_pe_params *params);
@@ -201,46 +300,61 @@ PEAK_API peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_
 /* Fused embedding gather + scale + positional encoding                       */
 /* ------------------------------------------------------------------------ */
 
+/** @brief What peak_embed_pe() gathers and adds; start from
+    PEAK_EMBED_DESC_DEFAULT. */
 typedef struct peak_embed_desc {
-    const float *table;     /* E: [vocab, d_model], row stride ld_table       */
-    size_t vocab;
-    ptrdiff_t ld_table;     /* >= d_model                                     */
-    size_t d_model;
-    float scale;            /* multiplies E; sqrt(d_model) in the paper 3.4   */
-    const float *pe;        /* [pe_rows, d_model] table, or NULL: on the fly  */
-    size_t pe_rows;
-    peak_pe_params pe_params;  /* for the on-the-fly PE                       */
-    const int64_t *positions;  /* per token; NULL: pos0 + t % seq_len         */
-    size_t pos0;
-    size_t seq_len;         /* 0: one sequence of n_tokens                    */
-    int32_t padding_idx;    /* -1: off.  Else fairseq make_positions(): a
+    const float *table;     /**< E: [vocab, d_model], row stride ld_table. */
+    size_t vocab;           /**< Rows of E. */
+    ptrdiff_t ld_table;     /**< >= d_model. */
+    size_t d_model;         /**< Floats per row. */
+    float scale;            /**< Multiplies E; sqrt(d_model) in the paper 3.4. */
+    const float *pe;        /**< [pe_rows, d_model] table, or NULL: on the fly. */
+    size_t pe_rows;         /**< Rows of pe. */
+    peak_pe_params pe_params;  /**< For the on-the-fly PE. */
+    const int64_t *positions;  /**< Per token; NULL: pos0 + t % seq_len. */
+    size_t pos0;            /**< First position (with positions NULL). */
+    size_t seq_len;         /**< 0: one sequence of n_tokens. */
+    int32_t padding_idx;    /**< -1: off.  Else fairseq make_positions(): a
                                token equal to padding_idx gets E[id]*scale and
                                no PE, the others get position pos0 +
                                padding_idx + 1 + (number of non-pad tokens
                                before it in its sequence); pos0 = 0 is
                                fairseq's numbering, pos0 > 0 continues it
                                (incremental decoding).  Not combined with
-                               positions.                                     */
+                               positions. */
 } peak_embed_desc;
 
+/** @brief No table, scale 1, PE on the fly with PEAK_PE_PARAMS_DEFAULT,
+    one sequence from position 0, no padding index. */
 #define PEAK_EMBED_DESC_DEFAULT                                                  \
     {NULL, 0, 0, 0, 1.0f, NULL, 0, PEAK_PE_PARAMS_DEFAULT, NULL, 0, 0, -1}
 
-/* out[t, :] = E[ids[t], :] * scale + PE(pos(t), :)   for t < n_tokens,
-     out: [n_tokens, d_model], row stride ld_out (>= d_model);
-     ids: [n_tokens] int32 token ids in [0, vocab);
-     pos(t) = positions[t] if positions, else pos0 + t % seq_len
-              (pos0 + t if seq_len == 0); see padding_idx for fairseq numbering.
-   Each element is computed as one float multiply then one float add
-   (never fused), so every tier gives the same bits.
-   Errors: PEAK_ERR_INVALID_ARG for NULL out/ids/desc/table, zero n_tokens,
-   vocab or d_model, ld_out or ld_table < d_model, a non-finite scale,
-   padding_idx outside [-1, vocab), padding_idx combined with positions,
-   out == table or out == pe (exact alias; out must not overlap either),
-   bad pe_params (on the fly);
-   PEAK_ERR_OUT_OF_RANGE for an id outside [0, vocab), a position < 0 or
-   >= pe_rows (table) or >= PEAK_MAX_POSITION (on the fly).
-   Source: Vaswani et al. 2017, sec. 3.4-3.5; fairseq make_positions(). */
+/**
+ * @brief Fused gather + scale + PE: out[t, :] = E[ids[t], :] * scale +
+ *        PE(pos(t), :) for t < n_tokens.
+ *
+ * pos(t) = positions[t] if positions, else pos0 + t % seq_len
+ * (pos0 + t if seq_len == 0); see peak_embed_desc::padding_idx for fairseq
+ * numbering.  Each element is computed as one float multiply then one float
+ * add (never fused), so every tier gives the same bits.
+ * @param[out] out  [n_tokens, d_model], row stride ld_out; its extent must
+ *                  not meet the table's, pe's, ids' or positions'.
+ * @param ld_out    elements between output rows (>= d_model).
+ * @param ids       [n_tokens] int32 token ids in [0, vocab).
+ * @param n_tokens  number of tokens (all sequences).
+ * @param desc      the embedding table, scale, PE source and numbering.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for NULL out/ids/desc/table, zero n_tokens,
+ *   vocab or d_model, ld_out or ld_table < d_model, a non-finite scale,
+ *   padding_idx outside [-1, vocab), padding_idx combined with positions,
+ *   out's extent meeting the table, pe, ids or positions (all read while
+ *   out is written), bad pe_params (on the fly);
+ *   PEAK_ERR_OUT_OF_RANGE for an id outside [0, vocab), a position < 0 or
+ *   >= pe_rows (table) or >= PEAK_MAX_POSITION (on the fly).
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe
+ *   (tables may be shared).
+ * @source Vaswani et al. 2017, sec. 3.4-3.5; fairseq make_positions().
+ */
 PEAK_API peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                    size_t n_tokens, const peak_embed_desc *desc);
 
@@ -248,160 +362,241 @@ PEAK_API peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *
 /* Masks (shared by softmax and attention)                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Scores are indexed [b, h, i, j]: batch, head, query row i < Lq, key j < Lk.
-   A key is visible to a row when every enabled condition holds:
-     causal:  j <= qpos,  qpos = i + q_offset            (PEAK_ALIGN_TOP_LEFT,
-                                                          PyTorch is_causal)
-                          qpos = i + q_offset + Lk - Lq  (PEAK_ALIGN_BOTTOM_RIGHT,
-                                                          flash-attn, ONNX)
-              computed in signed arithmetic (qpos may be negative: no key).
-     window:  j > qpos - window   (window > 0; also used without causal)
-     key_len: j < key_len[b]      (key padding; 0 <= key_len[b] <= Lk)
-     keep:    keep[b*ks[0] + h*ks[1] + i*ks[2] + j] != 0
-     bias:    bias[b*bs[0] + h*bs[1] + i*bs[2] + j] != -inf  (also added)
-   Masked scores are never read, their probabilities are exactly 0, and a row
-   with no visible key -- or whose visible scores are all -inf -- is a row of
-   zeros (never NaN).  A visible +inf or NaN score makes the row NaN at its
-   visible keys (masked keys stay 0).  Strides of 0 broadcast.
-   q_offset, window, Lq and Lk must be at most 2^40 (else
-   PEAK_ERR_OUT_OF_RANGE), so the signed index arithmetic cannot overflow. */
-typedef enum peak_align { PEAK_ALIGN_TOP_LEFT = 0, PEAK_ALIGN_BOTTOM_RIGHT = 1 } peak_align;
+/** @brief Where the causal diagonal sits when Lq != Lk. */
+typedef enum peak_align {
+    PEAK_ALIGN_TOP_LEFT = 0,    /**< qpos = i + q_offset (PyTorch is_causal). */
+    PEAK_ALIGN_BOTTOM_RIGHT = 1 /**< qpos = i + q_offset + Lk - Lq (flash-attn,
+                                     ONNX). */
+} peak_align;
 
+/**
+ * @brief Which keys each score row sees (softmax and attention).
+ *
+ * Scores are indexed [b, h, i, j]: batch, head, query row i < Lq, key
+ * j < Lk.  A key is visible to a row when every enabled condition holds:
+ *   - causal:  j <= qpos, qpos = i + q_offset (PEAK_ALIGN_TOP_LEFT) or
+ *     i + q_offset + Lk - Lq (PEAK_ALIGN_BOTTOM_RIGHT), computed in signed
+ *     arithmetic (qpos may be negative: no key);
+ *   - window:  j > qpos - window (window > 0; also used without causal);
+ *   - key_len: j < key_len[b] (key padding; 0 <= key_len[b] <= Lk);
+ *   - keep:    keep[b*ks[0] + h*ks[1] + i*ks[2] + j] != 0;
+ *   - bias:    bias[b*bs[0] + h*bs[1] + i*bs[2] + j] != -inf (also added).
+ *
+ * Masked scores are never read, their probabilities are exactly 0, and a row
+ * with no visible key -- or whose visible scores are all -inf -- is a row of
+ * zeros (never NaN).  A visible +inf or NaN score makes the row NaN at its
+ * visible keys (masked keys stay 0).  Strides of 0 broadcast.
+ * q_offset, window, Lq and Lk must be at most 2^40 (else
+ * PEAK_ERR_OUT_OF_RANGE), so the signed index arithmetic cannot overflow.
+ * Start from PEAK_MASK_DEFAULT (nothing masked).
+ */
 typedef struct peak_mask {
-    int causal;
-    peak_align align;
-    size_t q_offset;
-    size_t window;
-    const int32_t *key_len;   /* [batch] or NULL                              */
-    const uint8_t *keep;      /* boolean mask or NULL                         */
-    ptrdiff_t keep_stride[3]; /* for b, h, i; j contiguous                    */
-    const float *bias;        /* additive float mask or NULL                  */
-    ptrdiff_t bias_stride[3];
+    int causal;               /**< Nonzero: key j visible only if j <= qpos. */
+    peak_align align;         /**< Where the causal diagonal sits. */
+    size_t q_offset;          /**< Cached positions before query row 0
+                                   (KV-cache decoding). */
+    size_t window;            /**< 0: none; else also j > qpos - window. */
+    const int32_t *key_len;   /**< [batch] or NULL. */
+    const uint8_t *keep;      /**< Boolean mask or NULL. */
+    ptrdiff_t keep_stride[3]; /**< For b, h, i; j contiguous. */
+    const float *bias;        /**< Additive float mask or NULL. */
+    ptrdiff_t bias_stride[3]; /**< For b, h, i; j contiguous. */
 } peak_mask;
 
+/** @brief No mask: every key visible. */
 #define PEAK_MASK_DEFAULT {0, PEAK_ALIGN_TOP_LEFT, 0, 0, NULL, NULL, {0, 0, 0}, NULL, {0, 0, 0}}
 
 /* ------------------------------------------------------------------------ */
 /* Masked softmax                                                             */
 /* ------------------------------------------------------------------------ */
 
+/** @brief Shape, strides, scale and mask of a peak_softmax() call; start from
+    PEAK_SOFTMAX_DESC_DEFAULT. */
 typedef struct peak_softmax_desc {
-    size_t batch, heads, q_len, k_len; /* rows = batch*heads*q_len, cols = k_len */
-    ptrdiff_t x_stride[3];             /* for b, h, i; j contiguous             */
-    ptrdiff_t y_stride[3];
-    float scale;                       /* multiplies x before the mask; 0: 1    */
-    peak_mask mask;
+    size_t batch;          /**< B. */
+    size_t heads;          /**< H. */
+    size_t q_len;          /**< Lq: rows = batch * heads * q_len. */
+    size_t k_len;          /**< Lk: columns (keys), contiguous. */
+    ptrdiff_t x_stride[3]; /**< For b, h, i; j contiguous. */
+    ptrdiff_t y_stride[3]; /**< For b, h, i; j contiguous. */
+    float scale;           /**< Multiplies x before the mask; 0: 1. */
+    peak_mask mask;        /**< Which keys each row sees. */
 } peak_softmax_desc;
 
+/** @brief Zero sizes and strides (set them), scale 1, no mask. */
 #define PEAK_SOFTMAX_DESC_DEFAULT {0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, 0.0f, PEAK_MASK_DEFAULT}
 
-/* y[b,h,i,:] = softmax_j(x[b,h,i,j] * scale + bias[b,h,i,j]) over visible j,
-   0 at masked j; a row with no visible key is all zeros.  A +inf or NaN
-   among the visible scaled scores makes the row NaN.  The score
-   x*scale + bias is formed in float (as PyTorch does): if it overflows to
-   +inf the row is NaN; if it overflows to -inf (or a huge negative bias
-   makes it so) that key is visible with probability exactly 0, and a row of
-   only such keys is all zeros.  The maximum is subtracted before exp, so no
-   finite score overflows exp.  An exponential term e^(s - max) below
-   FLT_MIN (2^-126) counts as 0 on every tier, so probabilities that small
-   are 0, not subnormal.  y may equal x (in place;
-   then y_stride must equal x_stride); otherwise y must not overlap x.
-   Errors: PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
-   stride, a stride of y below what keeps its rows apart, y == x with
-   different strides, a non-finite scale, an align value outside the enum;
-   PEAK_ERR_OUT_OF_RANGE for key_len[b] outside [0, Lk], the 2^40 limits of
-   peak_mask, or an extent whose byte offset overflows ptrdiff_t.
-   Source: Vaswani et al. 2017 eq. (1); causal alignment as in PyTorch
-   scaled_dot_product_attention (top-left) and flash-attn 2.1 (bottom-right). */
+/**
+ * @brief Masked row softmax: y[b,h,i,:] = softmax_j(x[b,h,i,j] * scale +
+ *        bias[b,h,i,j]) over visible j, 0 at masked j.
+ *
+ * A row with no visible key is all zeros.  A +inf or NaN among the visible
+ * scaled scores makes the row NaN.  The score x*scale + bias is formed in
+ * float (as PyTorch does): if it overflows to +inf the row is NaN; if it
+ * overflows to -inf (or a huge negative bias makes it so) that key is
+ * visible with probability exactly 0, and a row of only such keys is all
+ * zeros.  The maximum is subtracted before exp, so no finite score
+ * overflows exp.  An exponential term e^(s - max) below FLT_MIN (2^-126)
+ * counts as 0 on every tier, so probabilities that small are 0, not
+ * subnormal.
+ * @param[out] y  [B, H, Lq, Lk] at y + b*y_stride[0] + h*y_stride[1] +
+ *                i*y_stride[2] + j.  y may equal x (in place; then y_stride
+ *                must equal x_stride); otherwise y's extent must not meet
+ *                x's, nor the mask's key_len, keep or bias.
+ * @param x       scores, [B, H, Lq, Lk] with x_stride.
+ * @param desc    sizes, strides, scale and mask.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
+ *   stride, a stride of y below what keeps its rows apart, y == x with
+ *   different strides, y's extent meeting x's (other than y == x) or a mask
+ *   array's, a non-finite scale, an align value outside the enum;
+ *   PEAK_ERR_OUT_OF_RANGE for key_len[b] outside [0, Lk], the 2^40 limits of
+ *   peak_mask, or an extent whose byte offset overflows ptrdiff_t.
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
+ * @source Vaswani et al. 2017 eq. (1); causal alignment as in PyTorch
+ *   scaled_dot_product_attention (top-left) and flash-attn 2.1
+ *   (bottom-right).
+ */
 PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc);
 
 /* ------------------------------------------------------------------------ */
 /* Vector exponential                                                        */
 /* ------------------------------------------------------------------------ */
 
-/* y[k] = e^x[k] for k < n, float32 in and out (x in natural units, no
-   scaling).  y may equal x (in place); otherwise y must not overlap x.
-   Accuracy: at most 1 ULP from e^x for every normal result (0.91 ULP,
-   measured exhaustively over all 2^32 inputs).  Every tier returns the
-   same bits (the SIMD tiers, and a scalar tier running the same algorithm
-   with fmaf), so results do not depend on the CPU.
-   Edges: the result is +inf exactly for x >= 0x1.62e430p+6f (88.722839),
-   the first float whose e^x rounds past FLT_MAX.  Underflow is gradual:
-   results below FLT_MIN (x < -87.33654) are subnormals rounded once from
-   the approximation, within one subnormal step of e^x (98% of them are
-   e^x correctly rounded), and +0 exactly for x <= -0x1.9fe36ap+6f
-   (-103.972084), the first float whose e^x is below 2^-150.
-   e^-inf = +0, e^+inf = +inf, e^+-0 = 1 exactly, NaN gives NaN; a result
-   is never negative.  errno is never set.
-   The softmax kernels use their own, faster 2^t variant (internal; its
-   results below FLT_MIN are flushed to +0), not this function.
-   Under FTZ/DAZ (e.g. a program built with -ffast-math) subnormal results
-   become +0 on every tier.
-   Errors: PEAK_ERR_INVALID_ARG for NULL y or x, n == 0, or y overlapping
-   x without being equal to it; PEAK_ERR_OUT_OF_RANGE if n * 4 bytes does
-   not fit in a ptrdiff_t.
-   Source: Cody and Waite (1980) range reduction and a minimax polynomial
-   (kernels/exp-poly.h). */
+/**
+ * @brief y[k] = e^x[k] for k < n, float32 in and out (x in natural units,
+ *        no scaling).
+ *
+ * Accuracy: at most 1 ULP from e^x for every normal result (0.91 ULP,
+ * measured exhaustively over all 2^32 inputs).  Every tier returns the same
+ * bits (the SIMD tiers, and a scalar tier running the same algorithm with
+ * fmaf), so results do not depend on the CPU.
+ *
+ * Edges: the result is +inf exactly for x >= 0x1.62e430p+6f (88.722839),
+ * the first float whose e^x rounds past FLT_MAX.  Underflow is gradual:
+ * results below FLT_MIN (x < -87.33654) are subnormals rounded once from
+ * the approximation, within one subnormal step of e^x (98% of them are e^x
+ * correctly rounded), and +0 exactly for x <= -0x1.9fe36ap+6f (-103.972084),
+ * the first float whose e^x is below 2^-150.  e^-inf = +0, e^+inf = +inf,
+ * e^+-0 = 1 exactly, NaN gives NaN; a result is never negative.  errno is
+ * never set.  The softmax kernels use their own, faster 2^t variant
+ * (internal; its results below FLT_MIN are flushed to +0), not this
+ * function.  Under FTZ/DAZ (e.g. a program built with -ffast-math)
+ * subnormal results become +0 on every tier.
+ * @param[out] y  [n] float32, contiguous.  y may equal x (in place);
+ *                otherwise y must not overlap x.
+ * @param x       [n] float32, contiguous.
+ * @param n       number of elements.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for NULL y or x, n == 0, or y overlapping x
+ *   without being equal to it; PEAK_ERR_OUT_OF_RANGE if n * 4 bytes does
+ *   not fit in a ptrdiff_t.
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
+ * @source Cody and Waite (1980) range reduction and a minimax polynomial
+ *   (kernels/exp-poly.h).
+ */
 PEAK_API peak_status peak_exp(float *y, const float *x, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Scaled dot-product attention                                               */
 /* ------------------------------------------------------------------------ */
 
+/** @brief Shapes, strides, scale, mask and optional outputs of a
+    peak_attention() call; start from PEAK_ATTN_DESC_DEFAULT. */
 typedef struct peak_attn_desc {
-    size_t batch, heads, kv_heads; /* kv_heads divides heads (MQA/GQA); 0: heads */
-    size_t q_len, kv_len;          /* Lq, Lk (cross-attention: Lq != Lk)         */
-    size_t head_dim, v_head_dim;   /* Dh; Dv (0: Dh)                             */
-    float scale;                   /* 0: 1/sqrt(head_dim)                        */
-    /* Strides for the [b, l, h] indices of Q, K, V, O; the last (d) is
-       contiguous.  [B, L, H, D] packed: {L*H*D, H*D, D};
-       [B, H, L, D] packed: {H*L*D, D, L*D}.                                 */
-    ptrdiff_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
-    peak_mask mask;
-    float *lse;                    /* optional [b, h, i] log-sum-exp of the
-                                      scaled, masked scores (natural log);
-                                      -inf for a fully masked row            */
-    ptrdiff_t lse_stride[3];
+    size_t batch;      /**< B. */
+    size_t heads;      /**< H: query heads. */
+    size_t kv_heads;   /**< Key/value heads, dividing heads (MQA/GQA); 0: heads. */
+    size_t q_len;      /**< Lq (cross-attention: Lq != Lk). */
+    size_t kv_len;     /**< Lk. */
+    size_t head_dim;   /**< Dh: length of a query/key vector. */
+    size_t v_head_dim; /**< Dv: length of a value vector; 0: Dh. */
+    float scale;       /**< Multiplies q . k; 0: 1/sqrt(head_dim). */
+    /** Strides of Q for the [b, l, h] indices; the last (d) is contiguous.
+        [B, L, H, D] packed: {L*H*D, H*D, D}; [B, H, L, D] packed:
+        {H*L*D, D, L*D}. */
+    ptrdiff_t q_stride[3];
+    ptrdiff_t k_stride[3]; /**< Strides of K for [b, l, h], as q_stride. */
+    ptrdiff_t v_stride[3]; /**< Strides of V for [b, l, h], as q_stride. */
+    ptrdiff_t o_stride[3]; /**< Strides of O for [b, l, h], as q_stride. */
+    peak_mask mask;        /**< Which keys each query row sees. */
+    float *lse;            /**< Optional [b, h, i] log-sum-exp of the scaled,
+                                masked scores (natural log); -inf for a fully
+                                masked row; NULL: not written. */
+    ptrdiff_t lse_stride[3]; /**< Strides of lse for [b, h, i]. */
 } peak_attn_desc;
 
+/** @brief Zero sizes and strides (set them), kv_heads = heads, Dv = Dh,
+    scale 1/sqrt(Dh), no mask, no lse. */
 #define PEAK_ATTN_DESC_DEFAULT                                                   \
     {0, 0, 0, 0, 0, 0, 0, 0.0f, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},     \
      PEAK_MASK_DEFAULT, NULL, {0, 0, 0}}
 
-/* Bytes of scratch memory peak_attention needs for desc (64-byte aligned). */
+/**
+ * @brief Bytes of scratch memory peak_attention() needs for desc on the
+ *        active tier (to be 64-byte aligned).
+ *
+ * The answer depends on the tier (query it again after peak_isa_force())
+ * and, on the scalar tier, on Lk: see peak_attention() for the sizes.
+ * @param desc        as for peak_attention() (validated the same way).
+ * @param[out] bytes  receives the size.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for NULL desc or bytes, and the descriptor
+ *   errors of peak_attention() (sizes, strides, scale, mask);
+ *   PEAK_ERR_OUT_OF_RANGE likewise.
+ * @threadsafety Safe from any thread.
+ */
 PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, size_t *bytes);
 
-/* O[b,i,h,:] = sum_j P[b,h,i,j] V[b,j,h/g,:],
-   P = softmax_j(Q[b,i,h,:] . K[b,j,h/g,:] * scale, masked as peak_mask says),
-   g = heads / kv_heads.  Fully masked rows give O = 0 (and lse = -inf);
-   a visible +inf/NaN score gives O = NaN (and lse = NaN).  Masked keys and
-   values are never read.
-   workspace: NULL (then the library allocates and frees it inside the call)
-   or at least peak_attention_workspace_size() bytes.
-   Workspace by tier, independent of Lq and Lk: scalar 8 (Lk + Dv) bytes;
-   AVX2 and AVX-512 (fused, flash-style: 64 query rows x 64 keys per
-   tile) 256 (Dh' + Dv') + 256 (Dh + Dv) + ~35 KiB, with Dh', Dv' rounded
-   up to 16 -- 98 KiB for Dh = Dv = 64, 291 KiB for 256.
-   Accuracy, against the attention of the given floats computed exactly:
-   the scalar tier rounds once; AVX2 and AVX-512 form the scores in float,
-   so |O - exact| <= ~2^-24 * (a few) * scale * sum_d |q_d k_d| * max|V|
-   plus ~1e-6 * max|V|: measured <= 5e-6 * max|V| for q, k in [-1, 1] and
-   Dh <= 256, but up to 2.6e-5 * max|V| for q, k in [-8, 8] (score spreads
-   of hundreds), where the 1e-5 * max|V| target is not met.  lse within
-   4e-6 * (1 + |lse|).  These bounds need sum_d |q_d k_d| and max|V| times
-   the number of visible keys below FLT_MAX: the SIMD tiers form q . k in
-   float before scaling and accumulate P V in float, so beyond that (inputs
-   near 1e19 and up) a SIMD row may be inf or NaN where the scalar tier's
-   is finite.
-   Errors: PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
-   not dividing heads, a negative stride, a stride that makes O's rows
-   overlap, non-finite scale, o equal to q, k, v or lse, a workspace not
-   64-byte aligned; PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the
-   2^40 limits of peak_mask, an extent whose byte offset overflows
-   ptrdiff_t; PEAK_ERR_WORKSPACE for a too small workspace;
-   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails.
-   O must not overlap Q, K, V or lse.
-   Source: Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head). */
+/**
+ * @brief Scaled dot-product attention: O[b,i,h,:] = sum_j P[b,h,i,j]
+ *        V[b,j,h/g,:], P = softmax_j(Q[b,i,h,:] . K[b,j,h/g,:] * scale),
+ *        masked as peak_mask says, g = heads / kv_heads.
+ *
+ * Fully masked rows give O = 0 (and lse = -inf); a visible +inf/NaN score
+ * gives O = NaN (and lse = NaN).  Masked keys and values are never read.
+ * The extents of O and lse must not meet each other, Q, K, V or the mask's
+ * arrays (checked; extents, so tensors that interleave in one buffer
+ * without sharing an element are rejected too).
+ *
+ * Workspace by tier, independent of Lq and Lk: scalar 8 (Lk + Dv) bytes;
+ * AVX2, AVX-512 and NEON (fused, flash-style: 64 query rows x 64 keys per
+ * tile) 256 (Dh' + Dv') + 256 (Dh + Dv) + ~35 KiB, with Dh', Dv' rounded
+ * up to 16 -- 98 KiB for Dh = Dv = 64, 291 KiB for 256.
+ *
+ * Accuracy, against the attention of the given floats computed exactly:
+ * the scalar tier rounds once; AVX2, AVX-512 and NEON form the scores in
+ * float, so |O - exact| <= ~2^-24 * (a few) * scale * sum_d |q_d k_d| *
+ * max|V| plus ~1e-6 * max|V|: measured (x86) <= 5e-6 * max|V| for q, k in
+ * [-1, 1] and Dh <= 256, but up to 2.6e-5 * max|V| for q, k in [-8, 8]
+ * (score spreads of hundreds), where the 1e-5 * max|V| target is not met.
+ * lse within 4e-6 * (1 + |lse|).  These bounds need sum_d |q_d k_d| and
+ * max|V| times the number of visible keys below FLT_MAX: the SIMD tiers
+ * form q . k in float before scaling and accumulate P V in float, so beyond
+ * that (inputs near 1e19 and up) a SIMD row may be inf or NaN where the
+ * scalar tier's is finite.
+ * @param[out] o    O: [B, Lq, H, Dv] at o + b*o_stride[0] + i*o_stride[1] +
+ *                  h*o_stride[2] + d.
+ * @param q         Q: [B, Lq, H, Dh] with q_stride.
+ * @param k         K: [B, Lk, kv_heads, Dh] with k_stride.
+ * @param v         V: [B, Lk, kv_heads, Dv] with v_stride.
+ * @param desc      sizes, strides, scale, mask and the optional lse.
+ * @param workspace NULL (then the library allocates and frees it inside the
+ *                  call) or at least peak_attention_workspace_size() bytes,
+ *                  64-byte aligned.
+ * @param workspace_size  bytes at workspace (ignored when it is NULL).
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
+ *   not dividing heads, a negative stride, a stride that makes O's rows
+ *   overlap, non-finite scale, O or lse meeting each other, Q, K, V or a
+ *   mask array, a workspace not 64-byte aligned; PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the
+ *   2^40 limits of peak_mask, an extent whose byte offset overflows
+ *   ptrdiff_t; PEAK_ERR_WORKSPACE for a too small workspace;
+ *   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails.
+ * @threadsafety Reentrant: concurrent calls are safe with distinct outputs
+ *   and distinct workspaces (one per thread).
+ * @source Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head).
+ */
 PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
                                     const peak_attn_desc *desc, void *workspace,
                                     size_t workspace_size);
@@ -410,25 +605,50 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
 /* Residual add + LayerNorm                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* For each row t < rows:
-     s = x[t,:] + r[t,:]                        (r NULL: s = x[t,:])
-     y[t,:] = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta
-   with the biased variance (as torch.nn.LayerNorm); gamma NULL means 1,
-   beta NULL means 0.  sum (optional, pre-norm chains) receives s.
-   Rows at x + t*ld_x etc.; y may equal x (then ld_y == ld_x) and sum may
-   equal x or r.  Mean and variance are two-pass (stable for rows with a
-   large common offset).  Unlike peak_embed_pe the tiers are not
-   bit-identical here: each is within 2e-6 * max(1, |y|, |gamma|, |beta|)
-   of the exact LayerNorm of s (the SIMD tiers normalise in float from
-   statistics accumulated in double, so the normalised value's absolute
-   error, ~1e-7, is multiplied by gamma; a row with a deviation from its
-   mean beyond ~1.8e19, a variance below 2^-100 or an inf/NaN is computed
-   as the scalar tier computes it).
-   Errors: PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
-   stride < d_model, eps < 0 or not finite, y == x with ld_y != ld_x,
-   sum == x or r with a different row stride, sum == y;
-   PEAK_ERR_OUT_OF_RANGE for an extent whose byte offset overflows ptrdiff_t.
-   Source: Ba et al. 2016; post-norm as in Vaswani et al. 2017 sec. 3.1. */
+/**
+ * @brief Residual add + LayerNorm, per row t < rows:
+ *        s = x[t,:] + r[t,:] (r NULL: s = x[t,:]);
+ *        y[t,:] = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta.
+ *
+ * The variance is biased (as torch.nn.LayerNorm).  In place: y may equal x
+ * or r, and sum may equal x or r, with the same row stride; otherwise y and
+ * sum must share no float with x, r, gamma, beta or each other (checked:
+ * rows that interleave without overlapping, such as x and y in one [x | y]
+ * buffer, are accepted; the SIMD tiers write row t while reading row t+1,
+ * so a partial overlap would change the result).  Mean and variance are
+ * two-pass (stable for rows with a large common offset).  Unlike
+ * peak_embed_pe the tiers are not bit-identical here: each is within
+ * 2e-6 * max(1, |y|, |gamma|, |beta|) of the exact LayerNorm of s (the
+ * SIMD tiers normalise in float from statistics accumulated in double, so
+ * the normalised value's absolute error, ~1e-7, is multiplied by gamma; a
+ * row with a deviation from its mean beyond ~1.8e19, a variance below
+ * 2^-100 or an inf/NaN is computed as the scalar tier computes it).
+ * @param[out] y    [rows, d_model] at y + t*ld_y; may equal x or r (then
+ *                  with the same row stride).
+ * @param ld_y      elements between rows of y (>= d_model).
+ * @param[out] sum  optional (NULL: not written) [rows, d_model] receiving s,
+ *                  for pre-norm residual chains; may equal x or r (same
+ *                  row stride).
+ * @param ld_sum    elements between rows of sum.
+ * @param x         [rows, d_model] at x + t*ld_x.
+ * @param ld_x      elements between rows of x (>= d_model).
+ * @param r         residual, [rows, d_model] at r + t*ld_r, or NULL.
+ * @param ld_r      elements between rows of r.
+ * @param gamma     [d_model] scale, or NULL (1).
+ * @param beta      [d_model] shift, or NULL (0).
+ * @param rows      number of rows (tokens).
+ * @param d_model   floats per row, the normalised dimension.
+ * @param eps       added to the variance (>= 0; 1e-5 in PyTorch).
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
+ *   stride < d_model, eps < 0 or not finite, y or sum overlapping x, r,
+ *   gamma or beta other than in place with the same stride, y overlapping
+ *   sum;
+ *   PEAK_ERR_OUT_OF_RANGE for an extent whose byte offset overflows
+ *   ptrdiff_t.
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
+ * @source Ba et al. 2016; post-norm as in Vaswani et al. 2017 sec. 3.1.
+ */
 PEAK_API peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                         const float *x, ptrdiff_t ld_x, const float *r,
                                         ptrdiff_t ld_r, const float *gamma, const float *beta,

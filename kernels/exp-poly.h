@@ -1,7 +1,7 @@
 /*
  * exp-poly.h - the constants of peak's vector exponentials, shared by every
- * SIMD tier (avx2/exp-avx2.h, avx512/exp-avx512.h) so that the tiers differ
- * only in how they put 2^n back, never in the approximation itself.  Two
+ * SIMD tier (avx2/exp-avx2.h, avx512/exp-avx512.h, neon/exp-neon.h) so that
+ * the tiers differ only in how they put 2^n back, never in the approximation itself.  Two
  * functions, two polynomials, both fitted by scripts/fit-exp-poly.py.
  *
  * ---- e^x for any x (peak_exp) ----

@@ -90,12 +90,16 @@ PEAK_INTERNAL void peak_f32_softmax__avx2(float *y, const float *x,
                                           const peak_softmax_desc *desc);
 PEAK_INTERNAL void peak_f32_softmax__avx512(float *y, const float *x,
                                             const peak_softmax_desc *desc);
+PEAK_INTERNAL void peak_f32_softmax__neon(float *y, const float *x,
+                                          const peak_softmax_desc *desc);
 PEAK_INTERNAL void peak_f32_exp__scalar(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_exp__avx2(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_exp__avx512(float *y, const float *x, size_t n);
+PEAK_INTERNAL void peak_f32_exp__neon(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_exp2__scalar(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_exp2__avx2(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_exp2__avx512(float *y, const float *x, size_t n);
+PEAK_INTERNAL void peak_f32_exp2__neon(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_sdpa__scalar(float *o, const float *q, const float *k, const float *v,
                                          const peak_attn_desc *desc, void *workspace);
 PEAK_INTERNAL size_t peak_f32_sdpa_workspace__scalar(const peak_attn_desc *desc);
@@ -106,6 +110,7 @@ PEAK_INTERNAL size_t peak_f32_sdpa_workspace__scalar(const peak_attn_desc *desc)
     PEAK_INTERNAL size_t peak_f32_sdpa_workspace__##isa(const peak_attn_desc *desc);
 PEAK_DECLARE_SDPA(avx2)
 PEAK_DECLARE_SDPA(avx512)
+PEAK_DECLARE_SDPA(neon)
 PEAK_INTERNAL void peak_f32_add_layernorm__scalar(float *y, ptrdiff_t ld_y, float *sum,
                                                   ptrdiff_t ld_sum, const float *x,
                                                   ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
@@ -136,6 +141,18 @@ PEAK_INTERNAL void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, floa
                                                   ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
                                                   const float *gamma, const float *beta,
                                                   size_t rows, size_t d_model, float eps);
+PEAK_INTERNAL void peak_f32_pe_add__neon(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
+                                         size_t batch, size_t seq_len, size_t d_model,
+                                         size_t pos0, const float *pe,
+                                         const peak_pe_params *params);
+PEAK_INTERNAL void peak_f32_embed_pe__neon(float *out, ptrdiff_t ld_out, const int32_t *ids,
+                                           const int64_t *pos, size_t n_tokens,
+                                           const peak_embed_desc *desc);
+PEAK_INTERNAL void peak_f32_add_layernorm__neon(float *y, ptrdiff_t ld_y, float *sum,
+                                                ptrdiff_t ld_sum, const float *x,
+                                                ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+                                                const float *gamma, const float *beta,
+                                                size_t rows, size_t d_model, float eps);
 
 /* ---- the dispatch table: one complete row per tier ---------------------- */
 /* A tier without its own version of a family points at the scalar kernel

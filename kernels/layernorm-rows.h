@@ -31,13 +31,21 @@
  * passes (a double-precision sum for the shift, then D1/D2, then y) spent
  * about half the memory time on arithmetic.
  *
- * Prefetch: passes 1 and 2 run mostly from L1 with the memory bus idle, so
- * they prefetch x (pass 1) and r (pass 2) of the row two ahead, a line per
- * vector (measured with the three-pass kernel: without it ~0.6x of memcpy
- * out of cache; a burst of all of a row's prefetches at once stalls on the
- * line fill buffers).  With the two passes, 1, 2 or 4 rows ahead and no
- * prefetch at all measured alike within this machine's noise (+-10%), so
- * the tested distance of 2 stays.
+ * Pipelining: pass 2 of row t runs in the same loop as pass 1 of row t+1
+ * (the tier's `fused` pass), so that every iteration both reads new memory
+ * (row t+1) and writes (row t), as a copy loop does.  Run one after the
+ * other, the passes alternate between a burst of reads with the write port
+ * idle and a burst of stores with no new reads, and the kernel reached only
+ * 0.6-0.7x memcpy's bandwidth out of cache; pipelined, a prototype of the
+ * same loops measured 0.9-1.0x (/tmp experiments, 65536 x 512, AVX-512,
+ * memcpy in the same process).  Row t+1's statistics do not depend on
+ * whether its pass 1 ran fused: the accumulation order is the same.
+ *
+ * Prefetch: the fused loop prefetches x and r of row t+1+PEAK_LN_PREFETCH_ROWS,
+ * a line per 16 floats of each, spreading the requests over the loop (a
+ * burst of a row's prefetches at once stalls on the line fill buffers); in
+ * the prototype this took the pipelined loop from 0.7-0.9x to 0.9-1.0x of
+ * memcpy.
  */
 #ifndef PEAK_LAYERNORM_ROWS_H
 #define PEAK_LAYERNORM_ROWS_H
@@ -53,15 +61,16 @@
 /* Rows ahead whose operands are prefetched. */
 #define PEAK_LN_PREFETCH_ROWS 2
 /* Outputs of at least this many bytes are written with non-temporal stores
-   (pass 2, y and sum): without them every line of y is first read for
-   ownership, a fourth memory stream beside x, r and the write-back.
-   Measured: ~10% faster at 65536 x 512 (128 MiB), but ~30% slower at
-   4096 x 512 (8 MiB), where y stays in the last-level cache between
-   repetitions; so only outputs well beyond a cache stream. */
+   (pass 2, y and sum, rows that start on a vector boundary): without them
+   every line of y is first read for ownership, a fourth memory stream
+   beside x, r and the write-back.  Measured: ~10% faster at 65536 x 512
+   (128 MiB), but ~30% slower at 4096 x 512 (8 MiB), where y stays in the
+   last-level cache between repetitions; so only outputs well beyond a
+   cache stream. */
 #define PEAK_LN_STREAM_BYTES ((size_t)32 << 20)
 
 /* One row's operands: r, gamma, beta and sum may be NULL.  pf_x and pf_r
-   are a later row's x and r (or NULL) for passes 1 and 2 to prefetch. */
+   are a later row's x and r (or NULL) for pass 1 to prefetch. */
 typedef struct peak_ln_row {
     float *y;
     float *sum;
@@ -77,6 +86,7 @@ typedef struct peak_ln_row {
 /* What pass 2 needs: the shift, the correction D1/n and rstd. */
 typedef struct peak_ln_stats {
     float shift, corr, rstd;
+    bool reference; /* the row is left to the scalar reference (see peak_ln_stats_of) */
 } peak_ln_stats;
 
 /* The shift guess m0: a float near the row's mean from its first few
@@ -85,8 +95,33 @@ typedef float (*peak_ln_guess_fn)(const peak_ln_row *w);
 /* Pass 1: D1 and D2 about `shift`, in double. */
 typedef void (*peak_ln_dev_fn)(const peak_ln_row *w, float shift, double *d1, double *d2);
 /* Pass 2: y (and sum) from the statistics; stream: non-temporal stores
-   where aligned vectors allow (the tier fences after the call). */
+   if the row's y (and sum) start on a vector boundary (the tier fences
+   after the call). */
 typedef void (*peak_ln_norm_fn)(const peak_ln_row *w, peak_ln_stats st, bool stream);
+/* Pass 2 of `cur` and pass 1 of `next` in one loop: what peak_ln_norm_fn
+   and peak_ln_dev_fn compute, bit for bit. */
+typedef void (*peak_ln_fused_fn)(const peak_ln_row *cur, peak_ln_stats st, bool stream,
+                                 const peak_ln_row *next, float shift, double *d1, double *d2);
+
+/* Defines the tier's passes 1 and fused from two of its functions:
+     dev_rows(w, shift, d1, d2, cur, st, stream)  pass 1 of w, and pass 2
+       of cur (if not NULL) in the same loop, always inlined so that each
+       use below is compiled for its constant cur and stream;
+     row_streams(w, stream)  whether w's stores may be non-temporal. */
+#define PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)                                   \
+    static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)      \
+    {                                                                                  \
+        const peak_ln_stats none = {0.0f, 0.0f, 0.0f, false};                          \
+        dev_rows(w, shift, d1, d2, NULL, none, false);                                 \
+    }                                                                                  \
+    static void ln_fused(const peak_ln_row *cur, peak_ln_stats st, bool stream,        \
+                         const peak_ln_row *next, float shift, double *d1, double *d2) \
+    {                                                                                  \
+        if (row_streams(cur, stream))                                                  \
+            dev_rows(next, shift, d1, d2, cur, st, true);                              \
+        else                                                                           \
+            dev_rows(next, shift, d1, d2, cur, st, false);                             \
+    }
 
 /* Whether the shift is too far from the mean for D2/n - c^2 (see the top):
    c^2 > var, i.e. 2 c^2 > D2/n.  False for NaN, which needs no second
@@ -104,7 +139,7 @@ static inline peak_ln_stats peak_ln_finish(float shift, double d1, double d2, si
     double var = d2 / (double)n - c * c;
     if (var < 0.0) /* rounding, for a (near) constant row */
         var = 0.0;
-    peak_ln_stats st = {shift, (float)c, (float)(1.0 / sqrt(var + (double)eps))};
+    peak_ln_stats st = {shift, (float)c, (float)(1.0 / sqrt(var + (double)eps)), false};
     return st;
 }
 
@@ -113,49 +148,93 @@ static inline bool peak_ln_streams(size_t rows, size_t d_model)
     return rows * d_model * sizeof(float) >= PEAK_LN_STREAM_BYTES;
 }
 
-static inline __attribute__((always_inline)) void
-peak_ln_run(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum, const float *x,
-            ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r, const float *gamma,
-            const float *beta, size_t rows, size_t d_model, float eps,
-            peak_ln_guess_fn pass_guess, peak_ln_dev_fn pass_dev, peak_ln_norm_fn pass_norm)
+/* The operands of row t. */
+typedef struct peak_ln_args {
+    float *y;
+    ptrdiff_t ld_y;
+    float *sum;
+    ptrdiff_t ld_sum;
+    const float *x;
+    ptrdiff_t ld_x;
+    const float *r;
+    ptrdiff_t ld_r;
+    const float *gamma, *beta;
+    size_t rows, d_model;
+} peak_ln_args;
+
+static inline peak_ln_row peak_ln_row_at(const peak_ln_args *a, size_t t)
 {
-    assert(y && x && d_model > 0 && eps >= 0.0f);
-    const bool stream = peak_ln_streams(rows, d_model);
-    peak_ln_row w = {y, sum, x, r, gamma, beta, d_model, NULL, NULL};
-    for (size_t t = 0; t < rows; t++) {
-        const ptrdiff_t pt = (ptrdiff_t)t;
-        w.y = y + pt * ld_y;
-        w.x = x + pt * ld_x;
-        w.r = r ? r + pt * ld_r : NULL;
-        w.sum = sum ? sum + pt * ld_sum : NULL;
-        const bool ahead = t + PEAK_LN_PREFETCH_ROWS < rows;
-        const ptrdiff_t pa = pt + PEAK_LN_PREFETCH_ROWS;
-        w.pf_x = ahead ? x + pa * ld_x : NULL;
-        w.pf_r = ahead && r ? r + pa * ld_r : NULL;
-        float shift = pass_guess(&w);
-        double d1, d2;
-        pass_dev(&w, shift, &d1, &d2);
-        if (peak_ln_reshift(d1, d2, d_model)) {
-            shift = (float)((double)shift + d1 / (double)d_model);
-            pass_dev(&w, shift, &d1, &d2);
-        }
-        /* The float squares d^2 overflowed (|s - shift| beyond about 1.8e19)
-           or may have been subnormal (D2/n below 2^-100: a near-constant
-           row of tiny deviations, where they lose precision, or are flushed
-           to 0 under FTZ and rstd becomes inf when eps is 0), or the row
-           holds inf or NaN: the scalar reference, which works in double,
-           computes the row, so every tier gives its answer.  Found by
-           tests/fuzz: AVX2 returned NaN for a row of values near -3e38, and
-           inf (under FTZ, eps 0) for one of values near -1e-20, whose
-           LayerNorms are finite.  Costs a compare a row; constant rows take
-           the scalar path. */
-        if (!(d2 >= (double)d_model * 0x1p-100 && d2 <= DBL_MAX)) {
-            peak_f32_add_layernorm__scalar(w.y, ld_y, w.sum, ld_sum, w.x, ld_x, w.r, ld_r, gamma,
-                                           beta, 1, d_model, eps);
-            continue;
-        }
-        pass_norm(&w, peak_ln_finish(shift, d1, d2, d_model, eps), stream);
+    const ptrdiff_t pt = (ptrdiff_t)t, pa = pt + PEAK_LN_PREFETCH_ROWS;
+    const bool ahead = t + PEAK_LN_PREFETCH_ROWS < a->rows;
+    peak_ln_row w = {a->y + pt * a->ld_y,
+                     a->sum ? a->sum + pt * a->ld_sum : NULL,
+                     a->x + pt * a->ld_x,
+                     a->r ? a->r + pt * a->ld_r : NULL,
+                     a->gamma,
+                     a->beta,
+                     a->d_model,
+                     ahead ? a->x + pa * a->ld_x : NULL,
+                     ahead && a->r ? a->r + pa * a->ld_r : NULL};
+    return w;
+}
+
+/* The shift for w, and D1, D2 about it (pass 1 already ran about `shift`);
+   moves the shift and runs pass 1 again when it is too far off. */
+static inline peak_ln_stats peak_ln_stats_of(const peak_ln_row *w, float shift, double d1,
+                                             double d2, float eps, peak_ln_dev_fn pass_dev)
+{
+    if (peak_ln_reshift(d1, d2, w->n)) {
+        shift = (float)((double)shift + d1 / (double)w->n);
+        pass_dev(w, shift, &d1, &d2);
     }
+    peak_ln_stats st = peak_ln_finish(shift, d1, d2, w->n, eps);
+    /* The float squares d^2 overflowed (|s - shift| beyond about 1.8e19)
+       or may have been subnormal (D2/n below 2^-100: a near-constant row of
+       tiny deviations, where they lose precision, or are flushed to 0 under
+       FTZ and rstd becomes inf when eps is 0), or the row holds inf or NaN:
+       the scalar reference, which works in double, computes the row, so
+       every tier gives its answer.  Found by tests/fuzz: AVX2 returned NaN
+       for a row of values near -3e38, and inf (under FTZ, eps 0) for one of
+       values near -1e-20, whose LayerNorms are finite.  Costs a compare a
+       row; constant rows take the scalar path. */
+    st.reference = !(d2 >= (double)w->n * 0x1p-100 && d2 <= DBL_MAX);
+    return st;
+}
+
+/* Row t by the scalar reference (rows peak_ln_stats_of leaves to it). */
+static inline void peak_ln_reference(const peak_ln_args *a, const peak_ln_row *w, float eps)
+{
+    peak_f32_add_layernorm__scalar(w->y, a->ld_y, w->sum, a->ld_sum, w->x, a->ld_x, w->r, a->ld_r,
+                                   a->gamma, a->beta, 1, a->d_model, eps);
+}
+
+static inline __attribute__((always_inline)) void
+peak_ln_run(const peak_ln_args *a, float eps, peak_ln_guess_fn pass_guess,
+            peak_ln_dev_fn pass_dev, peak_ln_norm_fn pass_norm, peak_ln_fused_fn pass_fused)
+{
+    assert(a->y && a->x && a->rows > 0 && a->d_model > 0 && eps >= 0.0f);
+    const bool stream = peak_ln_streams(a->rows, a->d_model);
+    peak_ln_row cur = peak_ln_row_at(a, 0);
+    float shift = pass_guess(&cur);
+    double d1, d2;
+    pass_dev(&cur, shift, &d1, &d2);
+    peak_ln_stats st = peak_ln_stats_of(&cur, shift, d1, d2, eps, pass_dev);
+    for (size_t t = 1; t < a->rows; t++) {
+        const peak_ln_row next = peak_ln_row_at(a, t);
+        shift = pass_guess(&next);
+        if (st.reference) {
+            peak_ln_reference(a, &cur, eps);
+            pass_dev(&next, shift, &d1, &d2);
+        } else {
+            pass_fused(&cur, st, stream, &next, shift, &d1, &d2);
+        }
+        st = peak_ln_stats_of(&next, shift, d1, d2, eps, pass_dev);
+        cur = next;
+    }
+    if (st.reference)
+        peak_ln_reference(a, &cur, eps);
+    else
+        pass_norm(&cur, st, stream);
 }
 
 #endif /* PEAK_LAYERNORM_ROWS_H */

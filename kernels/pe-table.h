@@ -1,5 +1,6 @@
 /*
- * pe-table.h - what the scalar, AVX2 and AVX-512 sinusoid tables share.
+ * pe-table.h - what the scalar, AVX2, AVX-512 and NEON sinusoid tables
+ * share.
  *
  * Every tier must produce the same bits, so everything that decides a bit of
  * the result lives here, written once: the frequencies (a scalar libm/SLEEF
@@ -124,6 +125,7 @@ PEAK_INTERNAL void peak_pe_cols__scalar(float *dst, size_t pos, size_t c0, size_
 PEAK_INTERNAL void peak_pe_sincos_chunk__scalar(const double *x, double *s, double *c);
 PEAK_INTERNAL void peak_pe_sincos_chunk__avx2(const double *x, double *s, double *c);
 PEAK_INTERNAL void peak_pe_sincos_chunk__avx512(const double *x, double *s, double *c);
+PEAK_INTERNAL void peak_pe_sincos_chunk__neon(const double *x, double *s, double *c);
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -143,7 +145,7 @@ static inline int peak_pe_streams(size_t n_pos, size_t d_model, const peak_pe_pa
 
 /* ---- the reference double sincos ---------------------------------------- */
 
-/* sin and cos of x >= 0, ~1e-16 absolute.  The AVX2 and AVX-512 files
+/* sin and cos of x >= 0, ~1e-16 absolute.  The AVX2, AVX-512 and NEON files
    replicate this operation for operation (same roundings, same order), which
    is what makes the tiers bit-identical: keep them in step. */
 static inline void peak_pe_sincos(double x, double *sin_out, double *cos_out)
@@ -383,5 +385,9 @@ PEAK_INTERNAL void peak_pe_rows__avx512(float *scratch, size_t scratch_rows, siz
                                         size_t n_rows, const int64_t *pos, size_t pos0,
                                         size_t d_model, const peak_pe_params *params,
                                         peak_pe_sink_fn sink, void *ctx);
+PEAK_INTERNAL void peak_pe_rows__neon(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                                      size_t n_rows, const int64_t *pos, size_t pos0,
+                                      size_t d_model, const peak_pe_params *params,
+                                      peak_pe_sink_fn sink, void *ctx);
 
 #endif /* PEAK_PE_TABLE_H */

@@ -1,6 +1,6 @@
 /*
- * sdpa-tiles.h - the tile driver shared by the AVX2 and AVX-512 attention
- * kernels (peak_attention in peak.h).  Everything here is plain C: block
+ * sdpa-tiles.h - the tile driver shared by the AVX2, AVX-512 and NEON
+ * attention kernels (peak_attention in peak.h).  Everything here is plain C: block
  * planning, the masks, Q packing, the rare exact paths and the final
  * division.  The including file supplies the vector micro-kernels and the
  * tile sizes, then calls sdpa_tiles_run():
@@ -304,8 +304,8 @@ static inline void sdpa_tile(const sdpa_block *blk, const sdpa_ws *w, size_t t0,
 
 /* ---- the row path ------------------------------------------------------------ */
 
-/* Requests the lines of a visible key's K and V rows a tile ahead of their
-   use.  Rows of one head in an interleaved [B, L, H, D] cache are a few KiB
+/* Requests the lines of a visible key's K and V rows ahead of their use.
+   Rows of one head in an interleaved [B, L, H, D] cache are a few KiB
    apart, so the L2 streamer, which stays within a 4 KiB page, never
    follows them, and a decode step would wait on one miss at a time. */
 static inline void sdpa_prefetch_row(const float *k, size_t dh, const float *v, size_t dv)
@@ -315,6 +315,20 @@ static inline void sdpa_prefetch_row(const float *k, size_t dh, const float *v, 
     for (size_t c = 0; c < dv; c += 16)
         __builtin_prefetch(v + c, 0, 3);
 }
+
+/* The same for `key` of row r, if the row sees it (masked keys are never
+   touched). */
+static inline void sdpa_prefetch_key(const sdpa_block *blk, size_t r, size_t key)
+{
+    const peak_attn_desc *d = blk->d;
+    if (key < blk->hi[r] && peak_mask_visible(blk->keep[r], blk->bias[r], key))
+        sdpa_prefetch_row(blk->k + (ptrdiff_t)key * d->k_stride[1], d->head_dim,
+                          blk->v + (ptrdiff_t)key * d->v_stride[1], d->v_head_dim);
+}
+
+/* Keys whose scores the row path computes between two groups of
+   prefetches for the next tile. */
+#define SDPA_ROW_CHUNK 8
 
 /* One row against its keys, vectorised along head_dim instead of rows: a
    decode step (or a small MQA group) would fill 1 lane of SDPA_VW in the
@@ -327,6 +341,8 @@ static inline void sdpa_row(const sdpa_block *blk, const sdpa_ws *w, const float
     float *acc = w->vpack, *s = w->st, *bias = w->bt;
     float m = -INFINITY, l = 0.0f;
     memset(acc, 0, sdpa_round16(d->v_head_dim) * sizeof(float));
+    for (size_t key = blk->lo[r]; key < blk->lo[r] + SDPA_BC; key++)
+        sdpa_prefetch_key(blk, r, key);
     for (size_t t0 = blk->lo[r]; t0 < blk->hi[r]; t0 += SDPA_BC) {
         const size_t n = blk->hi[r] - t0 < SDPA_BC ? blk->hi[r] - t0 : SDPA_BC;
         for (size_t j = 0; j < n; j++) {
@@ -335,10 +351,20 @@ static inline void sdpa_row(const sdpa_block *blk, const sdpa_ws *w, const float
             bias[j] = !vis ? -INFINITY : blk->bias[r] ? blk->bias[r][key] : 0.0f;
             w->kp[j] = blk->k + (ptrdiff_t)key * d->k_stride[1];
             w->vp[j] = blk->v + (ptrdiff_t)key * d->v_stride[1];
-            if (vis)
-                sdpa_prefetch_row(w->kp[j], d->head_dim, w->vp[j], d->v_head_dim);
         }
-        const float mt = isa_row_scores(s, qr, w->kp, bias, d->scale, n, d->head_dim);
+        /* The next tile's rows are requested a few at a time between the
+           scores, so that the misses stay in flight while this tile
+           computes (requested all at once, they stall on the line fill
+           buffers and the tile waits for them). */
+        float mt = -INFINITY;
+        for (size_t j0 = 0; j0 < n; j0 += SDPA_ROW_CHUNK) {
+            const size_t nc = n - j0 < SDPA_ROW_CHUNK ? n - j0 : SDPA_ROW_CHUNK;
+            const float mc = isa_row_scores(s + j0, qr, w->kp + j0, bias + j0, d->scale, nc,
+                                            d->head_dim);
+            mt = mc > mt ? mc : mt;
+            for (size_t j = j0; j < j0 + nc; j++)
+                sdpa_prefetch_key(blk, r, t0 + SDPA_BC + j);
+        }
         const float mn = mt > m ? mt : m;
         const float ms = mn == -INFINITY ? 0.0f : mn; /* as in the tiled path */
         const float alpha = isnan(m) ? NAN : m == -INFINITY ? 0.0f : expf(m - ms);

@@ -3,8 +3,8 @@
  * walking the rows of a peak_softmax_desc, resolving each row's mask with
  * mask.h (so every tier sees exactly the scalar reference's visible set),
  * and filling the rare rows whose result is not computed but decided (no
- * finite maximum, a visible NaN or +inf).  ISA-free: the AVX2 and AVX-512
- * files hold only their vector loops.
+ * finite maximum, a visible NaN or +inf).  ISA-free: the AVX2, AVX-512 and
+ * NEON files hold only their vector loops.
  *
  * The row algorithm every tier follows (softmax-scalar.c has the reasons
  * for the special rows):

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { D = 8 };
@@ -131,6 +132,98 @@ START_TEST(pe_add_rejects_coinciding_rows)
 }
 END_TEST
 
+/* Outputs that overlap an input the kernel still reads: the ids and
+   positions of peak_embed_pe (read a chunk of 256 tokens at a time, after
+   earlier chunks are written: this crashed), the mask arrays of softmax and
+   attention, lse against O and Q, a partial y/x overlap in softmax, and a
+   table under pe_add's x.  All rejected, nothing written. */
+START_TEST(outputs_must_not_overlap_inputs)
+{
+    enum { N = 600 };
+    int32_t *ids = calloc(N, sizeof *ids);
+    int64_t *pos = calloc(N, sizeof *pos);
+    for (int t = 0; t < N; t++)
+        ids[t] = t % 4, pos[t] = t % 4;
+    float table[4] = {1e9f, 2e9f, 3e9f, 4e9f};
+    peak_embed_desc e = PEAK_EMBED_DESC_DEFAULT;
+    e.table = table, e.vocab = 4, e.ld_table = 1, e.d_model = 1;
+    ck_assert_int_eq(peak_embed_pe((float *)(ids + 256), 1, ids, 300, &e), PEAK_ERR_INVALID_ARG);
+    for (int t = 0; t < N; t++)
+        ck_assert_int_eq(ids[t], t % 4);
+    e.positions = pos;
+    ck_assert_int_eq(peak_embed_pe((float *)(pos + 100), 1, ids, 300, &e), PEAK_ERR_INVALID_ARG);
+    for (int t = 0; t < N; t++)
+        ck_assert(pos[t] == t % 4);
+    e.positions = NULL;
+    ck_assert_int_eq(peak_embed_pe(table + 1, 1, ids, 2, &e), PEAK_ERR_INVALID_ARG);
+    free(pos);
+
+    /* softmax: y over key_len, keep, bias; y half over x */
+    float x[64], y[64], before[64];
+    uint64_t rng = 7;
+    peak_test_fill_uniform(x, 64, &rng, -1, 1);
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = 2, d.heads = 1, d.q_len = 2, d.k_len = 4;
+    ptrdiff_t st[3] = {8, 8, 4};
+    memcpy(d.x_stride, st, sizeof st);
+    memcpy(d.y_stride, st, sizeof st);
+    d.mask.key_len = ids; /* {0, 1} */
+    ck_assert_int_eq(peak_softmax((float *)ids, x, &d), PEAK_ERR_INVALID_ARG);
+    ck_assert(ids[0] == 0 && ids[1] == 1);
+    d.mask.key_len = NULL;
+    d.mask.bias = y + 8;
+    peak_test_fill_canary(y, 64);
+    memcpy(before, y, sizeof y);
+    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_INVALID_ARG);
+    ck_assert(peak_test_bytes_equal(y, before, sizeof y));
+    d.mask.bias = NULL;
+    memcpy(before, x, sizeof x);
+    ck_assert_int_eq(peak_softmax(x + 8, x, &d), PEAK_ERR_INVALID_ARG);
+    ck_assert(peak_test_bytes_equal(x, before, sizeof x));
+
+    /* attention: lse one float into O, lse == q, O over key_len */
+    float q[16], k[16], v[16], o[16], lse[4];
+    peak_test_fill_uniform(q, 16, &rng, -1, 1);
+    peak_test_fill_uniform(k, 16, &rng, -1, 1);
+    peak_test_fill_uniform(v, 16, &rng, -1, 1);
+    peak_attn_desc a = PEAK_ATTN_DESC_DEFAULT;
+    a.batch = 1, a.heads = 1, a.q_len = 2, a.kv_len = 2, a.head_dim = 4;
+    ptrdiff_t as[3] = {8, 4, 4};
+    memcpy(a.q_stride, as, sizeof as);
+    memcpy(a.k_stride, as, sizeof as);
+    memcpy(a.v_stride, as, sizeof as);
+    memcpy(a.o_stride, as, sizeof as);
+    ptrdiff_t ls[3] = {2, 2, 1};
+    memcpy(a.lse_stride, ls, sizeof ls);
+    a.lse = lse;
+    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0), PEAK_OK);
+    peak_test_fill_canary(o, 16);
+    memcpy(before, o, sizeof o);
+    a.lse = o + 1;
+    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0), PEAK_ERR_INVALID_ARG);
+    ck_assert(peak_test_bytes_equal(o, before, sizeof o));
+    memcpy(before, q, sizeof q);
+    a.lse = q;
+    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0), PEAK_ERR_INVALID_ARG);
+    ck_assert(peak_test_bytes_equal(q, before, sizeof q));
+    a.lse = NULL;
+    const int32_t one = 1; /* a valid key_len, so only the overlap is wrong */
+    memcpy(o + 3, &one, sizeof one);
+    a.mask.key_len = (const int32_t *)(o + 3);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0), PEAK_ERR_INVALID_ARG);
+    a.mask.key_len = NULL;
+    ck_assert_int_eq(peak_attention(k + 2, q, k, v, &a, NULL, 0), PEAK_ERR_INVALID_ARG);
+
+    /* pe_add: x over the second row of its table */
+    float pe[4 * D];
+    peak_test_fill_uniform(pe, 4 * D, &rng, -1, 1);
+    memcpy(before, pe, sizeof pe);
+    ck_assert_int_eq(peak_pe_add(pe + D, D, D, 1, 2, D, 0, pe, 4, NULL), PEAK_ERR_INVALID_ARG);
+    ck_assert(peak_test_bytes_equal(pe, before, sizeof pe));
+    free(ids);
+}
+END_TEST
+
 START_TEST(mask_strides_must_fit)
 {
     float x[32], y[32], before[32], bias[8];
@@ -185,6 +278,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, mask_strides_must_fit);
     tcase_add_test(tc, mask_index_limit_is_inclusive);
     tcase_add_test(tc, attention_subnormal_scale_under_daz);
+    tcase_add_test(tc, outputs_must_not_overlap_inputs);
     suite_add_tcase(s, tc);
     return s;
 }

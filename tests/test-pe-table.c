@@ -178,6 +178,10 @@ static sincos_chunk_fn tier_sincos(void)
     case PEAK_ISA_AVX512:
         return peak_pe_sincos_chunk__avx512;
 #endif
+#if PEAK_HAVE_NEON
+    case PEAK_ISA_NEON:
+        return peak_pe_sincos_chunk__neon;
+#endif
     default:
         return peak_pe_sincos_chunk__scalar;
     }

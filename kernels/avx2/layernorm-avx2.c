@@ -77,56 +77,6 @@ static float ln_guess(const peak_ln_row *w)
     return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
 
-/* Floats a block before the float accumulators are widened into double:
-   each lane of each of the four accumulator pairs sees 4 terms, which keeps
-   D2 good to a few float roundings (layernorm-rows.h). */
-#define LN_BLOCK 128
-
-static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
-{
-    const size_t n = w->n;
-    const __m256 vshift = _mm256_set1_ps(shift);
-    __m256d acc1 = _mm256_setzero_pd(), acc2 = _mm256_setzero_pd();
-    for (size_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
-        const size_t end = n - j0 < LN_BLOCK ? n : j0 + LN_BLOCK;
-        /* Four independent chains per sum: each add/FMA waits on its own
-           result only every fourth vector, so latency is not the limit. */
-        __m256 s1a = _mm256_setzero_ps(), s2a = _mm256_setzero_ps();
-        __m256 s1b = _mm256_setzero_ps(), s2b = _mm256_setzero_ps();
-        __m256 s1c = _mm256_setzero_ps(), s2c = _mm256_setzero_ps();
-        __m256 s1d = _mm256_setzero_ps(), s2d = _mm256_setzero_ps();
-        size_t j = j0;
-        for (; j + 32 <= end; j += 32) {
-            prefetch_line(w->pf_x, j);
-            prefetch_line(w->pf_x, j + 16);
-            const __m256 da = _mm256_sub_ps(load_s(w, j), vshift);
-            const __m256 db = _mm256_sub_ps(load_s(w, j + 8), vshift);
-            const __m256 dc = _mm256_sub_ps(load_s(w, j + 16), vshift);
-            const __m256 dd = _mm256_sub_ps(load_s(w, j + 24), vshift);
-            s1a = _mm256_add_ps(s1a, da);
-            s2a = _mm256_fmadd_ps(da, da, s2a);
-            s1b = _mm256_add_ps(s1b, db);
-            s2b = _mm256_fmadd_ps(db, db, s2b);
-            s1c = _mm256_add_ps(s1c, dc);
-            s2c = _mm256_fmadd_ps(dc, dc, s2c);
-            s1d = _mm256_add_ps(s1d, dd);
-            s2d = _mm256_fmadd_ps(dd, dd, s2d);
-        }
-        for (; j < end; j += 8) {
-            const __m256i m = lanes(end - j);
-            prefetch_line(w->pf_x, j);
-            const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_s_masked(w, j, m), vshift),
-                                           _mm256_castsi256_ps(m));
-            s1a = _mm256_add_ps(s1a, d);
-            s2a = _mm256_fmadd_ps(d, d, s2a);
-        }
-        acc1 = add_widened(acc1, _mm256_add_ps(_mm256_add_ps(s1a, s1b), _mm256_add_ps(s1c, s1d)));
-        acc2 = add_widened(acc2, _mm256_add_ps(_mm256_add_ps(s2a, s2b), _mm256_add_ps(s2c, s2d)));
-    }
-    *d1 = reduce_pd(acc1);
-    *d2 = reduce_pd(acc2);
-}
-
 /* y (and sum) for 8 lanes; m selects the lanes that exist. */
 static inline __m256 normalised(const peak_ln_row *w, size_t j, __m256 s, __m256i m,
                                 peak_ln_stats st)
@@ -141,7 +91,6 @@ static inline __m256 normalised(const peak_ln_row *w, size_t j, __m256 s, __m256
 
 static inline void norm_masked(const peak_ln_row *w, size_t j, __m256i m, peak_ln_stats st)
 {
-    prefetch_line(w->pf_r, j);
     const __m256 s = load_s_masked(w, j, m);
     const __m256 y = normalised(w, j, s, m, st);
     if (w->sum)
@@ -149,46 +98,104 @@ static inline void norm_masked(const peak_ln_row *w, size_t j, __m256i m, peak_l
     _mm256_maskstore_ps(w->y + j, m, y);
 }
 
-/* Streaming needs 32-byte aligned stores, for y and sum alike: the floats
-   before y's first boundary, and everything when sum is not aligned the
-   same way, take ordinary stores. */
+/* y (and sum) for the 8 floats at j; stream: non-temporal stores (aligned
+   rows only). */
 static inline __attribute__((always_inline)) void
-ln_norm_rows(const peak_ln_row *w, peak_ln_stats st, bool stream)
+norm8(const peak_ln_row *w, size_t j, peak_ln_stats st, bool stream)
 {
-    const size_t n = w->n;
-    const __m256i all = _mm256_set1_epi32(-1);
-    size_t j = 0;
-    if (stream && (!w->sum || (((uintptr_t)w->sum ^ (uintptr_t)w->y) & 31) == 0)) {
-        const size_t head = (32 - ((uintptr_t)w->y & 31)) / sizeof(float) & 7;
-        if (head)
-            norm_masked(w, 0, lanes(head < n ? head : n), st);
-        for (j = head; j + 8 <= n; j += 8) {
-            prefetch_line(w->pf_r, j);
-            const __m256 s = load_s(w, j);
-            const __m256 y = normalised(w, j, s, all, st);
-            if (w->sum)
-                _mm256_stream_ps(w->sum + j, s);
-            _mm256_stream_ps(w->y + j, y);
-        }
-    }
-    for (; j + 8 <= n; j += 8) {
-        prefetch_line(w->pf_r, j);
-        const __m256 s = load_s(w, j);
-        const __m256 y = normalised(w, j, s, all, st);
+    const __m256 s = load_s(w, j);
+    const __m256 y = normalised(w, j, s, _mm256_set1_epi32(-1), st);
+    if (stream) {
+        if (w->sum)
+            _mm256_stream_ps(w->sum + j, s);
+        _mm256_stream_ps(w->y + j, y);
+    } else {
         if (w->sum)
             _mm256_storeu_ps(w->sum + j, s);
         _mm256_storeu_ps(w->y + j, y);
     }
-    if (j < n)
-        norm_masked(w, j, lanes(n - j), st);
 }
+
+/* Streaming stores need every vector of the row 32-byte aligned. */
+static bool row_streams(const peak_ln_row *w, bool stream)
+{
+    return stream && ((uintptr_t)w->y & 31) == 0 && ((uintptr_t)w->sum & 31) == 0;
+}
+
+/* Floats a block before the float accumulators are widened into double:
+   each lane of each of the four accumulator pairs sees 4 terms, which keeps
+   D2 good to a few float roundings (layernorm-rows.h). */
+#define LN_BLOCK 128
+
+/* Pass 1 of w about shift; with cur, pass 2 of cur in the same loop, a
+   vector of cur for each vector of w (both rows have n floats). */
+static inline __attribute__((always_inline)) void
+dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_ln_row *cur,
+         peak_ln_stats st, bool stream)
+{
+    const size_t n = w->n;
+    const __m256 vshift = _mm256_set1_ps(shift);
+    __m256d acc1 = _mm256_setzero_pd(), acc2 = _mm256_setzero_pd();
+    for (size_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
+        const size_t end = n - j0 < LN_BLOCK ? n : j0 + LN_BLOCK;
+        /* Four independent chains per sum: each add/FMA waits on its own
+           result only every fourth vector, so latency is not the limit. */
+        __m256 s1a = _mm256_setzero_ps(), s2a = _mm256_setzero_ps();
+        __m256 s1b = _mm256_setzero_ps(), s2b = _mm256_setzero_ps();
+        __m256 s1c = _mm256_setzero_ps(), s2c = _mm256_setzero_ps();
+        __m256 s1d = _mm256_setzero_ps(), s2d = _mm256_setzero_ps();
+        size_t j = j0;
+        for (; j + 32 <= end; j += 32) {
+            for (size_t k = 0; k < 32; k += 16) {
+                prefetch_line(w->pf_x, j + k);
+                prefetch_line(w->pf_r, j + k);
+            }
+            const __m256 da = _mm256_sub_ps(load_s(w, j), vshift);
+            const __m256 db = _mm256_sub_ps(load_s(w, j + 8), vshift);
+            const __m256 dc = _mm256_sub_ps(load_s(w, j + 16), vshift);
+            const __m256 dd = _mm256_sub_ps(load_s(w, j + 24), vshift);
+            s1a = _mm256_add_ps(s1a, da);
+            s2a = _mm256_fmadd_ps(da, da, s2a);
+            s1b = _mm256_add_ps(s1b, db);
+            s2b = _mm256_fmadd_ps(db, db, s2b);
+            s1c = _mm256_add_ps(s1c, dc);
+            s2c = _mm256_fmadd_ps(dc, dc, s2c);
+            s1d = _mm256_add_ps(s1d, dd);
+            s2d = _mm256_fmadd_ps(dd, dd, s2d);
+            if (cur)
+                for (size_t k = 0; k < 32; k += 8)
+                    norm8(cur, j + k, st, stream);
+        }
+        for (; j < end; j += 8) {
+            const __m256i m = lanes(end - j);
+            prefetch_line(w->pf_x, j);
+            prefetch_line(w->pf_r, j);
+            const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_s_masked(w, j, m), vshift),
+                                           _mm256_castsi256_ps(m));
+            s1a = _mm256_add_ps(s1a, d);
+            s2a = _mm256_fmadd_ps(d, d, s2a);
+            if (cur && end - j >= 8)
+                norm8(cur, j, st, stream);
+            else if (cur) /* a partial vector ends the row */
+                norm_masked(cur, j, m, st);
+        }
+        acc1 = add_widened(acc1, _mm256_add_ps(_mm256_add_ps(s1a, s1b), _mm256_add_ps(s1c, s1d)));
+        acc2 = add_widened(acc2, _mm256_add_ps(_mm256_add_ps(s2a, s2b), _mm256_add_ps(s2c, s2d)));
+    }
+    *d1 = reduce_pd(acc1);
+    *d2 = reduce_pd(acc2);
+}
+
+PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)
 
 static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
 {
-    if (stream)
-        ln_norm_rows(w, st, true);
-    else
-        ln_norm_rows(w, st, false);
+    const bool nt = row_streams(w, stream);
+    size_t j = 0;
+    for (; j + 8 <= w->n; j += 8)
+        norm8(w, j, st, nt);
+    if (j < w->n)
+        norm_masked(w, j, lanes(w->n - j), st);
 }
 
 void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
@@ -196,8 +203,8 @@ void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_
                                   const float *gamma, const float *beta, size_t rows,
                                   size_t d_model, float eps)
 {
-    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_guess,
-                ln_dev, ln_norm);
+    const peak_ln_args a = {y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model};
+    peak_ln_run(&a, eps, ln_guess, ln_dev, ln_norm, ln_fused);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();
 }

@@ -56,62 +56,11 @@ static float ln_guess(const peak_ln_row *w)
     return _mm512_reduce_add_ps(_mm512_mul_ps(s, _mm512_set1_ps(1.0f / (float)k)));
 }
 
-/* Floats a lane of each of the four accumulator pairs sees per block
-   before the block is widened into double: 4, which keeps D2 good to a few
-   float roundings (layernorm-rows.h). */
-#define LN_BLOCK 256
-
-static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)
-{
-    const size_t n = w->n;
-    const __m512 vshift = _mm512_set1_ps(shift);
-    __m512d acc1 = _mm512_setzero_pd(), acc2 = _mm512_setzero_pd();
-    for (size_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
-        const size_t end = n - j0 < LN_BLOCK ? n : j0 + LN_BLOCK;
-        /* Four independent chains per sum: each add/FMA waits on its own
-           result only every fourth vector, so latency is not the limit. */
-        __m512 s1a = _mm512_setzero_ps(), s2a = _mm512_setzero_ps();
-        __m512 s1b = _mm512_setzero_ps(), s2b = _mm512_setzero_ps();
-        __m512 s1c = _mm512_setzero_ps(), s2c = _mm512_setzero_ps();
-        __m512 s1d = _mm512_setzero_ps(), s2d = _mm512_setzero_ps();
-        size_t j = j0;
-        for (; j + 64 <= end; j += 64) {
-            prefetch_line(w->pf_x, j);
-            prefetch_line(w->pf_x, j + 16);
-            prefetch_line(w->pf_x, j + 32);
-            prefetch_line(w->pf_x, j + 48);
-            const __m512 da = _mm512_sub_ps(load_s(w, j, 0xffff), vshift);
-            const __m512 db = _mm512_sub_ps(load_s(w, j + 16, 0xffff), vshift);
-            const __m512 dc = _mm512_sub_ps(load_s(w, j + 32, 0xffff), vshift);
-            const __m512 dd = _mm512_sub_ps(load_s(w, j + 48, 0xffff), vshift);
-            s1a = _mm512_add_ps(s1a, da);
-            s2a = _mm512_fmadd_ps(da, da, s2a);
-            s1b = _mm512_add_ps(s1b, db);
-            s2b = _mm512_fmadd_ps(db, db, s2b);
-            s1c = _mm512_add_ps(s1c, dc);
-            s2c = _mm512_fmadd_ps(dc, dc, s2c);
-            s1d = _mm512_add_ps(s1d, dd);
-            s2d = _mm512_fmadd_ps(dd, dd, s2d);
-        }
-        for (; j < end; j += 16) {
-            const __mmask16 m = lanes(end - j);
-            prefetch_line(w->pf_x, j);
-            const __m512 d = _mm512_maskz_sub_ps(m, load_s(w, j, m), vshift);
-            s1a = _mm512_add_ps(s1a, d);
-            s2a = _mm512_fmadd_ps(d, d, s2a);
-        }
-        acc1 = add_widened(acc1, _mm512_add_ps(_mm512_add_ps(s1a, s1b), _mm512_add_ps(s1c, s1d)));
-        acc2 = add_widened(acc2, _mm512_add_ps(_mm512_add_ps(s2a, s2b), _mm512_add_ps(s2c, s2d)));
-    }
-    *d1 = _mm512_reduce_add_pd(acc1);
-    *d2 = _mm512_reduce_add_pd(acc2);
-}
-
-/* y (and sum) for the lanes of m at j. */
+/* y (and sum) for the lanes of m at j; stream: non-temporal stores (full,
+   aligned vectors only). */
 static inline __attribute__((always_inline)) void
 norm16(const peak_ln_row *w, size_t j, __mmask16 m, peak_ln_stats st, bool stream)
 {
-    prefetch_line(w->pf_r, j);
     const __m512 s = load_s(w, j, m);
     const __m512 d = _mm512_sub_ps(_mm512_sub_ps(s, _mm512_set1_ps(st.shift)),
                                    _mm512_set1_ps(st.corr));
@@ -130,31 +79,82 @@ norm16(const peak_ln_row *w, size_t j, __mmask16 m, peak_ln_stats st, bool strea
     }
 }
 
-/* Streaming needs 64-byte aligned stores, for y and sum alike: the floats
-   before y's first boundary, and everything when sum is not aligned the
-   same way, take ordinary masked stores. */
+/* Streaming stores need every vector of the row 64-byte aligned. */
+static bool row_streams(const peak_ln_row *w, bool stream)
+{
+    return stream && ((uintptr_t)w->y & 63) == 0 && ((uintptr_t)w->sum & 63) == 0;
+}
+
+/* Floats a lane of each of the four accumulator pairs sees per block
+   before the block is widened into double: 4, which keeps D2 good to a few
+   float roundings (layernorm-rows.h). */
+#define LN_BLOCK 256
+
+/* Pass 1 of w about shift; with cur, pass 2 of cur in the same loop, a
+   vector of cur for each vector of w (both rows have n floats). */
 static inline __attribute__((always_inline)) void
-ln_norm_rows(const peak_ln_row *w, peak_ln_stats st, bool stream)
+dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_ln_row *cur,
+         peak_ln_stats st, bool stream)
 {
     const size_t n = w->n;
-    size_t j = 0;
-    if (stream && (!w->sum || (((uintptr_t)w->sum ^ (uintptr_t)w->y) & 63) == 0)) {
-        const size_t head = (64 - ((uintptr_t)w->y & 63)) / sizeof(float) & 15;
-        if (head)
-            norm16(w, 0, lanes(head < n ? head : n), st, false);
-        for (j = head; j + 16 <= n; j += 16)
-            norm16(w, j, 0xffff, st, true);
+    const __m512 vshift = _mm512_set1_ps(shift);
+    __m512d acc1 = _mm512_setzero_pd(), acc2 = _mm512_setzero_pd();
+    for (size_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
+        const size_t end = n - j0 < LN_BLOCK ? n : j0 + LN_BLOCK;
+        /* Four independent chains per sum: each add/FMA waits on its own
+           result only every fourth vector, so latency is not the limit. */
+        __m512 s1a = _mm512_setzero_ps(), s2a = _mm512_setzero_ps();
+        __m512 s1b = _mm512_setzero_ps(), s2b = _mm512_setzero_ps();
+        __m512 s1c = _mm512_setzero_ps(), s2c = _mm512_setzero_ps();
+        __m512 s1d = _mm512_setzero_ps(), s2d = _mm512_setzero_ps();
+        size_t j = j0;
+        for (; j + 64 <= end; j += 64) {
+            for (size_t k = 0; k < 64; k += 16) {
+                prefetch_line(w->pf_x, j + k);
+                prefetch_line(w->pf_r, j + k);
+            }
+            const __m512 da = _mm512_sub_ps(load_s(w, j, 0xffff), vshift);
+            const __m512 db = _mm512_sub_ps(load_s(w, j + 16, 0xffff), vshift);
+            const __m512 dc = _mm512_sub_ps(load_s(w, j + 32, 0xffff), vshift);
+            const __m512 dd = _mm512_sub_ps(load_s(w, j + 48, 0xffff), vshift);
+            s1a = _mm512_add_ps(s1a, da);
+            s2a = _mm512_fmadd_ps(da, da, s2a);
+            s1b = _mm512_add_ps(s1b, db);
+            s2b = _mm512_fmadd_ps(db, db, s2b);
+            s1c = _mm512_add_ps(s1c, dc);
+            s2c = _mm512_fmadd_ps(dc, dc, s2c);
+            s1d = _mm512_add_ps(s1d, dd);
+            s2d = _mm512_fmadd_ps(dd, dd, s2d);
+            if (cur)
+                for (size_t k = 0; k < 64; k += 16)
+                    norm16(cur, j + k, 0xffff, st, stream);
+        }
+        for (; j < end; j += 16) {
+            const __mmask16 m = lanes(end - j);
+            prefetch_line(w->pf_x, j);
+            prefetch_line(w->pf_r, j);
+            const __m512 d = _mm512_maskz_sub_ps(m, load_s(w, j, m), vshift);
+            s1a = _mm512_add_ps(s1a, d);
+            s2a = _mm512_fmadd_ps(d, d, s2a);
+            if (cur) /* a partial vector ends the row: never streamed */
+                norm16(cur, j, m, st, stream && m == 0xffff);
+        }
+        acc1 = add_widened(acc1, _mm512_add_ps(_mm512_add_ps(s1a, s1b), _mm512_add_ps(s1c, s1d)));
+        acc2 = add_widened(acc2, _mm512_add_ps(_mm512_add_ps(s2a, s2b), _mm512_add_ps(s2c, s2d)));
     }
-    for (; j < n; j += 16)
-        norm16(w, j, lanes(n - j), st, false);
+    *d1 = _mm512_reduce_add_pd(acc1);
+    *d2 = _mm512_reduce_add_pd(acc2);
 }
+
+PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)
 
 static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
 {
-    if (stream)
-        ln_norm_rows(w, st, true);
-    else
-        ln_norm_rows(w, st, false);
+    const bool nt = row_streams(w, stream);
+    for (size_t j = 0; j < w->n; j += 16) {
+        const __mmask16 m = lanes(w->n - j);
+        norm16(w, j, m, st, nt && m == 0xffff);
+    }
 }
 
 void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
@@ -162,8 +162,8 @@ void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum, ptrdif
                                     ptrdiff_t ld_r, const float *gamma, const float *beta,
                                     size_t rows, size_t d_model, float eps)
 {
-    peak_ln_run(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, ln_guess,
-                ln_dev, ln_norm);
+    const peak_ln_args a = {y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model};
+    peak_ln_run(&a, eps, ln_guess, ln_dev, ln_norm, ln_fused);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();
 }

@@ -93,6 +93,91 @@ static int f64_is_zero(double v)
     return (b << 1) == 0;
 }
 
+/* A strided set of `rows` rows of `d` floats (one row: any stride). */
+typedef struct row_set {
+    const float *p;
+    ptrdiff_t ld;
+    size_t rows;
+} row_set;
+
+/* Whether two row sets share no float.  Exact when the strides are equal
+   or the set at the higher address is one row (so the rows of one
+   interleaved buffer, [x | y] with ld = 2d, and a gamma in y's row padding
+   count as apart); otherwise the two extents must not meet, which rejects
+   some disjoint interleavings of different strides.  Addresses are
+   compared as integers: the sets may lie in different objects.  Assumes
+   extent_fits(). */
+static int rows_disjoint(row_set a, row_set b, size_t d)
+{
+    if (!a.p || !b.p)
+        return 1;
+    uintptr_t pa = (uintptr_t)a.p, pb = (uintptr_t)b.p;
+    if (pa > pb) {
+        row_set t = a;
+        a = b;
+        b = t;
+        pa = (uintptr_t)a.p;
+        pb = (uintptr_t)b.p;
+    }
+    const size_t end_a = ((a.rows - 1) * (size_t)a.ld + d) * sizeof(float);
+    if (pb - pa >= end_a)
+        return 1;
+    if (a.rows < 2 || (b.rows > 1 && a.ld != b.ld) || (pb - pa) % sizeof(float))
+        return 0;
+    const size_t off = (size_t)((pb - pa) / sizeof(float)) % (size_t)a.ld;
+    return off >= d && (size_t)a.ld - off >= d;
+}
+
+/* An output row set and an input one: the same rows (in place), or apart. */
+static int in_place_or_apart(row_set out, row_set in, size_t d)
+{
+    return (out.p == in.p && out.ld == in.ld) || rows_disjoint(out, in, d);
+}
+
+/* The bytes an [n0][n1][n2] tensor of `inner` contiguous elements spans
+   (empty for NULL).  Assumes extent_fits(). */
+typedef struct span {
+    uintptr_t lo, hi;
+} span;
+
+static span tensor_span(const void *p, const size_t *n, const ptrdiff_t *stride, int dims,
+                        size_t inner, size_t elem)
+{
+    span sp = {0, 0};
+    if (!p)
+        return sp;
+    size_t off = inner;
+    for (int k = 0; k < dims; k++)
+        off += (n[k] - 1) * (size_t)stride[k];
+    sp.lo = (uintptr_t)p;
+    sp.hi = sp.lo + off * elem;
+    return sp;
+}
+
+static span array_span(const void *p, size_t n, size_t elem)
+{
+    const ptrdiff_t one = 1;
+    return tensor_span(p, &n, &one, 1, 1, elem);
+}
+
+/* Whether two spans share a byte (conservative for strided tensors: two
+   that interleave without sharing an element also meet). */
+static int spans_meet(span a, span b)
+{
+    return a.lo < b.hi && b.lo < a.hi;
+}
+
+/* An output must not overlap the mask's arrays: the kernels read them
+   row by row while writing. */
+static int apart_from_mask(span out, const peak_mask *m, size_t batch, size_t heads,
+                           size_t q_len, size_t k_len)
+{
+    const size_t n[3] = {batch, heads, q_len};
+    return !spans_meet(out, array_span(m->key_len, batch, sizeof(int32_t))) &&
+           !spans_meet(out, tensor_span(m->keep, n, m->keep_stride, 3, k_len, 1)) &&
+           !spans_meet(out, tensor_span(m->bias, n, m->bias_stride, 3, k_len, sizeof(float)));
+}
+
 static int pe_params_ok(const peak_pe_params *p)
 {
     return (unsigned)p->layout <= PEAK_PE_SPLIT_PAPER && (unsigned)p->mode <= PEAK_PE_TORCH_F32 &&
@@ -140,6 +225,9 @@ peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t
         ptrdiff_t ld_pe = (ptrdiff_t)d_model;
         if (!extent_fits(&pe_rows, &ld_pe, 1, d_model))
             return PEAK_ERR_OUT_OF_RANGE;
+        if (spans_meet(tensor_span(x, n, st, 2, d_model, sizeof(float)),
+                       tensor_span(pe, &pe_rows, &ld_pe, 1, d_model, sizeof(float))))
+            return PEAK_ERR_INVALID_ARG;
     }
     peak_active_kernels()->pe_add(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, p);
     return PEAK_OK;
@@ -190,6 +278,16 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
         !extent_fits(&d->vocab, &d->ld_table, 1, d->d_model) ||
         (d->pe && d->pe_rows && !extent_fits(&d->pe_rows, &ld_pe, 1, d->d_model)))
         return PEAK_ERR_OUT_OF_RANGE;
+    /* The kernels read ids, positions, table and pe while they write out
+       (a chunk of tokens at a time). */
+    const span so = tensor_span(out, &n_tokens, &ld_out, 1, d->d_model, sizeof(float));
+    if (spans_meet(so, array_span(ids, n_tokens, sizeof(int32_t))) ||
+        spans_meet(so, array_span(d->positions, n_tokens, sizeof(int64_t))) ||
+        spans_meet(so, tensor_span(d->table, &d->vocab, &d->ld_table, 1, d->d_model,
+                                   sizeof(float))) ||
+        (d->pe_rows && spans_meet(so, tensor_span(d->pe, &d->pe_rows, &ld_pe, 1, d->d_model,
+                                                  sizeof(float)))))
+        return PEAK_ERR_INVALID_ARG;
     /* pos0 bounded first, so pos0 + index (+ padding_idx + 1) cannot wrap. */
     uint64_t limit = d->pe ? d->pe_rows : PEAK_MAX_POSITION;
     if (!d->positions && d->pos0 >= limit)
@@ -274,6 +372,10 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
     peak_status s = mask_check(&d->mask, d->batch, d->heads, d->q_len, d->k_len);
     if (s != PEAK_OK)
         return s;
+    const span sy = tensor_span(y, n, d->y_stride, 3, d->k_len, sizeof(float));
+    if ((y != x && spans_meet(sy, tensor_span(x, n, d->x_stride, 3, d->k_len, sizeof(float)))) ||
+        !apart_from_mask(sy, &d->mask, d->batch, d->heads, d->q_len, d->k_len))
+        return PEAK_ERR_INVALID_ARG;
     /* Kernels never see the "0 means 1" default. */
     peak_softmax_desc resolved = *d;
     if (peak_f32_is_zero(resolved.scale))
@@ -330,7 +432,34 @@ static peak_status attn_resolve(const peak_attn_desc *in, peak_attn_desc *d)
     if (!rows_apart(nq, d->o_stride, 3, d->v_head_dim) ||
         (d->lse && !rows_apart(nl, d->lse_stride, 3, 1)))
         return PEAK_ERR_INVALID_ARG;
-    return mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
+    peak_status s = mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
+    if (s != PEAK_OK)
+        return s;
+    return PEAK_OK;
+}
+
+/* O and lse must not overlap an input, the mask's arrays or each other. */
+static int attn_outputs_apart(const float *o, const float *q, const float *k, const float *v,
+                              const peak_attn_desc *d)
+{
+    const size_t nq[3] = {d->batch, d->q_len, d->heads};
+    const size_t nk[3] = {d->batch, d->kv_len, d->kv_heads};
+    const size_t nl[3] = {d->batch, d->heads, d->q_len};
+    const span in[3] = {tensor_span(q, nq, d->q_stride, 3, d->head_dim, sizeof(float)),
+                        tensor_span(k, nk, d->k_stride, 3, d->head_dim, sizeof(float)),
+                        tensor_span(v, nk, d->v_stride, 3, d->v_head_dim, sizeof(float))};
+    const span out[2] = {tensor_span(o, nq, d->o_stride, 3, d->v_head_dim, sizeof(float)),
+                         tensor_span(d->lse, nl, d->lse_stride, 3, 1, sizeof(float))};
+    if (spans_meet(out[0], out[1]))
+        return 0;
+    for (int j = 0; j < 2; j++) {
+        for (int i = 0; i < 3; i++)
+            if (spans_meet(out[j], in[i]))
+                return 0;
+        if (!apart_from_mask(out[j], &d->mask, d->batch, d->heads, d->q_len, d->kv_len))
+            return 0;
+    }
+    return 1;
 }
 
 peak_status peak_attention_workspace_size(const peak_attn_desc *desc, size_t *bytes)
@@ -356,6 +485,8 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     peak_status s = attn_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
+    if (!attn_outputs_apart(o, q, k, v, &d))
+        return PEAK_ERR_INVALID_ARG;
     const peak_kernels *kern = peak_active_kernels();
     size_t need = kern->attention_ws(&d);
     void *ws = workspace, *owned = NULL;
@@ -389,13 +520,21 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
     if ((r && (ld_r < 0 || (size_t)ld_r < d_model)) ||
         (sum && (ld_sum < 0 || (size_t)ld_sum < d_model)))
         return PEAK_ERR_INVALID_ARG;
-    if ((y == x && ld_y != ld_x) || (sum && sum == x && ld_sum != ld_x) ||
-        (sum && r && sum == r && ld_sum != ld_r) || (sum && sum == y))
-        return PEAK_ERR_INVALID_ARG;
     if (!extent_fits(&rows, &ld_y, 1, d_model) || !extent_fits(&rows, &ld_x, 1, d_model) ||
         (r && !extent_fits(&rows, &ld_r, 1, d_model)) ||
         (sum && !extent_fits(&rows, &ld_sum, 1, d_model)))
         return PEAK_ERR_OUT_OF_RANGE;
+    /* The SIMD tiers write row t while they read row t+1 (layernorm-rows.h),
+       so any overlap but the exact in-place one would change the result. */
+    const row_set ys = {y, ld_y, rows}, ss = {sum, ld_sum, rows}, xs = {x, ld_x, rows},
+                  rs = {r, ld_r, rows}, gs = {gamma, 0, 1}, bs = {beta, 0, 1};
+    const row_set outs[2] = {ys, ss};
+    for (int k = 0; k < 2; k++)
+        if (!in_place_or_apart(outs[k], xs, d_model) || !in_place_or_apart(outs[k], rs, d_model) ||
+            !rows_disjoint(outs[k], gs, d_model) || !rows_disjoint(outs[k], bs, d_model))
+            return PEAK_ERR_INVALID_ARG;
+    if (!rows_disjoint(ys, ss, d_model))
+        return PEAK_ERR_INVALID_ARG;
     peak_active_kernels()->add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta,
                                          rows, d_model, eps);
     return PEAK_OK;

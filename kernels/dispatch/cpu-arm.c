@@ -7,9 +7,19 @@
  */
 #include "internal.h"
 
-/* HWCAP_ASIMD from <asm/hwcap.h>; spelled out so this file builds on any
-   host (it is only called on AArch64). */
+/* The NEON tier needs AdvSIMD only: AT_HWCAP bit 1, HWCAP_ASIMD in the
+   Linux UAPI header <asm/hwcap.h> (bit 0, HWCAP_FP, is scalar floating
+   point, which the architecture implements together with AdvSIMD, never
+   one without the other).  Spelled out so that this
+   file builds on any host (the tests call peak_arm_decide with made-up
+   hwcaps on x86 too), and checked against the kernel's header wherever it
+   exists, so a typo cannot silently disable or wrongly enable the tier.
+   dispatch.c passes getauxval(AT_HWCAP) on AArch64 Linux only. */
 #define PEAK_HWCAP_ASIMD (1ul << 1)
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+_Static_assert(PEAK_HWCAP_ASIMD == HWCAP_ASIMD, "AT_HWCAP bit of AdvSIMD");
+#endif
 
 peak_isa peak_arm_decide(unsigned long hwcap, const char **why)
 {

@@ -68,15 +68,15 @@ const peak_kernels peak_kernels_avx512 = {
 #if PEAK_HAVE_NEON
 const peak_kernels peak_kernels_neon = {
     .isa = PEAK_ISA_NEON,
-    .pe_table = peak_f32_pe_table__scalar,
-    .pe_add = peak_f32_pe_add__scalar,
-    .embed_pe = peak_f32_embed_pe__scalar,
-    .softmax = peak_f32_softmax__scalar,
-    .exp = peak_f32_exp__scalar,
-    .exp2 = peak_f32_exp2__scalar,
-    .attention = peak_f32_sdpa__scalar,
-    .attention_ws = peak_f32_sdpa_workspace__scalar,
-    .add_layernorm = peak_f32_add_layernorm__scalar,
+    .pe_table = peak_f32_pe_table__neon,
+    .pe_add = peak_f32_pe_add__neon,
+    .embed_pe = peak_f32_embed_pe__neon,
+    .softmax = peak_f32_softmax__neon,
+    .exp = peak_f32_exp__neon,
+    .exp2 = peak_f32_exp2__neon,
+    .attention = peak_f32_sdpa__neon,
+    .attention_ws = peak_f32_sdpa_workspace__neon,
+    .add_layernorm = peak_f32_add_layernorm__neon,
 };
 #endif
 
@@ -206,7 +206,14 @@ static void init(void)
 {
     const char *why, *note;
     const char *env = getenv("PEAK_ISA");
-    detected_isa = best_compiled_at_or_below(detect(&why));
+    peak_isa hardware = detect(&why);
+    detected_isa = best_compiled_at_or_below(hardware);
+    static char why_built[200]; /* the CPU's tier left out of this build */
+    if (detected_isa != hardware) {
+        snprintf(why_built, sizeof why_built, "%s; %s not compiled into this build -> %s", why,
+                 names[hardware], names[detected_isa]);
+        why = why_built;
+    }
     peak_isa isa = peak_isa_cap(detected_isa, env, &note);
     if (note) {
         fprintf(stderr, "peak: PEAK_ISA=%s: %s\n", env, note);

@@ -1,0 +1,54 @@
+/*
+ * bench-util.c - the checks every family's benchmark file shares (bench.h).
+ */
+#include "bench.h"
+
+#include "internal.h"
+#include "peak.h"
+
+#include <stdlib.h>
+
+const char *bench_tier_unavailable(peak_isa isa)
+{
+    if (peak_kernels_for(isa) == NULL)
+        return "isa unsupported: not compiled into this build";
+    if (!peak_isa_supported(isa))
+        return "isa unsupported: not available on this CPU/OS";
+    return NULL;
+}
+
+/* The baselines ask the compiler runtime rather than peak: a bug in the
+   detection under test must not decide whether its yardstick runs.  libgcc
+   also checks XCR0, so a kernel without ZMM state support is not reported
+   as AVX-512 capable. */
+int bench_cpu_avx512(void)
+{
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+int bench_cpu_avx2(void)
+{
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+void *bench_alloc(size_t bytes)
+{
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+void bench_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi)
+{
+    for (size_t k = 0; k < n; k++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x[k] = lo + (hi - lo) * (float)((double)(seed >> 40) * 0x1p-24);
+    }
+}

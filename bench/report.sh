@@ -1,0 +1,118 @@
+#!/bin/sh
+# report.sh - the comparison report in one command: builds the benchmarks
+# (release), runs bench_peak with repetitions, the accuracy program and the
+# same shapes in PyTorch, and writes bench/results/<cpu>.md, .json and PNG
+# plots (bench/report.py).
+#
+#   sh bench/report.sh [--quick] [--readme] [--filter REGEX]
+#
+#   --quick   one repetition, short minimum times, small accuracy samples:
+#             checks the pipeline in a few minutes; its figures are not for
+#             publishing
+#   --readme  also rewrite the README's Benchmarks block (between the
+#             bench-report markers) with this run's summary and roofline
+#   --filter  passed to bench_peak's --benchmark_filter and to
+#             torch-bench.py (the report then covers those benchmarks only)
+#
+# Installs the Debian packages it is missing first (as root; see
+# scripts/install-deps.sh --bench).  Raw outputs stay in
+# build-bench/report/ (bench.json, accuracy.json, torch.json), so
+# bench/report.py can rebuild the report from them.  Takes about 15 minutes
+# on a 2-core machine (most of it bench_peak; REPS and MIN_TIME in the
+# environment override 5 and 0.05 s).
+#
+# OpenBLAS 0.3.21 does not know CPUs newer than Sapphire Rapids and runs its
+# SSE3 "Prescott" kernels on them; the benchmark commands below (and only
+# they: never the tests) set OPENBLAS_CORETYPE to the newest core the CPU
+# can run unless the caller set it already.  Everything runs on one thread.
+set -eu
+
+here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
+root=$(dirname "$here")
+quick=no
+readme=no
+filter=
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) quick=yes ;;
+    --readme) readme=yes ;;
+    --filter) filter=$2; shift ;;
+    --filter=*) filter=${1#--filter=} ;;
+    *) echo "usage: sh bench/report.sh [--quick] [--readme] [--filter REGEX]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+cd "$root"
+sh scripts/install-deps.sh --bench
+build=build-bench
+if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" --buildtype=release
+fi
+ninja -C "$build" -j2 bench/bench_peak bench/peak_accuracy
+
+raw=$build/report
+mkdir -p "$raw"
+if [ "$quick" = yes ]; then
+    reps=${REPS:-1}
+    min_time=${MIN_TIME:-0.02}
+    acc_args=--quick
+else
+    reps=${REPS:-5}
+    min_time=${MIN_TIME:-0.05}
+    acc_args=
+fi
+
+if [ -z "${OPENBLAS_CORETYPE-}" ]; then
+    if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+        coretype=SkylakeX
+    elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+        coretype=Haswell
+    else
+        coretype=
+    fi
+else
+    coretype=$OPENBLAS_CORETYPE
+fi
+# The environment of the benchmark commands only.
+run() {
+    if [ -n "$coretype" ]; then
+        env OPENBLAS_CORETYPE="$coretype" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$@"
+    else
+        env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$@"
+    fi
+}
+
+start=$(date +%s)
+echo "report: bench_peak, $reps repetitions of >= $min_time s each" >&2
+set -- "$build/bench/bench_peak" --benchmark_repetitions="$reps" \
+    --benchmark_min_time="$min_time" --benchmark_enable_random_interleaving=true \
+    --benchmark_display_aggregates_only=true \
+    --benchmark_out="$raw/bench.json" --benchmark_out_format=json
+[ -n "$filter" ] && set -- "$@" --benchmark_filter="$filter"
+echo "+ OPENBLAS_CORETYPE=$coretype OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $*" >&2
+run "$@" >"$raw/bench.txt"
+
+echo "report: peak_accuracy" >&2
+"$build/bench/peak_accuracy" $acc_args >"$raw/accuracy.json"
+
+torch_json=
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "report: PyTorch (bench/torch-bench.py)" >&2
+    set -- /usr/bin/python3 "$here/torch-bench.py" --repetitions "$reps" --min-time "$min_time"
+    [ "$quick" = yes ] && set -- "$@" --quick
+    [ -n "$filter" ] && set -- "$@" --filter "$filter"
+    run "$@" >"$raw/torch.json"
+    torch_json=$raw/torch.json
+else
+    echo "report: no PyTorch under /usr/bin/python3; its columns stay empty" >&2
+fi
+
+set -- /usr/bin/python3 "$here/report.py" --bench "$raw/bench.json" \
+    --accuracy "$raw/accuracy.json" --out-dir "$here/results" \
+    --command "sh bench/report.sh" \
+    --note "wall time of the whole report: $(( $(date +%s) - start )) s"
+[ -n "$torch_json" ] && set -- "$@" --torch "$torch_json"
+[ "$readme" = yes ] && set -- "$@" --readme "$root/README.md"
+[ "$quick" = yes ] && set -- "$@" --note "quick run (--quick): one repetition, not for publishing"
+"$@"

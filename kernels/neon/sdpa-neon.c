@@ -1,0 +1,372 @@
+/*
+ * sdpa-neon.c - fused masked attention on AArch64 AdvSIMD (peak_attention).
+ *
+ * The tiling, masks and special rows are ../sdpa-tiles.h's; this file holds
+ * the micro-kernels, with 4 query rows per vector, blocks of 64 rows and
+ * tiles of 64 keys, as on x86 (so the workspace formula in peak.h holds for
+ * this tier too; 80 KiB of a tile's operands at Dh = Dv = 64 spill from a
+ * 64 KiB L1 into L2 as they do on x86, in sequential streams the
+ * prefetchers follow).
+ *
+ * Micro-tiles use FMLA by element (vfmaq_laneq_f32): one 128-bit load of
+ * K[j][d .. d+3] serves four d steps, where x86 broadcasts one float per
+ * d.  With 32 registers a score micro-tile is 8 keys x 2 row vectors: 16
+ * accumulators, 8 K vectors and 2 Q^T vectors live, and per 4 d steps 8 K
+ * loads and 8 Q^T loads feed 64 FMAs.  P.V is the same shape with 8 V
+ * columns (two V vectors per key) against 2 row vectors of P^T.  Key and
+ * column counts that are not a multiple of 8 take a 4-wide, then a 1-wide
+ * pass; head_dim % 4 trailing d steps take LD1R broadcasts (the packed K
+ * rows are not padded with zeros, so a whole vector there would read
+ * garbage).  Exponentials are exp-neon.h's 2^t, t = (s - m) * log2(e).
+ * All FMAs here are where the x86 tiers fuse too.
+ *
+ * Expected on a Neoverse V1/V2: the score and P.V micro-kernels are 64
+ * FMLA per 16 loads, FMA-bound at 4 FMLA a cycle, i.e. 16 FMAs a cycle,
+ * the same as an AVX2 core with two 256-bit FMA ports.  Lq = Lk = 1024,
+ * Dh = Dv = 64 is 2 x 64 M FMAs per head, ~8.4 M cycles; the online
+ * softmax (~1 cycle per score: scale, max, 2^t, sum) adds ~12%: about
+ * 3 ms per head at 3 GHz.  Not measured: no AArch64 hardware here, only
+ * qemu.
+ */
+#include "exp-neon.h"
+#include "internal.h"
+
+#include <arm_neon.h>
+
+#define SDPA_VW 4
+#define SDPA_BQ 64
+#define SDPA_BC 64
+#include "../sdpa-tiles.h"
+
+#define NJ 8  /* keys (or V columns) per micro-tile */
+#define NRV 2 /* row vectors per micro-tile */
+
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* acc[rr][jj] += vq[rr] * lane L of vk[jj], for the nj keys and nrv row
+   vectors; L must be a literal (the lane is an immediate). */
+#define SCORES_LANE(L)                                                           \
+    do {                                                                         \
+        float32x4_t vq_[NRV];                                                    \
+        UNROLL for (int rr = 0; rr < nrv; rr++)                                  \
+            vq_[rr] = vld1q_f32(qt + (c + (L)) * SDPA_BQ + (size_t)rr * SDPA_VW); \
+        UNROLL for (int jj = 0; jj < nj; jj++)                                   \
+            UNROLL for (int rr = 0; rr < nrv; rr++)                              \
+                acc[rr][jj] = vfmaq_laneq_f32(acc[rr][jj], vq_[rr], vk[jj], (L)); \
+    } while (0)
+
+/* S^T[jj][.] for keys kp[0 .. nj-1] and nrv row vectors (st and qt point
+   at the first row); constants after inlining. */
+INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, int nj,
+                        int nrv)
+{
+    float32x4_t acc[NRV][NJ];
+    UNROLL for (int rr = 0; rr < nrv; rr++)
+        UNROLL for (int jj = 0; jj < nj; jj++)
+            acc[rr][jj] = vdupq_n_f32(0.0f);
+    size_t c = 0;
+    for (; c + 4 <= dh; c += 4) {
+        float32x4_t vk[NJ];
+        UNROLL for (int jj = 0; jj < nj; jj++)
+            vk[jj] = vld1q_f32(kp[jj] + c);
+        SCORES_LANE(0);
+        SCORES_LANE(1);
+        SCORES_LANE(2);
+        SCORES_LANE(3);
+    }
+    for (; c < dh; c++) {
+        float32x4_t vq[NRV];
+        UNROLL for (int rr = 0; rr < nrv; rr++)
+            vq[rr] = vld1q_f32(qt + c * SDPA_BQ + (size_t)rr * SDPA_VW);
+        UNROLL for (int jj = 0; jj < nj; jj++) {
+            const float32x4_t vk = vld1q_dup_f32(kp[jj] + c);
+            UNROLL for (int rr = 0; rr < nrv; rr++)
+                acc[rr][jj] = vfmaq_f32(acc[rr][jj], vq[rr], vk);
+        }
+    }
+    UNROLL for (int rr = 0; rr < nrv; rr++)
+        UNROLL for (int jj = 0; jj < nj; jj++)
+            vst1q_f32(st + (size_t)jj * SDPA_BQ + (size_t)rr * SDPA_VW, acc[rr][jj]);
+}
+
+/* acc[rr][L] (and acc[rr][4 + L] when nc is 8) += vpt[rr] * lane L of the
+   key's V columns. */
+#define PV_LANE(L)                                                               \
+    do {                                                                         \
+        UNROLL for (int rr = 0; rr < nrv; rr++) {                                \
+            acc[rr][(L)] = vfmaq_laneq_f32(acc[rr][(L)], vpt[rr], vv0, (L));     \
+            if (nc == 8)                                                         \
+                acc[rr][4 + (L)] = vfmaq_laneq_f32(acc[rr][4 + (L)], vpt[rr], vv1, (L)); \
+        }                                                                        \
+    } while (0)
+
+/* O^T[c0 .. c0+nc-1][.] += sum_j V[j][c] P^T[j][.], nc 8, 4 or 1. */
+INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t n, size_t c0,
+                    int nc, int nrv)
+{
+    float32x4_t acc[NRV][NJ];
+    UNROLL for (int rr = 0; rr < nrv; rr++)
+        UNROLL for (int cc = 0; cc < nc; cc++)
+            acc[rr][cc] = vld1q_f32(oacc + (c0 + (size_t)cc) * SDPA_BQ + (size_t)rr * SDPA_VW);
+    for (size_t j = 0; j < n; j++) {
+        float32x4_t vpt[NRV];
+        const float *vj = vp[j] + c0;
+        UNROLL for (int rr = 0; rr < nrv; rr++)
+            vpt[rr] = vld1q_f32(pt + j * SDPA_BQ + (size_t)rr * SDPA_VW);
+        if (nc == 1) {
+            const float32x4_t vv = vld1q_dup_f32(vj);
+            UNROLL for (int rr = 0; rr < nrv; rr++)
+                acc[rr][0] = vfmaq_f32(acc[rr][0], vpt[rr], vv);
+            continue;
+        }
+        const float32x4_t vv0 = vld1q_f32(vj);
+        const float32x4_t vv1 = nc == 8 ? vld1q_f32(vj + 4) : vv0;
+        PV_LANE(0);
+        PV_LANE(1);
+        PV_LANE(2);
+        PV_LANE(3);
+    }
+    UNROLL for (int rr = 0; rr < nrv; rr++)
+        UNROLL for (int cc = 0; cc < nc; cc++)
+            vst1q_f32(oacc + (c0 + (size_t)cc) * SDPA_BQ + (size_t)rr * SDPA_VW, acc[rr][cc]);
+}
+
+/* Row pairs, then a single row vector if the count is odd. */
+#define ROW_PAIRS(f, width, ...)                                                 \
+    do {                                                                         \
+        size_t r_ = r0;                                                          \
+        for (; r_ + 2 * SDPA_VW <= r1; r_ += 2 * SDPA_VW)                        \
+            f(__VA_ARGS__, width, 2);                                            \
+        if (r_ < r1)                                                             \
+            f(__VA_ARGS__, width, 1);                                            \
+    } while (0)
+
+static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, size_t n,
+                       size_t r0, size_t r1)
+{
+    size_t j = 0;
+    for (; j + NJ <= n; j += NJ)
+        ROW_PAIRS(scores_core, NJ, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
+    for (; j + 4 <= n; j += 4)
+        ROW_PAIRS(scores_core, 4, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
+    for (; j < n; j++)
+        ROW_PAIRS(scores_core, 1, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
+}
+
+static void isa_pv(float *oacc, const float *const *vp, const float *pt, size_t dv, size_t n,
+                   size_t r0, size_t r1)
+{
+    size_t c = 0;
+    for (; c + NJ <= dv; c += NJ)
+        ROW_PAIRS(pv_core, NJ, oacc + r_, vp, pt + r_, n, c);
+    for (; c + 4 <= dv; c += 4)
+        ROW_PAIRS(pv_core, 4, oacc + r_, vp, pt + r_, n, c);
+    for (; c < dv; c++)
+        ROW_PAIRS(pv_core, 1, oacc + r_, vp, pt + r_, n, c);
+}
+
+/* Scores of one row vector: s = acc * scale, or acc * scale + B where B is
+   finite and -inf where B is -inf (a select, so that a NaN or inf product
+   at a masked key cannot leak).  Returns their max; FMAXNM drops NaN, which
+   the sum catches. */
+static float32x4_t scale_mask_max(float *s, const float *bt, float scale, size_t n)
+{
+    const float32x4_t vscale = vdupq_n_f32(scale), vninf = vdupq_n_f32(-INFINITY);
+    float32x4_t vmax = vninf;
+    for (size_t j = 0; j < n; j++) {
+        float32x4_t vs = vmulq_f32(vld1q_f32(s + j * SDPA_BQ), vscale);
+        if (bt) {
+            const float32x4_t vb = vld1q_f32(bt + j * SDPA_BQ);
+            vs = vbslq_f32(vceqq_f32(vb, vninf), vninf, vaddq_f32(vs, vb));
+        }
+        vst1q_f32(s + j * SDPA_BQ, vs);
+        vmax = vmaxnmq_f32(vmax, vs);
+    }
+    return vmax;
+}
+
+/* P = 2^((s - m) log2 e) in place; returns the sum of the tile's P.  Two
+   keys a step, two sums: the exponentials overlap. */
+static float32x4_t exp_and_sum(float *s, float32x4_t vm, size_t n)
+{
+    const float32x4_t vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
+    float32x4_t vsum0 = vdupq_n_f32(0.0f), vsum1 = vdupq_n_f32(0.0f);
+    size_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        float *s0 = s + j * SDPA_BQ, *s1 = s0 + SDPA_BQ;
+        const float32x4_t vp0 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s0), vm), vlog2e));
+        const float32x4_t vp1 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s1), vm), vlog2e));
+        vst1q_f32(s0, vp0);
+        vst1q_f32(s1, vp1);
+        vsum0 = vaddq_f32(vsum0, vp0);
+        vsum1 = vaddq_f32(vsum1, vp1);
+    }
+    if (j < n) {
+        float *s0 = s + j * SDPA_BQ;
+        const float32x4_t vp0 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s0), vm), vlog2e));
+        vst1q_f32(s0, vp0);
+        vsum0 = vaddq_f32(vsum0, vp0);
+    }
+    return vaddq_f32(vsum0, vsum1);
+}
+
+static void rescale(float *oacc, float32x4_t valpha, size_t dv)
+{
+    for (size_t c = 0; c < dv; c++)
+        vst1q_f32(oacc + c * SDPA_BQ, vmulq_f32(vld1q_f32(oacc + c * SDPA_BQ), valpha));
+}
+
+static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, size_t dv,
+                               size_t n, size_t r0, size_t r1)
+{
+    const float32x4_t vninf = vdupq_n_f32(-INFINITY), vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
+    for (size_t r = r0; r < r1; r += SDPA_VW) {
+        const float32x4_t vm_old = vld1q_f32(w->m + r);
+        const float32x4_t vtile = scale_mask_max(w->st + r, bt ? bt + r : NULL, scale, n);
+        /* A NaN m_old (whose l is already NaN) is dropped by FMAXNM. */
+        const float32x4_t vm = vmaxnmq_f32(vm_old, vtile);
+        /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */
+        const float32x4_t vms = vreinterpretq_f32_u32(
+            vbicq_u32(vreinterpretq_u32_f32(vm), vceqq_f32(vm, vninf)));
+        const float32x4_t valpha =
+            peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vm_old, vms), vlog2e));
+        const float32x4_t vsum = exp_and_sum(w->st + r, vms, n);
+        vst1q_f32(w->l + r, vfmaq_f32(vsum, vld1q_f32(w->l + r), valpha));
+        vst1q_f32(w->m + r, vm);
+        /* Any lane with alpha != 1 (NaN included): rescale. */
+        if (vminvq_u32(vceqq_f32(valpha, vdupq_n_f32(1.0f))) == 0)
+            rescale(w->oacc + r, valpha, dv);
+    }
+}
+
+static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
+{
+    float32x4_t vbad = vdupq_n_f32(0.0f); /* x - x: NaN exactly for inf and NaN */
+    float tail = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        size_t c = 0;
+        for (; c + SDPA_VW <= dv; c += SDPA_VW) {
+            const float32x4_t vx = vld1q_f32(src[j] + c);
+            vbad = vaddq_f32(vbad, vsubq_f32(vx, vx));
+            vst1q_f32(dst + j * ld + c, vx);
+        }
+        for (; c < dv; c++) {
+            dst[j * ld + c] = src[j][c];
+            tail += src[j][c] - src[j][c];
+        }
+    }
+    /* vbad == vbad fails exactly in its NaN lanes. */
+    return vminvq_u32(vceqq_f32(vbad, vbad)) != 0 && !isnan(tail);
+}
+
+/* ---- the row path ---------------------------------------------------------- */
+
+/* Four accumulators: a dot product is two loads per FMA, and four chains
+   cover the FMA latency at the 1.5 FMAs a cycle three load pipes allow. */
+static float dot(const float *a, const float *b, size_t n)
+{
+    float32x4_t vacc0 = vdupq_n_f32(0.0f), vacc1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2 = vdupq_n_f32(0.0f), vacc3 = vdupq_n_f32(0.0f);
+    size_t c = 0;
+    for (; c + 4 * SDPA_VW <= n; c += 4 * SDPA_VW) {
+        vacc0 = vfmaq_f32(vacc0, vld1q_f32(a + c), vld1q_f32(b + c));
+        vacc1 = vfmaq_f32(vacc1, vld1q_f32(a + c + 4), vld1q_f32(b + c + 4));
+        vacc2 = vfmaq_f32(vacc2, vld1q_f32(a + c + 8), vld1q_f32(b + c + 8));
+        vacc3 = vfmaq_f32(vacc3, vld1q_f32(a + c + 12), vld1q_f32(b + c + 12));
+    }
+    for (; c + SDPA_VW <= n; c += SDPA_VW)
+        vacc0 = vfmaq_f32(vacc0, vld1q_f32(a + c), vld1q_f32(b + c));
+    float s = vaddvq_f32(vaddq_f32(vaddq_f32(vacc0, vacc1), vaddq_f32(vacc2, vacc3)));
+    for (; c < n; c++)
+        s = fmaf(a[c], b[c], s);
+    return s;
+}
+
+static float isa_row_scores(float *s, const float *q, const float *const *kp, const float *b,
+                            float scale, size_t n, size_t dh)
+{
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = b[j] == -INFINITY ? -INFINITY : dot(q, kp[j], dh) * scale + b[j];
+        m = s[j] > m ? s[j] : m;
+    }
+    return m;
+}
+
+static float isa_row_exp(float *s, float m, size_t n)
+{
+    const float32x4_t vm = vdupq_n_f32(m), vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
+    float32x4_t vsum = vdupq_n_f32(0.0f);
+    size_t j = 0;
+    for (; j + SDPA_VW <= n; j += SDPA_VW) {
+        const float32x4_t vp =
+            peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s + j), vm), vlog2e));
+        vst1q_f32(s + j, vp);
+        vsum = vaddq_f32(vsum, vp);
+    }
+    float sum = vaddvq_f32(vsum);
+    if (j < n) {
+        /* Through a buffer; unused lanes are neither stored nor summed. */
+        float buf[SDPA_VW] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (size_t l = 0; l < n - j; l++)
+            buf[l] = s[j + l];
+        const float32x4_t vp =
+            peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(buf), vm), vlog2e));
+        vst1q_f32(buf, vp);
+        for (size_t l = 0; l < n - j; l++) {
+            s[j + l] = buf[l];
+            sum += buf[l];
+        }
+    }
+    return sum;
+}
+
+/* Columns [c0, c0 + 4 nv) of the accumulator, in registers over the tile's
+   keys (all inside dv: V rows are read in place, with nothing after the
+   last one). */
+INLINE void row_pv_cols(float *acc, float32x4_t valpha, const float *p, const float *const *vp,
+                        size_t n, size_t c0, int nv)
+{
+    float32x4_t va[8];
+    UNROLL for (int v = 0; v < nv; v++)
+        va[v] = vmulq_f32(vld1q_f32(acc + c0 + 4 * (size_t)v), valpha);
+    for (size_t j = 0; j < n; j++) {
+        if (p[j] == 0.0f)
+            continue; /* a masked key: its V row is not read */
+        const float *vj = vp[j] + c0;
+        UNROLL for (int v = 0; v < nv; v++)
+            va[v] = vfmaq_n_f32(va[v], vld1q_f32(vj + 4 * (size_t)v), p[j]);
+    }
+    UNROLL for (int v = 0; v < nv; v++)
+        vst1q_f32(acc + c0 + 4 * (size_t)v, va[v]);
+}
+
+static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
+                       size_t dv)
+{
+    const float32x4_t valpha = vdupq_n_f32(alpha);
+    size_t c = 0;
+    for (; c + 32 <= dv; c += 32)
+        row_pv_cols(acc, valpha, p, vp, n, c, 8);
+    for (; c + 4 <= dv; c += 4)
+        row_pv_cols(acc, valpha, p, vp, n, c, 1);
+    for (; c < dv; c++) {
+        float a = acc[c] * alpha;
+        for (size_t j = 0; j < n; j++)
+            if (p[j] != 0.0f)
+                a = fmaf(p[j], vp[j][c], a);
+        acc[c] = a;
+    }
+}
+
+size_t peak_f32_sdpa_workspace__neon(const peak_attn_desc *desc)
+{
+    return sdpa_tiles_workspace(desc);
+}
+
+void peak_f32_sdpa__neon(float *o, const float *q, const float *k, const float *v,
+                         const peak_attn_desc *desc, void *workspace)
+{
+    sdpa_tiles_run(o, q, k, v, desc, workspace);
+}

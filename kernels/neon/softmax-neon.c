@@ -1,0 +1,264 @@
+/*
+ * softmax-neon.c - masked softmax, 4 floats at a time on AArch64 AdvSIMD
+ * (peak_softmax in peak.h; the row algorithm, its special rows and the row
+ * groups: ../softmax-rows.h).
+ *
+ * The x86 tiers' passes with 4 lanes: max, then e^(s - max) stored and
+ * summed, then the scaling by 1/sum, over the visible range only.  The
+ * exponential is exp-neon.h's 2^t, t = (s - max) log2(e), the scalar
+ * tier's bits; results below FLT_MIN are flushed to +0 as on every tier.
+ * The maximum uses FMAXNM, which drops a NaN operand (as MAXPS does with
+ * the running maximum second): a NaN score is caught by the sum instead.
+ *
+ * AdvSIMD has no masked loads.  Row tails (n % 4 keys) take the same
+ * operations one float at a time, or through a 4-float stack buffer for
+ * the exponential.  In a row with element masks a group of 4 keys is
+ * loaded as a vector only when all 4 are visible; otherwise lane by lane,
+ * reading x (and bias) at the visible keys only: no byte outside a row, no
+ * masked score, and no keep byte or bias behind a masked key is read, as
+ * peak.h promises and the x86 tiers do with masked loads.
+ *
+ * The `stream` flag of softmax-rows.h still selects its L1 scratch rows,
+ * but the stores are ordinary: ACLE has no non-temporal store intrinsic,
+ * and Neoverse cores stop allocating a stream of full-line writes by
+ * themselves (write streaming mode).
+ *
+ * Accuracy: the sum is accumulated in float over at most SUM_BLOCK terms
+ * per lane, then in double, as on x86 (measured there: at most 2.52 ULP,
+ * 0.63 of the tolerance); tests/test-softmax.c checks this tier the same
+ * way.
+ *
+ * Expected on a Neoverse V1/V2 (4 x 128-bit FP/ASIMD pipes): the
+ * exponential pass is 14 FP/ASIMD instructions per 4 scores (FSUB, FMUL,
+ * 2^t's 11, FADD into the sum) besides a load and a store, ~0.9 cycle per
+ * score with two vectors in flight; the max and scale passes add ~0.1.  An
+ * unmasked row of 128 keys: ~130-160 cycles, about an AVX2 core's cycles
+ * (the same 16 float lanes a cycle: four 128-bit pipes against two
+ * 256-bit ports).  Not measured: no AArch64 hardware here, only qemu.
+ */
+#include "internal.h"
+#include "softmax-rows.h"
+#include "neon/exp-neon.h"
+
+#include <assert.h>
+#include <string.h>
+
+#define LANES 4
+
+/* Iterations (of two vectors each) summed in float before the partial sum
+   moves to double: each lane of each accumulator adds at most 8 terms. */
+#define SUM_BLOCK 8
+
+/* ---- pass 1: the maximum -------------------------------------------------- */
+
+PEAK_SM_INLINE float32x4_t score(float32x4_t vx, float32x4_t vscale, bool scaled)
+{
+    return scaled ? vmulq_f32(vx, vscale) : vx;
+}
+
+PEAK_SM_INLINE float score1(float x, float scale, bool scaled)
+{
+    return scaled ? x * scale : x;
+}
+
+/* The larger of a and b, a NaN b ignored. */
+static inline float max1(float a, float b)
+{
+    return b > a ? b : a;
+}
+
+PEAK_SM_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
+{
+    const float32x4_t vscale = vdupq_n_f32(scale);
+    const float32x4_t vminf = vdupq_n_f32(-INFINITY);
+    float32x4_t vmax0 = vminf, vmax1 = vminf, vmax2 = vminf, vmax3 = vminf;
+    size_t j = 0;
+    for (; j + 4 * LANES <= n; j += 4 * LANES) {
+        vmax0 = vmaxnmq_f32(vmax0, score(vld1q_f32(x + j), vscale, scaled));
+        vmax1 = vmaxnmq_f32(vmax1, score(vld1q_f32(x + j + LANES), vscale, scaled));
+        vmax2 = vmaxnmq_f32(vmax2, score(vld1q_f32(x + j + 2 * LANES), vscale, scaled));
+        vmax3 = vmaxnmq_f32(vmax3, score(vld1q_f32(x + j + 3 * LANES), vscale, scaled));
+    }
+    for (; j + LANES <= n; j += LANES)
+        vmax0 = vmaxnmq_f32(vmax0, score(vld1q_f32(x + j), vscale, scaled));
+    float m = vmaxnmvq_f32(vmaxnmq_f32(vmaxnmq_f32(vmax0, vmax1), vmaxnmq_f32(vmax2, vmax3)));
+    for (; j < n; j++)
+        m = max1(m, score1(x[j], scale, scaled));
+    return m;
+}
+
+/* Nonzero keep bytes j .. j+3 as lane masks. */
+static inline uint32x4_t keep_lanes(const uint8_t *keep)
+{
+    uint32_t bytes;
+    memcpy(&bytes, keep, sizeof bytes);
+    const uint8x8_t vb = vreinterpret_u8_u32(vdup_n_u32(bytes));
+    const uint32x4_t vk = vmovl_u16(vget_low_u16(vmovl_u8(vb)));
+    return vtstq_u32(vk, vk);
+}
+
+static inline bool all_lanes(uint32x4_t m)
+{
+    return vminvq_u32(m) != 0;
+}
+
+/* p[l] at the lanes set in m, 0 elsewhere; nothing else is read. */
+static inline float32x4_t load_lanes(const float *p, uint32x4_t m)
+{
+    float buf[LANES] = {0.0f, 0.0f, 0.0f, 0.0f};
+    uint32_t lane[LANES];
+    vst1q_u32(lane, m);
+    for (int l = 0; l < LANES; l++)
+        if (lane[l])
+            buf[l] = p[l];
+    return vld1q_f32(buf);
+}
+
+/* Pass 1 of a row with element masks: work[lo, hi) gets the score at
+   visible keys and -inf at masked ones (so passes 2 and 3 run unmasked,
+   and e^-inf gives the masked keys their exact 0); returns the maximum. */
+PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
+{
+    const float32x4_t vscale = vdupq_n_f32(r->scale);
+    const float32x4_t vminf = vdupq_n_f32(-INFINITY);
+    float32x4_t vmax = vminf;
+    size_t j = r->lo;
+    for (; j + LANES <= r->hi; j += LANES) {
+        uint32x4_t vvis = r->keep ? keep_lanes(r->keep + j) : vdupq_n_u32(~0u);
+        float32x4_t vbias = vdupq_n_f32(0.0f);
+        if (r->bias) {
+            vbias = all_lanes(vvis) ? vld1q_f32(r->bias + j) : load_lanes(r->bias + j, vvis);
+            /* NOT of (bias == -inf): a NaN bias stays visible. */
+            vvis = vbicq_u32(vvis, vceqq_f32(vbias, vminf));
+        }
+        const float32x4_t vx =
+            all_lanes(vvis) ? vld1q_f32(r->x + j) : load_lanes(r->x + j, vvis);
+        float32x4_t vs = score(vx, vscale, scaled);
+        if (r->bias)
+            vs = vaddq_f32(vs, vbias);
+        vs = vbslq_f32(vvis, vs, vminf);
+        vst1q_f32(r->work + j, vs);
+        vmax = vmaxnmq_f32(vmax, vs);
+    }
+    float m = vmaxnmvq_f32(vmax);
+    for (; j < r->hi; j++) {
+        float s = -INFINITY;
+        if (peak_mask_visible(r->keep, r->bias, j)) {
+            s = score1(r->x[j], r->scale, scaled);
+            if (r->bias)
+                s += r->bias[j];
+        }
+        r->work[j] = s;
+        m = max1(m, s);
+    }
+    return m;
+}
+
+/* ---- pass 2: exponentials and their sum ------------------------------------ */
+
+static inline float64x2_t widen_sum(float32x4_t v)
+{
+    return vaddq_f64(vcvt_f64_f32(vget_low_f32(v)), vcvt_high_f64_f32(v));
+}
+
+/* The 2^t of e^(s - max) (../softmax-rows.h). */
+static inline float32x4_t exp_of(float32x4_t vs, float32x4_t vmax)
+{
+    const float32x4_t vt = vmulq_f32(vsubq_f32(vs, vmax), vdupq_n_f32(PEAK_EXP_LOG2E));
+    return peak_neon_exp2_ftz(vt);
+}
+
+/* dst[j] = e^(x[j] * scale - max) for j < n (dst: the row's work area);
+   returns the sum in double.  Two vectors an iteration, two float
+   accumulators: the exponentials of the two overlap. */
+PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale, float max,
+                                    bool scaled)
+{
+    const float32x4_t vscale = vdupq_n_f32(scale);
+    const float32x4_t vmax = vdupq_n_f32(max);
+    float64x2_t vsum = vdupq_n_f64(0.0);
+    size_t j = 0;
+    while (j + 2 * LANES <= n) {
+        const size_t full = (n - j) / (2 * LANES);
+        const size_t end = j + 2 * LANES * (full < SUM_BLOCK ? full : SUM_BLOCK);
+        float32x4_t vacc0 = vdupq_n_f32(0.0f), vacc1 = vdupq_n_f32(0.0f);
+        for (; j < end; j += 2 * LANES) {
+            const float32x4_t ve0 = exp_of(score(vld1q_f32(x + j), vscale, scaled), vmax);
+            const float32x4_t ve1 =
+                exp_of(score(vld1q_f32(x + j + LANES), vscale, scaled), vmax);
+            vst1q_f32(dst + j, ve0);
+            vst1q_f32(dst + j + LANES, ve1);
+            vacc0 = vaddq_f32(vacc0, ve0);
+            vacc1 = vaddq_f32(vacc1, ve1);
+        }
+        vsum = vaddq_f64(vsum, vaddq_f64(widen_sum(vacc0), widen_sum(vacc1)));
+    }
+    if (j + LANES <= n) {
+        const float32x4_t ve = exp_of(score(vld1q_f32(x + j), vscale, scaled), vmax);
+        vst1q_f32(dst + j, ve);
+        vsum = vaddq_f64(vsum, widen_sum(ve));
+        j += LANES;
+    }
+    double sum = vaddvq_f64(vsum);
+    if (j < n) {
+        /* The tail through a buffer; its unused lanes are not summed. */
+        float buf[LANES] = {0.0f, 0.0f, 0.0f, 0.0f};
+        memcpy(buf, x + j, (n - j) * sizeof(float));
+        vst1q_f32(buf, exp_of(score(vld1q_f32(buf), vscale, scaled), vmax));
+        for (size_t l = 0; l < n - j; l++) {
+            dst[j + l] = buf[l];
+            sum += (double)buf[l];
+        }
+    }
+    return sum;
+}
+
+/* ---- pass 3 and the masked-out keys ----------------------------------------- */
+
+/* y[j] = src[j] * factor for j < n (src may be y). */
+PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, float factor, bool stream)
+{
+    (void)stream;
+    const float32x4_t vf = vdupq_n_f32(factor);
+    size_t j = 0;
+    for (; j + 2 * LANES <= n; j += 2 * LANES) {
+        const float32x4_t v0 = vmulq_f32(vld1q_f32(src + j), vf);
+        const float32x4_t v1 = vmulq_f32(vld1q_f32(src + j + LANES), vf);
+        vst1q_f32(y + j, v0);
+        vst1q_f32(y + j + LANES, v1);
+    }
+    for (; j + LANES <= n; j += LANES)
+        vst1q_f32(y + j, vmulq_f32(vld1q_f32(src + j), vf));
+    for (; j < n; j++)
+        y[j] = src[j] * factor;
+}
+
+PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
+{
+    (void)stream;
+    float32x4_t vzero = vdupq_n_f32(0.0f);
+    /* Hidden from the optimiser: a loop of known zeros becomes a call to
+       memset, which costs more than the few stores of a short row. */
+    __asm__("" : "+w"(vzero));
+    size_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        vst1q_f32(y + j, vzero);
+    for (; j < n; j++)
+        vst1q_lane_f32(y + j, vzero, 0);
+}
+
+/* ---- the kernel ------------------------------------------------------------------ */
+
+static const peak_sm_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
+                                      store_zeros};
+
+static void softmax_group(const peak_sm_row *rows, size_t n, bool stream)
+{
+    peak_sm_softmax_group(rows, n, &passes, stream);
+}
+
+void peak_f32_softmax__neon(float *y, const float *x, const peak_softmax_desc *desc)
+{
+    assert(y && x && desc);
+    peak_sm_for_each_group(y, x, desc, softmax_group);
+}

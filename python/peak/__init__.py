@@ -1,0 +1,764 @@
+"""peak: Python bindings for the peak C library (ctypes over libpeak.so).
+
+NumPy in, NumPy out: every function takes float32 ``numpy.ndarray`` objects,
+checks their shapes, dtypes and memory layout before calling C, and turns a
+C error status into an exception (:class:`PeakError` and its subclasses).
+Arrays are passed by pointer and strides, never copied, except where a
+docstring says so.  PyTorch users: see :mod:`peak.torch`.
+
+Finding the library, in this order:
+
+1. ``$PEAK_LIBRARY``: the path of ``libpeak.so.0`` (or any file name).
+2. When this package is used from a source checkout (``python/peak``):
+   the checkout's ``build/`` directory, if it holds a built library.
+3. The dynamic loader's search: ``LD_LIBRARY_PATH``, then the system's
+   library path (``meson install`` puts it in ``/usr/local/lib/<triplet>``;
+   run ``ldconfig`` once after installing).
+
+Thread safety: every kernel call releases the GIL (ctypes does) and is
+reentrant; call them from as many threads as you like.  :func:`isa_force`
+and :func:`isa_reset` are process-wide and should not race kernel calls.
+
+Shapes follow peak.h: sizes in elements, the innermost axis contiguous.
+Axis conventions here:
+
+- sequences are ``[batch, seq, d_model]`` (batch first, like the seed's
+  module) or ``[seq, d_model]``;
+- attention takes ``[batch, heads, len, head_dim]`` (``layout="bhld"``,
+  PyTorch's ``scaled_dot_product_attention``) or ``[batch, len, heads,
+  head_dim]`` (``layout="blhd"``, the projections' natural output);
+- masks are indexed ``[batch, heads, q_row, key]`` and broadcast NumPy-style.
+"""
+
+import ctypes
+import operator
+import os
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+__version__ = "0.1.0"
+_SOVERSION = "0"
+
+__all__ = [
+    "PeakError", "InvalidArgument", "OutOfRange", "Unsupported", "WorkspaceTooSmall",
+    "NoMemory", "version", "library_path", "isa_active", "isa_supported", "isa_force",
+    "isa_reset", "isa_reason", "isa_names", "use_isa", "pe_table", "pe_add", "embed_pe",
+    "softmax", "attention", "add_layernorm", "exp", "MAX_POSITION",
+]
+
+MAX_POSITION = 1 << 32
+
+
+# ---- errors -------------------------------------------------------------------
+
+class PeakError(RuntimeError):
+    """A peak function returned an error status.
+
+    ``status`` is the C ``peak_status`` value, ``name`` its enumerator
+    (``"PEAK_ERR_INVALID_ARG"``, ...).  Argument checks done in Python before
+    the call raise plain ``TypeError`` / ``ValueError`` instead."""
+
+    name = "PEAK_ERR"
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class InvalidArgument(PeakError, ValueError):
+    """PEAK_ERR_INVALID_ARG: a bad shape, stride, alias or parameter value."""
+    name = "PEAK_ERR_INVALID_ARG"
+
+
+class OutOfRange(PeakError, ValueError):
+    """PEAK_ERR_OUT_OF_RANGE: a token id, position, key length or size out of range."""
+    name = "PEAK_ERR_OUT_OF_RANGE"
+
+
+class Unsupported(PeakError):
+    """PEAK_ERR_UNSUPPORTED: the tier is not available on this CPU, OS or build."""
+    name = "PEAK_ERR_UNSUPPORTED"
+
+
+class WorkspaceTooSmall(PeakError):
+    """PEAK_ERR_WORKSPACE (the binding sizes workspaces itself: a bug if seen)."""
+    name = "PEAK_ERR_WORKSPACE"
+
+
+class NoMemory(PeakError, MemoryError):
+    """PEAK_ERR_NO_MEMORY: the library could not allocate scratch memory."""
+    name = "PEAK_ERR_NO_MEMORY"
+
+
+_ERRORS = {1: InvalidArgument, 2: OutOfRange, 3: Unsupported, 4: WorkspaceTooSmall, 5: NoMemory}
+
+
+# ---- the library ----------------------------------------------------------------
+
+def _candidates():
+    env = os.environ.get("PEAK_LIBRARY")
+    if env:
+        return [env]
+    found = []
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    if os.path.isfile(os.path.join(root, "include", "peak.h")):  # a source checkout
+        lib = os.path.join(root, "build", "libpeak.so." + _SOVERSION)
+        if os.path.exists(lib):
+            found.append(lib)
+    found.append("libpeak.so." + _SOVERSION)  # LD_LIBRARY_PATH, ld.so.cache
+    return found
+
+
+def _load():
+    errors = []
+    for name in _candidates():
+        try:
+            return ctypes.CDLL(name), name
+        except OSError as e:
+            errors.append(f"  {name}: {e}")
+    raise ImportError(
+        "peak: cannot load libpeak.so." + _SOVERSION + "; set PEAK_LIBRARY to its path, "
+        "or install it (meson install; ldconfig).  Tried:\n" + "\n".join(errors))
+
+
+_lib, _lib_name = _load()
+
+_c_float_p = ctypes.POINTER(ctypes.c_float)
+_c_int32_p = ctypes.POINTER(ctypes.c_int32)
+_c_int64_p = ctypes.POINTER(ctypes.c_int64)
+_c_uint8_p = ctypes.POINTER(ctypes.c_uint8)
+_stride3 = ctypes.c_ssize_t * 3
+
+
+class _PeParams(ctypes.Structure):
+    _fields_ = [("layout", ctypes.c_int), ("mode", ctypes.c_int), ("base", ctypes.c_double)]
+
+
+class _EmbedDesc(ctypes.Structure):
+    _fields_ = [("table", _c_float_p), ("vocab", ctypes.c_size_t), ("ld_table", ctypes.c_ssize_t),
+                ("d_model", ctypes.c_size_t), ("scale", ctypes.c_float), ("pe", _c_float_p),
+                ("pe_rows", ctypes.c_size_t), ("pe_params", _PeParams),
+                ("positions", _c_int64_p), ("pos0", ctypes.c_size_t),
+                ("seq_len", ctypes.c_size_t), ("padding_idx", ctypes.c_int32)]
+
+
+class _Mask(ctypes.Structure):
+    _fields_ = [("causal", ctypes.c_int), ("align", ctypes.c_int),
+                ("q_offset", ctypes.c_size_t), ("window", ctypes.c_size_t),
+                ("key_len", _c_int32_p), ("keep", _c_uint8_p), ("keep_stride", _stride3),
+                ("bias", _c_float_p), ("bias_stride", _stride3)]
+
+
+class _SoftmaxDesc(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_size_t), ("heads", ctypes.c_size_t),
+                ("q_len", ctypes.c_size_t), ("k_len", ctypes.c_size_t),
+                ("x_stride", _stride3), ("y_stride", _stride3), ("scale", ctypes.c_float),
+                ("mask", _Mask)]
+
+
+class _AttnDesc(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_size_t), ("heads", ctypes.c_size_t),
+                ("kv_heads", ctypes.c_size_t), ("q_len", ctypes.c_size_t),
+                ("kv_len", ctypes.c_size_t), ("head_dim", ctypes.c_size_t),
+                ("v_head_dim", ctypes.c_size_t), ("scale", ctypes.c_float),
+                ("q_stride", _stride3), ("k_stride", _stride3), ("v_stride", _stride3),
+                ("o_stride", _stride3), ("mask", _Mask), ("lse", _c_float_p),
+                ("lse_stride", _stride3)]
+
+
+def _proto(name, restype, *argtypes):
+    fn = getattr(_lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    return fn
+
+
+_I, _Z, _S, _P = ctypes.c_int, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p
+_status_string = _proto("peak_status_string", ctypes.c_char_p, _I)
+_isa_active = _proto("peak_isa_active", _I)
+_isa_supported = _proto("peak_isa_supported", _I, _I)
+_isa_force = _proto("peak_isa_force", _I, _I)
+_isa_reset = _proto("peak_isa_reset", None)
+_isa_name = _proto("peak_isa_name", ctypes.c_char_p, _I)
+_isa_reason = _proto("peak_isa_reason", ctypes.c_char_p)
+_version = _proto("peak_version", ctypes.c_char_p)
+_pe_table = _proto("peak_pe_table", _I, _P, _Z, _Z, _Z, ctypes.POINTER(_PeParams))
+_pe_add = _proto("peak_pe_add", _I, _P, _S, _S, _Z, _Z, _Z, _Z, _P, _Z,
+                 ctypes.POINTER(_PeParams))
+_embed_pe = _proto("peak_embed_pe", _I, _P, _S, _P, _Z, ctypes.POINTER(_EmbedDesc))
+_softmax = _proto("peak_softmax", _I, _P, _P, ctypes.POINTER(_SoftmaxDesc))
+_exp = _proto("peak_exp", _I, _P, _P, _Z)
+_attn_ws = _proto("peak_attention_workspace_size", _I, ctypes.POINTER(_AttnDesc),
+                  ctypes.POINTER(ctypes.c_size_t))
+_attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_AttnDesc), _P, _Z)
+_add_layernorm = _proto("peak_add_layernorm", _I, _P, _S, _P, _S, _P, _S, _P, _S, _P, _P,
+                        _Z, _Z, ctypes.c_float)
+
+if _version().decode().split(".")[:1] != __version__.split(".")[:1]:
+    raise ImportError(f"peak: the Python package is {__version__} but {_lib_name} is "
+                      f"{_version().decode()}")
+
+
+def _check(status, what):
+    if status != 0:
+        cls = _ERRORS.get(status, PeakError)
+        raise cls(status, f"{what}: {_status_string(status).decode()} ({cls.name})")
+
+
+# ---- version and tiers -----------------------------------------------------------
+
+_ISA_NAMES = ("scalar", "avx2", "avx512", "neon")
+
+
+def version():
+    """The loaded library's version string, e.g. "0.1.0" (peak_version())."""
+    return _version().decode()
+
+
+def library_path():
+    """The path of the loaded libpeak (from /proc/self/maps on Linux, else
+    the name it was loaded by)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) == 6 and "/libpeak.so" in fields[5]:
+                    return fields[5].strip()
+    except OSError:
+        pass
+    return _lib_name
+
+
+def isa_names():
+    """Every tier name peak knows, usable here or not."""
+    return list(_ISA_NAMES)
+
+
+def _isa_index(name):
+    try:
+        return _ISA_NAMES.index(str(name).lower())
+    except ValueError:
+        raise ValueError(f"unknown tier {name!r}; one of {', '.join(_ISA_NAMES)}") from None
+
+
+def isa_active():
+    """The tier kernels run on now ("scalar", "avx2", "avx512" or "neon")."""
+    return _ISA_NAMES[_isa_active()]
+
+
+def isa_supported(name):
+    """True if the tier is compiled into the library and usable on this CPU/OS."""
+    return bool(_isa_supported(_isa_index(name)))
+
+
+def isa_force(name):
+    """Run every later call on tier `name` (process-wide).  Raises Unsupported
+    if the tier is not usable here."""
+    _check(_isa_force(_isa_index(name)), f"isa_force({name!r})")
+
+
+def isa_reset():
+    """Back to the automatic choice (which PEAK_ISA still caps)."""
+    _isa_reset()
+
+
+def isa_reason():
+    """One line: why the automatic choice is what it is."""
+    return _isa_reason().decode()
+
+
+@contextmanager
+def use_isa(name):
+    """``with peak.use_isa("scalar"): ...`` runs the block on that tier, then
+    restores the automatic choice.  Process-wide, like isa_force()."""
+    isa_force(name)
+    try:
+        yield
+    finally:
+        isa_reset()
+
+
+# ---- argument checks ----------------------------------------------------------------
+
+def _array(name, a, dtype, ndims, writable=False):
+    """Checks an ndarray (no conversion) and returns it."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+    if a.dtype != dtype:
+        raise TypeError(f"{name}: dtype is {a.dtype}, expected {np.dtype(dtype)}")
+    if a.ndim not in ndims:
+        want = " or ".join(str(n) for n in ndims)
+        raise ValueError(f"{name}: expected {want} dimensions, got shape {a.shape}")
+    if not a.flags.aligned:
+        raise ValueError(f"{name}: not aligned to its dtype")
+    if writable and not a.flags.writeable:
+        raise ValueError(f"{name}: read-only array")
+    if a.size == 0:
+        raise ValueError(f"{name}: empty array, shape {a.shape}")
+    item = a.itemsize
+    for ax, (n, s) in enumerate(zip(a.shape, a.strides)):
+        if n > 1 and (s < 0 or s % item):
+            raise ValueError(f"{name}: axis {ax} has stride {s} bytes; peak needs non-negative "
+                             f"strides that are multiples of {item} (use np.ascontiguousarray)")
+    if a.shape[-1] > 1 and a.strides[-1] != item:
+        raise ValueError(f"{name}: the last axis must be contiguous (stride {item} bytes, got "
+                         f"{a.strides[-1]}); use np.ascontiguousarray")
+    return a
+
+
+def _f32(name, a, ndims, writable=False):
+    return _array(name, a, np.float32, ndims, writable)
+
+
+def _es(a, axis):
+    """Element stride of an axis (0 for a length-1 axis: never stepped)."""
+    return a.strides[axis] // a.itemsize if a.shape[axis] > 1 else 0
+
+
+def _ptr(a, ctype=None):
+    p = ctypes.c_void_p(a.ctypes.data)
+    return ctypes.cast(p, ctypes.POINTER(ctype)) if ctype is not None else p
+
+
+def _overlaps(a, b):
+    """True if a and b share an element (exact for ordinary strided arrays;
+    conservative, by address ranges, when NumPy finds it too hard)."""
+    try:
+        return np.shares_memory(a, b, max_work=100000)
+    except np.TooHardError:
+        return np.may_share_memory(a, b)
+
+
+def _no_overlap(_out_name, _out, **inputs):
+    for name, a in inputs.items():
+        if a is not None and _overlaps(_out, a):
+            raise ValueError(f"{_out_name} overlaps {name}")
+
+
+def _shape_is(name, a, shape):
+    if a.shape != tuple(shape):
+        raise ValueError(f"{name}: shape {a.shape}, expected {tuple(shape)}")
+
+
+_LAYOUTS = {"interleaved": 0, "split": 1, "split_paper": 2}
+_MODES = {"exact": 0, "torch_f32": 1}
+
+
+def _pe_params(layout, mode, base):
+    if layout not in _LAYOUTS:
+        raise ValueError(f"layout {layout!r}: one of {', '.join(_LAYOUTS)}")
+    if mode not in _MODES:
+        raise ValueError(f"mode {mode!r}: one of {', '.join(_MODES)}")
+    return _PeParams(_LAYOUTS[layout], _MODES[mode], float(base))
+
+
+_C_INTS = {"size_t": ctypes.c_size_t, "int32_t": ctypes.c_int32}
+
+
+def _cint(name, v, ctype="size_t"):
+    """v as a Python int that fits the C integer type `ctype` (a _C_INTS key),
+    checked before ctypes would wrap it: TypeError unless v is an integer
+    (floats and bools are not), ValueError if negative for an unsigned
+    type, OutOfRange if too large (or small) for it."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name}: an integer expected, got {type(v).__name__}")
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name}: an integer expected, got {type(v).__name__}") from None
+    bits = 8 * ctypes.sizeof(_C_INTS[ctype])
+    signed = _C_INTS[ctype](-1).value < 0
+    if v < 0 and not signed:
+        raise ValueError(f"{name} must be >= 0, got {v}")
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    if not lo <= v <= hi:
+        raise OutOfRange(2, f"{name}: {v} does not fit {ctype}")
+    return v
+
+
+def _ints(name, a, dtype, what):
+    """An array-like of integers as a contiguous `dtype` array (copied if
+    needed): TypeError unless every value is an integer, OutOfRange for a
+    value `dtype` cannot hold (never wrapped)."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu":
+        # Python ints beyond int64 turn a list into an object (or float64) array
+        arr = np.asarray(a, dtype=object)
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   for v in arr.flat):
+            raise TypeError(f"{name}: integer {what}s expected, got dtype {np.asarray(a).dtype}")
+    if arr.dtype != dtype:
+        info = np.iinfo(dtype)
+        lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
+        if lo < info.min or hi > info.max:
+            bad = hi if hi > info.max else lo
+            raise OutOfRange(2, f"{name}: {what} {bad} does not fit {np.dtype(dtype)}")
+        arr = arr.astype(dtype)
+    return np.ascontiguousarray(arr)
+
+
+def _set_scale(desc, scale, default):
+    """desc.scale = scale (float32); None is C's 0, 'the default'.  A given
+    scale that is 0 in float32 would be read as that marker: ValueError."""
+    desc.scale = 0.0 if scale is None else float(scale)
+    if scale is not None and desc.scale == 0.0:
+        raise ValueError(f"scale {scale!r} is 0 in float32, peak's 'default' marker; pass "
+                         f"None for {default}")
+
+
+# ---- positional encoding ------------------------------------------------------------
+
+def pe_table(n_pos, d_model, pos0=0, *, layout="interleaved", mode="exact", base=10000.0,
+             out=None):
+    """The sinusoid table for positions pos0 .. pos0 + n_pos - 1 (peak_pe_table).
+
+    Returns float32 ``[n_pos, d_model]`` (or fills `out`, C-contiguous, that
+    shape).  layout: "interleaved" (the paper: sin in even columns, cos in
+    odd), "split" (tensor2tensor/fairseq [sin | cos]) or "split_paper";
+    mode: "exact" (within 2^-23 of the real value) or "torch_f32" (the float32
+    rounding of PyTorch's usual module)."""
+    n_pos, d_model, pos0 = _cint("n_pos", n_pos), _cint("d_model", d_model), _cint("pos0", pos0)
+    params = _pe_params(layout, mode, base)
+    if out is None:
+        if n_pos == 0 or d_model == 0:
+            raise ValueError("n_pos and d_model must be > 0")
+        out = np.empty((n_pos, d_model), np.float32)
+    else:
+        _f32("out", out, (2,), writable=True)
+        _shape_is("out", out, (n_pos, d_model))
+        if not out.flags.c_contiguous:
+            raise ValueError("out must be C-contiguous")
+    _check(_pe_table(_ptr(out), n_pos, d_model, pos0, ctypes.byref(params)), "peak_pe_table")
+    return out
+
+
+def pe_add(x, pos0=0, *, pe=None, layout="interleaved", mode="exact", base=10000.0):
+    """In place: ``x[b, s, :] += PE[pos0 + s, :]`` (peak_pe_add), the PyTorch
+    module's forward().  x: float32 ``[batch, seq, d_model]`` or ``[seq,
+    d_model]``.  pe: a table from pe_table(), C-contiguous ``[rows,
+    d_model]`` (rows >= pos0 + seq), or None to compute PE on the fly (then
+    layout/mode/base apply).  Returns x."""
+    _f32("x", x, (2, 3), writable=True)
+    x3 = x if x.ndim == 3 else x[np.newaxis]
+    batch, seq, d = x3.shape
+    pe_ptr, pe_rows = None, 0
+    if pe is not None:
+        _f32("pe", pe, (2,))
+        if not pe.flags.c_contiguous or pe.shape[1] != d:
+            raise ValueError(f"pe: expected a C-contiguous [rows, {d}] table, got shape "
+                             f"{pe.shape}")
+        _no_overlap("x", x, pe=pe)
+        pe_ptr, pe_rows = _ptr(pe), pe.shape[0]
+    params = _pe_params(layout, mode, base)
+    _check(_pe_add(_ptr(x3), _es(x3, 0), _es(x3, 1) if seq > 1 else d, batch, seq, d,
+                   _cint("pos0", pos0), pe_ptr, pe_rows, ctypes.byref(params)), "peak_pe_add")
+    return x
+
+
+def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_idx=None,
+             layout="interleaved", mode="exact", base=10000.0, out=None):
+    """``out[..., :] = table[ids[...], :] * scale + PE(pos, :)`` (peak_embed_pe).
+
+    ids: integer array ``[batch, seq]`` (each row a sequence: token s at
+    position pos0 + s) or ``[n]`` (one sequence); any integer dtype (copied to
+    int32 if needed).  table: float32 ``[vocab, d_model]``, last axis
+    contiguous.  scale: sqrt(d_model) in the paper.  pe: a C-contiguous
+    table or None (on the fly).  positions: optional integer array shaped
+    like ids (explicit positions; copied to int64 if needed, TypeError for
+    floats).  pos0, padding_idx: ints (padding_idx: fairseq's numbering, see
+    peak.h).  Integers too large for their C type raise OutOfRange.
+    Returns float32 ``ids.shape + (d_model,)`` (or fills `out`, whose rows
+    must be evenly spaced)."""
+    ids = _ints("ids", ids, np.int32, "token id")
+    if ids.ndim not in (1, 2) or ids.size == 0:
+        raise ValueError(f"ids: expected a non-empty [n] or [batch, seq] array, got {ids.shape}")
+    _f32("table", table, (2,))
+    vocab, d = table.shape
+    shape = ids.shape + (d,)
+    if out is None:
+        out = np.empty(shape, np.float32)
+    else:
+        _f32("out", out, (2, 3), writable=True)
+        _shape_is("out", out, shape)
+    out2 = out.view()
+    try:
+        out2.shape = (ids.size, d)
+    except AttributeError:
+        raise ValueError("out: its rows are not evenly spaced in memory") from None
+    _no_overlap("out", out, table=table, pe=pe)
+    desc = _EmbedDesc()
+    desc.table = _ptr(table, ctypes.c_float)
+    desc.vocab, desc.ld_table, desc.d_model = vocab, _es(table, 0) if vocab > 1 else d, d
+    desc.scale = float(scale)
+    if pe is not None:
+        _f32("pe", pe, (2,))
+        if not pe.flags.c_contiguous or pe.shape[1] != d:
+            raise ValueError(f"pe: expected a C-contiguous [rows, {d}] table, got {pe.shape}")
+        desc.pe, desc.pe_rows = _ptr(pe, ctypes.c_float), pe.shape[0]
+    desc.pe_params = _pe_params(layout, mode, base)
+    pos_arr = None
+    if positions is not None:
+        pos_arr = _ints("positions", positions, np.int64, "position")
+        _shape_is("positions", pos_arr, ids.shape)
+        desc.positions = _ptr(pos_arr, ctypes.c_int64)
+    desc.pos0 = _cint("pos0", pos0)
+    desc.seq_len = ids.shape[1] if ids.ndim == 2 else 0
+    desc.padding_idx = -1 if padding_idx is None else _cint("padding_idx", padding_idx, "int32_t")
+    _check(_embed_pe(_ptr(out2), _es(out2, 0) if ids.size > 1 else d, _ptr(ids), ids.size,
+                     ctypes.byref(desc)), "peak_embed_pe")
+    return out
+
+
+# ---- masks ---------------------------------------------------------------------------
+
+def _mask(mask, shape, *, causal, align, q_offset, window, key_len, keep, bias, keep_alive):
+    """Fills a _Mask for scores of `shape` [B, H, Lq, Lk]; arrays that must
+    outlive the call are appended to keep_alive."""
+    if align not in ("top_left", "bottom_right"):
+        raise ValueError(f"align {align!r}: 'top_left' (PyTorch is_causal) or 'bottom_right'")
+    mask.causal = 1 if causal else 0
+    mask.align = 0 if align == "top_left" else 1
+    mask.q_offset = _cint("q_offset", q_offset)
+    mask.window = 0 if window is None else _cint("window", window)
+    B = shape[0]
+    if key_len is not None:
+        kl = _ints("key_len", key_len, np.int32, "length").reshape(-1)
+        if kl.shape != (B,):
+            raise ValueError(f"key_len: expected {B} lengths (one per batch entry), got {kl.shape}")
+        keep_alive.append(kl)
+        mask.key_len = _ptr(kl, ctypes.c_int32)
+    for name, a, dtype, field in (("keep", keep, None, "keep"), ("bias", bias, np.float32, "bias")):
+        if a is None:
+            continue
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+        if name == "keep":
+            if a.dtype not in (np.bool_, np.uint8):
+                raise TypeError(f"keep: dtype {a.dtype}, expected bool or uint8 (True = visible)")
+            a = a.view(np.uint8)
+        elif a.dtype != np.float32:
+            raise TypeError(f"bias: dtype {a.dtype}, expected float32 (additive, -inf = masked)")
+        try:
+            b = np.broadcast_to(a, shape)
+        except ValueError:
+            raise ValueError(f"{name}: shape {a.shape} does not broadcast to {shape}") from None
+        if any(s < 0 or s % b.itemsize for s in b.strides) or (
+                shape[3] > 1 and b.strides[3] != b.itemsize):
+            b = np.ascontiguousarray(b)  # a copy, so that keys are contiguous
+        keep_alive.append(b)
+        setattr(mask, field, _ptr(b, ctypes.c_uint8 if name == "keep" else ctypes.c_float))
+        setattr(mask, field + "_stride", _stride3(*(_es(b, ax) for ax in range(3))))
+
+
+# ---- softmax -------------------------------------------------------------------------
+
+def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window=0,
+            key_len=None, keep=None, bias=None, out=None):
+    """Masked softmax over the last axis (peak_softmax).
+
+    x: float32 ``[batch, heads, q_len, k_len]`` (fewer axes are read as
+    leading 1s).  ``y = softmax(x * scale + bias)`` over the visible keys;
+    masked keys get 0, a row with no visible key is all zeros.  scale: None
+    means 1; one that is 0 in float32 (0.0, 1e-50) is a ValueError, 0 being
+    peak's "default" marker.  Masks: causal (query i sees keys j <= i +
+    q_offset; align "bottom_right" adds k_len - q_len), window, key_len
+    (``[batch]`` ints; OutOfRange outside [0, k_len]), keep (bool/uint8,
+    True = visible) and bias (float32, added; -inf masks), both
+    broadcasting to x's 4-D shape.  q_offset, window: ints (OutOfRange
+    beyond size_t, ValueError if negative).  out: None (new array), or an
+    array of x's shape; ``out=x`` works in place."""
+    _f32("x", x, (1, 2, 3, 4))
+    x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
+    if out is None:
+        out = np.empty(x.shape, np.float32)
+    else:
+        _f32("out", out, (x.ndim,), writable=True)
+        _shape_is("out", out, x.shape)
+        if out is not x and not (out.ctypes.data == x.ctypes.data and out.strides == x.strides):
+            _no_overlap("out", out, x=x)
+    y4 = out.reshape((1,) * (4 - out.ndim) + out.shape)
+    desc = _SoftmaxDesc()
+    desc.batch, desc.heads, desc.q_len, desc.k_len = x4.shape
+    desc.x_stride = _stride3(*(_es(x4, ax) for ax in range(3)))
+    desc.y_stride = _stride3(*(_es(y4, ax) for ax in range(3)))  # in place: equal to x's
+    _set_scale(desc, scale, "1")
+    alive = []
+    _mask(desc.mask, x4.shape, causal=causal, align=align, q_offset=q_offset, window=window,
+          key_len=key_len, keep=keep, bias=bias, keep_alive=alive)
+    _check(_softmax(_ptr(y4), _ptr(x4), ctypes.byref(desc)), "peak_softmax")
+    return out
+
+
+# ---- attention -----------------------------------------------------------------------
+
+_tls = threading.local()
+
+
+def _workspace(nbytes):
+    """A 64-byte aligned scratch buffer per thread, grown as needed."""
+    buf = getattr(_tls, "ws", None)
+    if buf is None or buf[1] < nbytes:
+        raw = np.empty(nbytes + 64, np.uint8)
+        off = (-raw.ctypes.data) % 64
+        buf = (raw, nbytes, raw.ctypes.data + off)
+        _tls.ws = buf
+    return ctypes.c_void_p(buf[2]), buf[1]
+
+
+def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_left",
+              q_offset=0, window=0, key_len=None, keep=None, bias=None, out=None,
+              return_lse=False):
+    """Scaled dot-product attention ``softmax(q k^T * scale + mask) v`` (peak_attention).
+
+    layout "bhld": q ``[B, H, Lq, D]``, k ``[B, Hkv, Lk, D]``, v ``[B, Hkv, Lk,
+    Dv]``, out ``[B, H, Lq, Dv]`` (PyTorch's scaled_dot_product_attention);
+    layout "blhd": ``[B, L, H, D]`` for all four.  Hkv must divide H
+    (grouped-query / multi-query attention).  Any strides with a contiguous
+    last axis work (no copies).  scale: None means 1/sqrt(D); one that is 0
+    in float32 is a ValueError, as in softmax().  Masks as in
+    softmax(), indexed ``[B, H, Lq, Lk]``.  Returns out, or (out, lse) with
+    lse float32 ``[B, H, Lq]`` (natural-log log-sum-exp of the masked scaled
+    scores) when return_lse."""
+    if layout not in ("bhld", "blhd"):
+        raise ValueError(f"layout {layout!r}: 'bhld' ([B, H, L, D]) or 'blhd' ([B, L, H, D])")
+    _f32("q", q, (4,))
+    _f32("k", k, (4,))
+    _f32("v", v, (4,))
+    # axis numbers of (b, l, h) in the caller's layout
+    ax = (0, 2, 1) if layout == "bhld" else (0, 1, 2)
+    B, Lq, H, D = q.shape[ax[0]], q.shape[ax[1]], q.shape[ax[2]], q.shape[3]
+    Bk, Lk, Hkv, Dk = k.shape[ax[0]], k.shape[ax[1]], k.shape[ax[2]], k.shape[3]
+    if (Bk, Dk) != (B, D):
+        raise ValueError(f"k: shape {k.shape} does not match q {q.shape} (batch, head_dim)")
+    if (v.shape[ax[0]], v.shape[ax[1]], v.shape[ax[2]]) != (B, Lk, Hkv):
+        raise ValueError(f"v: shape {v.shape} does not match k {k.shape}")
+    if H % Hkv:
+        raise ValueError(f"k/v heads ({Hkv}) must divide q heads ({H})")
+    Dv = v.shape[3]
+    oshape = (B, H, Lq, Dv) if layout == "bhld" else (B, Lq, H, Dv)
+    if out is None:
+        out = np.empty(oshape, np.float32)
+    else:
+        _f32("out", out, (4,), writable=True)
+        _shape_is("out", out, oshape)
+    _no_overlap("out", out, q=q, k=k, v=v)
+    desc = _AttnDesc()
+    desc.batch, desc.heads, desc.kv_heads = B, H, Hkv
+    desc.q_len, desc.kv_len, desc.head_dim, desc.v_head_dim = Lq, Lk, D, Dv
+    _set_scale(desc, scale, "1/sqrt(D)")
+    for field, a in (("q_stride", q), ("k_stride", k), ("v_stride", v), ("o_stride", out)):
+        setattr(desc, field, _stride3(*(_es(a, i) for i in ax)))
+    alive = []
+    _mask(desc.mask, (B, H, Lq, Lk), causal=causal, align=align, q_offset=q_offset,
+          window=window, key_len=key_len, keep=keep, bias=bias, keep_alive=alive)
+    lse = None
+    if return_lse:
+        lse = np.empty((B, H, Lq), np.float32)
+        desc.lse = _ptr(lse, ctypes.c_float)
+        desc.lse_stride = _stride3(H * Lq, Lq, 1)
+    need = ctypes.c_size_t()
+    _check(_attn_ws(ctypes.byref(desc), ctypes.byref(need)), "peak_attention_workspace_size")
+    ws, ws_size = _workspace(need.value)
+    _check(_attention(_ptr(out), _ptr(q), _ptr(k), _ptr(v), ctypes.byref(desc), ws, ws_size),
+           "peak_attention")
+    return (out, lse) if return_lse else out
+
+
+# ---- residual + LayerNorm ---------------------------------------------------------------
+
+def _rows(name, a, d, writable=False):
+    """A 2-D [rows, d] view of a without copying, or ValueError."""
+    r = a.view()
+    try:
+        r.shape = (-1, d)
+    except AttributeError:
+        raise ValueError(f"{name}: its rows are not evenly spaced in memory (shape {a.shape}, "
+                         f"strides {a.strides}); use np.ascontiguousarray") from None
+    return r
+
+
+def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=None,
+                  sum_out=None):
+    """``LayerNorm(x + residual) * weight + bias`` over the last axis
+    (peak_add_layernorm), biased variance as torch.nn.LayerNorm.
+
+    x, residual: float32 ``[..., d_model]`` of one shape (residual None: plain
+    LayerNorm).  weight, bias: float32 ``[d_model]`` or None (1 and 0).
+    out: None, or an array of x's shape (``out=x`` or ``out=residual``: in
+    place).  sum_out: optional array of x's shape that receives x + residual
+    (pre-norm chains; may be x or residual).  Returns out."""
+    _f32("x", x, (1, 2, 3, 4, 5))
+    d = x.shape[-1]
+    x2 = _rows("x", x, d)
+    r2 = None
+    if residual is not None:
+        _f32("residual", residual, (x.ndim,))
+        _shape_is("residual", residual, x.shape)
+        r2 = _rows("residual", residual, d)
+    for name, a in (("weight", weight), ("bias", bias)):
+        if a is not None:
+            _f32(name, a, (1,))
+            _shape_is(name, a, (d,))
+    if out is None:
+        out = np.empty(x.shape, np.float32)
+    else:
+        _f32("out", out, (x.ndim,), writable=True)
+        _shape_is("out", out, x.shape)
+    y2 = _rows("out", out, d, True)
+    s2 = None
+    if sum_out is not None:
+        _f32("sum_out", sum_out, (x.ndim,), writable=True)
+        _shape_is("sum_out", sum_out, x.shape)
+        s2 = _rows("sum_out", sum_out, d, True)
+    # In place is allowed (out or sum_out being x or residual, same layout);
+    # any other overlap is not.
+    for oname, o in (("out", out), ("sum_out", sum_out)):
+        if o is None:
+            continue
+        for iname, a in (("x", x), ("residual", residual)):
+            if a is not None and _overlaps(o, a) and not (
+                    o.ctypes.data == a.ctypes.data and o.strides == a.strides):
+                raise ValueError(f"{oname} overlaps {iname} (only {oname} = {iname}, "
+                                 "the same array, is allowed)")
+        _no_overlap(oname, o, weight=weight, bias=bias)
+    if sum_out is not None:
+        _no_overlap("sum_out", sum_out, out=out)
+    rows = x2.shape[0]
+
+    def ld(a):
+        return _es(a, 0) if a is not None and rows > 1 else d
+
+    _check(_add_layernorm(_ptr(y2), ld(y2), None if s2 is None else _ptr(s2), ld(s2),
+                          _ptr(x2), ld(x2), None if r2 is None else _ptr(r2), ld(r2),
+                          None if weight is None else _ptr(weight),
+                          None if bias is None else _ptr(bias), rows, d, float(eps)),
+           "peak_add_layernorm")
+    return out
+
+
+# ---- exp ---------------------------------------------------------------------------------
+
+def exp(x, out=None):
+    """``e**x`` elementwise (peak_exp): <= 1 ULP, the same bits on every tier.
+    x: float32, any shape (copied if not C-contiguous); out: None, x itself
+    (in place) or a C-contiguous float32 array of x's shape."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+        raise TypeError("x: expected a float32 numpy.ndarray")
+    if x.size == 0:
+        raise ValueError("x: empty array")
+    src = np.ascontiguousarray(x)
+    if out is None:
+        out = np.empty(x.shape, np.float32)
+    else:
+        if not isinstance(out, np.ndarray) or out.dtype != np.float32:
+            raise TypeError("out: expected a float32 numpy.ndarray")
+        _shape_is("out", out, x.shape)
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("out: must be C-contiguous and writable")
+        if out.ctypes.data != src.ctypes.data:
+            _no_overlap("out", out, x=src)
+    _check(_exp(_ptr(out), _ptr(src), x.size), "peak_exp")
+    return out

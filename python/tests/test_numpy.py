@@ -1,0 +1,524 @@
+"""peak's Python binding against NumPy references (float64 formulas).
+
+Run: python3 python/tests/run.py numpy (meson test: python-numpy).
+"""
+import ctypes
+import math
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+
+import peak
+
+RNG = np.random.default_rng(20261129)
+
+
+def rand(*shape, lo=-1.0, hi=1.0):
+    return RNG.uniform(lo, hi, shape).astype(np.float32)
+
+
+def pe_ref(n_pos, d, pos0=0, layout="interleaved", base=10000.0):
+    """peak.h's formulas in float64."""
+    p = np.arange(pos0, pos0 + n_pos, dtype=np.float64)[:, None]
+    out = np.zeros((n_pos, d))
+    if layout == "interleaved":
+        i = np.arange((d + 1) // 2)
+        ang = p * base ** (-2.0 * i / d)
+        out[:, 0::2] = np.sin(ang)
+        out[:, 1::2] = np.cos(ang)[:, : d // 2]
+    else:
+        half = d // 2
+        i = np.arange(half)
+        if layout == "split":
+            w = np.exp(-i * math.log(base) / max(half - 1, 1))
+        else:
+            w = base ** (-2.0 * i / d)
+        out[:, :half] = np.sin(p * w)
+        out[:, half:2 * half] = np.cos(p * w)
+    return out
+
+
+def visible(B, H, Lq, Lk, causal=False, align="top_left", q_offset=0, window=0, key_len=None,
+            keep=None):
+    vis = np.ones((B, H, Lq, Lk), bool)
+    i = np.arange(Lq)[:, None]
+    j = np.arange(Lk)[None, :]
+    qpos = i + q_offset + (Lk - Lq if align == "bottom_right" else 0)
+    if causal:
+        vis &= j <= qpos
+    if window:
+        vis &= j > qpos - window
+    if key_len is not None:
+        vis &= j[None, None] < np.asarray(key_len)[:, None, None, None]
+    if keep is not None:
+        vis &= np.broadcast_to(keep.astype(bool), vis.shape)
+    return vis
+
+
+def softmax_ref(s, vis):
+    s = np.where(vis, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.where(vis, np.exp(s - m), 0)
+    tot = e.sum(axis=-1, keepdims=True)
+    return np.where(tot > 0, e / np.where(tot > 0, tot, 1), 0), m + np.log(tot)
+
+
+def attention_ref(q, k, v, scale=None, bias=None, **mask):
+    """q [B, H, Lq, D], k/v [B, Hkv, Lk, D]; float64."""
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    B, H, Lq, D = q.shape
+    g = H // k.shape[1]
+    k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    scale = 1 / math.sqrt(D) if scale is None else scale
+    s = q @ k.transpose(0, 1, 3, 2) * scale + (0 if bias is None else bias)
+    p, lse = softmax_ref(s, visible(B, H, Lq, k.shape[2], **mask))
+    return p @ v, lse[..., 0]
+
+
+class Basics(unittest.TestCase):
+    def test_version(self):
+        self.assertEqual(peak.version(), peak.__version__)
+        src = os.environ.get("PEAK_SOURCE_DIR")
+        if src:
+            with open(os.path.join(src, "include", "peak.h")) as f:
+                m = re.search(r'#define PEAK_VERSION_STRING "([^"]+)"', f.read())
+            self.assertEqual(m.group(1), peak.version())
+
+    def test_library_path(self):
+        self.assertIn("libpeak.so", peak.library_path())
+
+    def test_tiers(self):
+        self.assertIn(peak.isa_active(), peak.isa_names())
+        self.assertTrue(peak.isa_supported("scalar"))
+        self.assertTrue(peak.isa_reason())
+        with self.assertRaises(ValueError):
+            peak.isa_supported("sse9")
+        for isa in peak.isa_names():
+            if not peak.isa_supported(isa):
+                with self.assertRaises(peak.Unsupported) as cm:
+                    peak.isa_force(isa)
+                self.assertEqual(cm.exception.status, 3)
+        before = peak.isa_active()
+        with peak.use_isa("scalar"):
+            self.assertEqual(peak.isa_active(), "scalar")
+        self.assertEqual(peak.isa_active(), before)
+
+    @unittest.skipUnless(os.environ.get("PEAK_CC") and os.environ.get("PEAK_SOURCE_DIR"),
+                         "needs PEAK_CC and PEAK_SOURCE_DIR (meson test sets them)")
+    def test_struct_layouts_match_the_header(self):
+        """ctypes mirrors of the descriptors have C's sizes and offsets."""
+        structs = {
+            "peak_pe_params": peak._PeParams, "peak_embed_desc": peak._EmbedDesc,
+            "peak_mask": peak._Mask, "peak_softmax_desc": peak._SoftmaxDesc,
+            "peak_attn_desc": peak._AttnDesc,
+        }
+        lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "peak.h"',
+                 'int main(void) {']
+        for cname, py in structs.items():
+            lines.append(f'printf("{cname} size %zu\\n", sizeof({cname}));')
+            for field, _ in py._fields_:
+                lines.append(f'printf("{cname} {field} %zu\\n", offsetof({cname}, {field}));')
+        lines.append("return 0; }")
+        with tempfile.TemporaryDirectory() as tmp:
+            src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+            with open(src, "w") as f:
+                f.write("\n".join(lines))
+            inc = os.path.join(os.environ["PEAK_SOURCE_DIR"], "include")
+            cc = os.environ["PEAK_CC"].split()
+            subprocess.run(cc + ["-std=c11", "-I", inc, src, "-o", exe], check=True)
+            env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+            out = subprocess.run([exe], check=True, capture_output=True, text=True,
+                                 env=env).stdout
+        seen = 0
+        for line in out.splitlines():
+            cname, what, value = line.split()
+            py = structs[cname]
+            got = ctypes.sizeof(py) if what == "size" else getattr(py, what).offset
+            self.assertEqual(got, int(value), f"{cname}.{what}")
+            seen += 1
+        self.assertGreater(seen, 40)
+
+
+class PeTable(unittest.TestCase):
+    def test_layouts_against_the_formula(self):
+        for layout in ("interleaved", "split", "split_paper"):
+            for d in (7, 64, 512):
+                pe = peak.pe_table(300, d, pos0=4700, layout=layout)
+                self.assertEqual(pe.shape, (300, d))
+                err = np.abs(pe - pe_ref(300, d, 4700, layout)).max()
+                self.assertLessEqual(err, 2.0 ** -23, (layout, d))
+
+    def test_out_and_errors(self):
+        out = np.empty((10, 16), np.float32)
+        self.assertIs(peak.pe_table(10, 16, out=out), out)
+        with self.assertRaises(ValueError):
+            peak.pe_table(10, 16, out=np.empty((10, 17), np.float32))
+        with self.assertRaises(TypeError):
+            peak.pe_table(10, 16, out=np.empty((10, 16)))
+        with self.assertRaises(peak.OutOfRange) as cm:
+            peak.pe_table(2, 4, pos0=peak.MAX_POSITION - 1)
+        self.assertIn("PEAK_ERR_OUT_OF_RANGE", str(cm.exception))
+        with self.assertRaises(peak.InvalidArgument):
+            peak.pe_table(2, 4, base=-1.0)
+        with self.assertRaises(ValueError):
+            peak.pe_table(2, 4, layout="diagonal")
+
+    def test_integer_arguments_do_not_wrap(self):
+        # ctypes would store 2**64 in a size_t as 0
+        for args in ((1, 4, 2 ** 64), (1, 4, 2 ** 64 + 1), (2 ** 64, 4), (1, 2 ** 64 + 4)):
+            with self.assertRaises(peak.OutOfRange, msg=str(args)):
+                peak.pe_table(*args)
+        with self.assertRaises(ValueError):
+            peak.pe_table(1, 4, -1)
+        for bad in (1.0, 2.7, True, "3", None):
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                peak.pe_table(1, 4, bad)
+        with self.assertRaises(TypeError):
+            peak.pe_table(2.0, 4)
+        np.testing.assert_array_equal(peak.pe_table(1, 4, np.int64(3)), peak.pe_table(1, 4, 3))
+
+
+class PeAdd(unittest.TestCase):
+    def test_table_and_on_the_fly(self):
+        x = rand(2, 50, 512)
+        pe = peak.pe_table(5000, 512)
+        a = peak.pe_add(x.copy(), pe=pe)
+        b = peak.pe_add(x.copy())
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, x + pe[None, :50])
+        c = peak.pe_add(x[1].copy(), pos0=7, pe=pe)  # 2-D [seq, d]
+        np.testing.assert_array_equal(c, x[1] + pe[7:57])
+
+    def test_strided_view_in_place(self):
+        big = rand(3, 60, 80)
+        view = big[::2, 5:25, :32]  # batch and row strides, contiguous rows
+        want = view + pe_ref(20, 32).astype(np.float32)[None]
+        peak.pe_add(view)
+        np.testing.assert_allclose(view, want, atol=3e-7)
+
+    def test_checks(self):
+        with self.assertRaises(TypeError):
+            peak.pe_add(np.zeros((2, 4, 8)))  # float64
+        ro = np.zeros((2, 4, 8), np.float32)
+        ro.flags.writeable = False
+        with self.assertRaises(ValueError):
+            peak.pe_add(ro)
+        with self.assertRaises(ValueError):  # last axis not contiguous
+            peak.pe_add(np.zeros((4, 16), np.float32)[:, ::2])
+        with self.assertRaises(peak.OutOfRange):
+            peak.pe_add(np.zeros((1, 10, 8), np.float32), pe=peak.pe_table(5, 8))
+        with self.assertRaises(ValueError):  # x inside the table
+            pe = peak.pe_table(20, 8)
+            peak.pe_add(pe[:4], pe=pe)
+
+    def test_pos0_does_not_wrap(self):
+        x = rand(1, 3, 8)
+        for pe in (None, peak.pe_table(8, 8)):
+            y = x.copy()
+            with self.assertRaises(peak.OutOfRange):
+                peak.pe_add(y, 2 ** 64 + 1, pe=pe)
+            np.testing.assert_array_equal(y, x)
+        with self.assertRaises(ValueError):
+            peak.pe_add(x.copy(), -1)
+        with self.assertRaises(TypeError):
+            peak.pe_add(x.copy(), 1.0)
+
+
+class EmbedPe(unittest.TestCase):
+    def test_against_gather(self):
+        table = rand(100, 64)
+        ids = RNG.integers(0, 100, (2, 9))
+        pe = peak.pe_table(64, 64)
+        got = peak.embed_pe(ids, table, scale=8.0, pe=pe)
+        want = table[ids] * np.float32(8.0) + pe[None, :9]
+        np.testing.assert_array_equal(got, want)
+        otf = peak.embed_pe(ids.astype(np.int64), table, scale=8.0)  # on the fly, int64 ids
+        np.testing.assert_array_equal(otf, got)
+        flat = peak.embed_pe(ids.reshape(-1), table, scale=8.0, pos0=3)  # one sequence
+        np.testing.assert_array_equal(flat, table[ids.reshape(-1)] * np.float32(8.0)
+                                      + peak.pe_table(18, 64, pos0=3))
+
+    def test_positions_and_padding(self):
+        table = rand(50, 16)
+        ids = np.array([[5, 6, 1, 1], [7, 1, 8, 9]], np.int32)
+        pos = np.array([[0, 4, 2, 2], [9, 9, 9, 0]])
+        got = peak.embed_pe(ids, table, positions=pos)
+        pe = peak.pe_table(10, 16)
+        np.testing.assert_array_equal(got, table[ids] + pe[pos])
+        # fairseq numbering: padding 1, positions from padding_idx + 1
+        got = peak.embed_pe(ids, table, padding_idx=1)
+        pe = peak.pe_table(8, 16)
+        want = table[ids].copy()
+        want[0, 0] += pe[2]
+        want[0, 1] += pe[3]
+        want[1, 0] += pe[2]
+        want[1, 2] += pe[3]
+        want[1, 3] += pe[4]
+        np.testing.assert_array_equal(got, want)
+
+    def test_errors(self):
+        table = rand(10, 8)
+        with self.assertRaises(peak.OutOfRange):
+            peak.embed_pe(np.array([1, 10]), table)
+        with self.assertRaises(peak.OutOfRange):
+            peak.embed_pe(np.array([-1, 2]), table)
+        with self.assertRaises(TypeError):
+            peak.embed_pe(np.array([1.0, 2.0]), table)
+        with self.assertRaises(TypeError):
+            peak.embed_pe(np.array([1, 2]), table.astype(np.float64))
+        with self.assertRaises(peak.OutOfRange):  # an object array: no int64 holds it
+            peak.embed_pe([1, 2 ** 64 + 1], table)
+
+    def test_integer_arguments_do_not_wrap(self):
+        table = rand(10, 8)
+        ids = np.array([[1, 2, 3]])
+        with self.assertRaises(peak.OutOfRange):
+            peak.embed_pe(ids, table, pos0=2 ** 64 + 1)
+        for pad in (2 ** 32 + 1, -2 ** 31 - 1):  # int32_t padding_idx
+            with self.assertRaises(peak.OutOfRange, msg=str(pad)):
+                peak.embed_pe(ids, table, padding_idx=pad)
+        with self.assertRaises(ValueError):
+            peak.embed_pe(ids, table, pos0=-1)
+        for kw in (dict(pos0=1.0), dict(padding_idx=1.0), dict(padding_idx=True)):
+            with self.assertRaises(TypeError, msg=str(kw)):
+                peak.embed_pe(ids, table, **kw)
+
+    def test_positions_must_be_integers(self):
+        table = rand(10, 8)
+        ids = np.array([1, 2, 3])
+        with self.assertRaises(TypeError):  # was truncated to [0, 1, 2]
+            peak.embed_pe(ids, table, positions=np.array([0.0, 1.7, 2.9]))
+        with self.assertRaises(TypeError):
+            peak.embed_pe(ids, table, positions=[0, 1, 2.5])
+        with self.assertRaises(TypeError):
+            peak.embed_pe(ids, table, positions=np.array([True, False, True]))
+        for pos in (np.array([0, 1, 2 ** 63], np.uint64), [0, 1, 2 ** 63], [0, 1, 2 ** 64 + 1],
+                    [-2 ** 63 - 1, 0, 1]):
+            with self.assertRaises(peak.OutOfRange, msg=str(pos)):
+                peak.embed_pe(ids, table, positions=pos)
+        want = peak.embed_pe(ids, table, positions=np.array([4, 0, 2]))
+        for pos in (np.array([4, 0, 2], np.uint8), [4, 0, 2], np.array([4, 0, 2], np.uint64)):
+            np.testing.assert_array_equal(peak.embed_pe(ids, table, positions=pos), want)
+
+
+class Softmax(unittest.TestCase):
+    def test_masks(self):
+        B, H, Lq, Lk = 2, 3, 5, 9
+        x = rand(B, H, Lq, Lk, lo=-4, hi=4)
+        keep = RNG.random((Lq, Lk)) > 0.2  # broadcast over batch and heads
+        bias = rand(1, H, 1, Lk)
+        cases = [dict(), dict(causal=True), dict(causal=True, align="bottom_right"),
+                 dict(causal=True, q_offset=2, window=3), dict(key_len=[9, 4]),
+                 dict(keep=keep), dict(bias=bias)]
+        for kw in cases:
+            got = peak.softmax(x, scale=0.5, **kw)
+            s = x.astype(np.float64) * 0.5 + (kw["bias"] if "bias" in kw else 0)
+            vkw = {k: v for k, v in kw.items() if k != "bias"}
+            want, _ = softmax_ref(s, visible(B, H, Lq, Lk, **vkw))
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=str(kw))
+
+    def test_in_place_and_empty_rows(self):
+        x = rand(4, 6)
+        y = peak.softmax(x, key_len=None, keep=np.zeros(6, bool), out=x)
+        self.assertIs(y, x)
+        np.testing.assert_array_equal(x, 0)  # no visible key: zeros, not NaN
+
+    def test_errors(self):
+        with self.assertRaises(ValueError):
+            peak.softmax(rand(2, 3), keep=np.ones((3, 3), bool))  # does not broadcast
+        with self.assertRaises(TypeError):
+            peak.softmax(rand(2, 3), keep=np.ones(3, np.int32))
+        with self.assertRaises(peak.OutOfRange):
+            peak.softmax(rand(2, 1, 1, 3), key_len=[4, 1])
+
+    def test_key_len_does_not_wrap(self):
+        x = rand(2, 1, 1, 9)
+        # as int32, 2**32 + 3 would be 3: a valid length
+        for kl in ([2 ** 32 + 3, 7], np.array([2 ** 32 + 3, 7]), [2 ** 63, 7],
+                   [2 ** 64 + 3, 7], [-2 ** 32 + 3, 7], np.array([2 ** 32 + 3, 7], np.uint64)):
+            with self.assertRaises(peak.OutOfRange, msg=str(kl)):
+                peak.softmax(x, key_len=kl)
+        for kl in ([3.0, 7], np.array([3.0, 7.0]), np.array([True, True])):
+            with self.assertRaises(TypeError, msg=str(kl)):
+                peak.softmax(x, key_len=kl)
+        want = peak.softmax(x, key_len=[3, 7])
+        np.testing.assert_array_equal(peak.softmax(x, key_len=np.array([3, 7], np.uint64)), want)
+
+    def test_mask_offsets_do_not_wrap(self):
+        x = rand(1, 1, 4, 6)
+        for kw in (dict(q_offset=2 ** 64 + 1), dict(causal=True, q_offset=2 ** 64 + 1),
+                   dict(window=2 ** 64), dict(window=2 ** 64 + 2)):
+            with self.assertRaises(peak.OutOfRange, msg=str(kw)):
+                peak.softmax(x, **kw)
+        for kw in (dict(q_offset=-1), dict(window=-1)):
+            with self.assertRaises(ValueError, msg=str(kw)):
+                peak.softmax(x, **kw)
+        for kw in (dict(q_offset=1.0), dict(window=2.0), dict(window=True)):
+            with self.assertRaises(TypeError, msg=str(kw)):
+                peak.softmax(x, **kw)
+        np.testing.assert_array_equal(peak.softmax(x, window=None), peak.softmax(x))
+
+    def test_zero_scale_is_an_error(self):
+        x = rand(2, 5)
+        for scale in (0.0, -0.0, 0, 1e-50, -1e-60):  # all 0.0f: C's "default" marker
+            with self.assertRaises(ValueError, msg=repr(scale)) as cm:
+                peak.softmax(x, scale=scale)
+            self.assertNotIsInstance(cm.exception, peak.PeakError)
+        np.testing.assert_array_equal(peak.softmax(x, scale=None), peak.softmax(x, scale=1.0))
+        tiny = peak.softmax(x, scale=1e-30)  # not 0 in float32: nearly uniform, not scale 1
+        np.testing.assert_allclose(tiny, 0.2, rtol=1e-6)
+
+
+class Attention(unittest.TestCase):
+    def check(self, q, k, v, tol=2e-5, **kw):
+        got, lse = peak.attention(q, k, v, return_lse=True, **kw)
+        want, want_lse = attention_ref(q, k, v, **kw)
+        np.testing.assert_allclose(got, want, atol=tol, err_msg=str(kw))
+        finite = np.isfinite(want_lse)
+        np.testing.assert_allclose(lse[finite], want_lse[finite], atol=4e-5)
+        self.assertTrue(np.all(np.isneginf(lse[~finite])))
+        return got
+
+    def test_self_attention(self):
+        for d in (1, 7, 16, 64):
+            q, k, v = rand(2, 4, 11, d), rand(2, 4, 11, d), rand(2, 4, 11, d)
+            self.check(q, k, v)
+            self.check(q, k, v, causal=True)
+
+    def test_cross_gqa_and_masks(self):
+        q, k, v = rand(2, 8, 5, 32), rand(2, 2, 13, 32), rand(2, 2, 13, 24)  # GQA, Dv != D
+        self.check(q, k, v, key_len=[13, 6])
+        self.check(q, k, v, causal=True, align="bottom_right")
+        self.check(q, k, v, causal=True, q_offset=8, window=4, scale=0.3)
+        self.check(q, k, v, keep=RNG.random((2, 1, 5, 13)) > 0.3)
+        self.check(q, k, v, bias=rand(5, 13))
+
+    def test_blhd_layout_and_views(self):
+        q, k, v = rand(2, 4, 6, 16), rand(2, 4, 9, 16), rand(2, 4, 9, 16)
+        want = peak.attention(q, k, v)
+        qt, kt, vt = (np.ascontiguousarray(a.transpose(0, 2, 1, 3)) for a in (q, k, v))
+        got = peak.attention(qt, kt, vt, layout="blhd")
+        np.testing.assert_allclose(got.transpose(0, 2, 1, 3), want, atol=1e-6)
+        # transposed views (no copy): the [B, L, H, D] buffers read as [B, H, L, D]
+        views = [a.transpose(0, 2, 1, 3) for a in (qt, kt, vt)]
+        np.testing.assert_allclose(peak.attention(*views), want, atol=1e-6)
+
+    def test_errors(self):
+        q = rand(1, 3, 4, 8)
+        with self.assertRaises(ValueError):
+            peak.attention(q, rand(1, 2, 4, 8), rand(1, 2, 4, 8))  # 2 does not divide 3
+        with self.assertRaises(ValueError):
+            peak.attention(q, rand(1, 3, 4, 9), rand(1, 3, 4, 8))
+        with self.assertRaises(ValueError):
+            peak.attention(q, q, q, out=q)
+        with self.assertRaises(peak.OutOfRange):
+            peak.attention(q, q.copy(), q.copy(), key_len=[5])
+
+    def test_integer_arguments_do_not_wrap(self):
+        q, k, v = rand(2, 2, 3, 8), rand(2, 2, 5, 8), rand(2, 2, 5, 8)
+        for kw in (dict(key_len=[2 ** 32 + 3, 5]), dict(key_len=[2 ** 64 + 3, 5]),
+                   dict(q_offset=2 ** 64 + 1), dict(causal=True, q_offset=2 ** 64 + 1),
+                   dict(window=2 ** 64)):
+            with self.assertRaises(peak.OutOfRange, msg=str(kw)):
+                peak.attention(q, k, v, **kw)
+        for kw in (dict(key_len=[3.0, 5]), dict(q_offset=0.5), dict(window=1.0)):
+            with self.assertRaises(TypeError, msg=str(kw)):
+                peak.attention(q, k, v, **kw)
+        for scale in (0.0, 1e-50):
+            with self.assertRaises(ValueError):
+                peak.attention(q, k, v, scale=scale)
+
+    def test_threads(self):
+        q, k, v = rand(2, 4, 33, 32), rand(2, 4, 70, 32), rand(2, 4, 70, 32)
+        want = peak.attention(q, k, v, causal=True)
+        results = [None] * 4
+
+        def work(i):
+            for _ in range(5):
+                results[i] = peak.attention(q, k, v, causal=True)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for r in results:
+            np.testing.assert_array_equal(r, want)
+
+
+class LayerNorm(unittest.TestCase):
+    def ref(self, x, r, g, b, eps):
+        s = x.astype(np.float64) + (0 if r is None else r)
+        m = s.mean(-1, keepdims=True)
+        var = ((s - m) ** 2).mean(-1, keepdims=True)
+        y = (s - m) / np.sqrt(var + eps)
+        return y * (1 if g is None else g) + (0 if b is None else b)
+
+    def test_against_formula(self):
+        x, r, g, b = rand(2, 7, 96), rand(2, 7, 96), rand(96), rand(96)
+        for args in ((None, None, None), (r, None, None), (r, g, b)):
+            got = peak.add_layernorm(x, *args, eps=1e-5)
+            np.testing.assert_allclose(got, self.ref(x, *args, 1e-5), atol=1e-5)
+        s = np.empty_like(x)
+        peak.add_layernorm(x, r, g, b, sum_out=s)
+        np.testing.assert_array_equal(s, x + r)
+        y = x.copy()
+        peak.add_layernorm(y, r, out=y)  # in place
+        np.testing.assert_allclose(y, self.ref(x, r, None, None, 1e-5), atol=1e-5)
+
+    def test_in_place_on_residual_and_interleaved_rows(self):
+        x, r = rand(5, 32), rand(5, 32)
+        want = self.ref(x, r, None, None, 1e-5)
+        r2 = r.copy()
+        self.assertIs(peak.add_layernorm(x, r2, out=r2), r2)  # out = residual
+        np.testing.assert_allclose(r2, want, atol=1e-5)
+        buf = np.zeros((5, 64), np.float32)  # [x | y] in one buffer: rows interleave
+        buf[:, :32] = x
+        peak.add_layernorm(buf[:, :32], r, out=buf[:, 32:])
+        np.testing.assert_allclose(buf[:, 32:], want, atol=1e-5)
+        np.testing.assert_array_equal(buf[:, :32], x)
+        with self.assertRaises(ValueError):  # a partial overlap
+            peak.add_layernorm(buf[:, :32], r, out=buf[:, 16:48])
+
+    def test_errors(self):
+        x = rand(3, 8)
+        with self.assertRaises(ValueError):
+            peak.add_layernorm(x, rand(3, 9))
+        with self.assertRaises(ValueError):
+            peak.add_layernorm(x, None, rand(7))
+        with self.assertRaises(peak.InvalidArgument):
+            peak.add_layernorm(x, eps=-1.0)
+        with self.assertRaises(ValueError):  # rows not evenly spaced: no [rows, d] view
+            peak.add_layernorm(rand(2, 3, 8), out=np.empty((2, 4, 8), np.float32)[:, :3])
+
+
+class Exp(unittest.TestCase):
+    def test_ulp(self):
+        x = np.linspace(-87, 88, 100001, dtype=np.float32)
+        got = peak.exp(x)
+        want = np.exp(x.astype(np.float64))
+        ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
+        self.assertLessEqual(np.max(np.abs(got - want) / ulp), 1.0)
+        self.assertEqual(peak.exp(np.array([-np.inf, 0, np.inf], np.float32)).tolist(),
+                         [0.0, 1.0, np.inf])
+        y = x.copy()
+        self.assertIs(peak.exp(y, out=y), y)
+        np.testing.assert_array_equal(y, got)
+
+    def test_same_bits_every_tier(self):
+        x = rand(4097, lo=-100, hi=100)
+        want = peak.exp(x)
+        for isa in peak.isa_names():
+            if peak.isa_supported(isa):
+                with peak.use_isa(isa):
+                    np.testing.assert_array_equal(peak.exp(x), want, err_msg=isa)
+
+
+if __name__ == "__main__":
+    unittest.main()

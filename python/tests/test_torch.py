@@ -1,0 +1,164 @@
+"""peak.torch against PyTorch's own modules (torch.nn, torch.softmax).
+
+Run: python3 python/tests/run.py torch (meson test: python-torch); skipped
+when the interpreter cannot import torch (Debian: python3-torch).
+"""
+import math
+import unittest
+
+import numpy as np
+import torch
+from torch import nn
+
+import peak
+import peak.torch as pt
+
+torch.manual_seed(0)
+
+
+class SeedPositionalEncoding(nn.Module):
+    """The seed post's module, verbatim in substance: float32 arithmetic,
+    batch-first [batch, seq, d_model]."""
+
+    def __init__(self, d_model, max_len=5000):
+        super().__init__()
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(1, max_len, d_model)
+        pe[0, :, 0::2] = torch.sin(position * div_term)
+        pe[0, :, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe)
+
+    def forward(self, x):
+        return x + self.pe[:, :x.size(1)]
+
+
+def exact_pe(max_len, d):
+    pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+    freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * (-math.log(10000.0) / d))
+    pe = torch.zeros(max_len, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+
+
+class PositionalEncoding(unittest.TestCase):
+    def test_seed_module(self):
+        x = torch.randn(2, 50, 512)
+        seed = SeedPositionalEncoding(512).eval()
+        with torch.no_grad():
+            # the float32 table of the seed's module, reproduced
+            ours = pt.PositionalEncoding(512, mode="torch_f32").eval()
+            ulp = torch.finfo(torch.float32).eps
+            diff = (ours.pe - seed.pe).abs() / torch.clamp(seed.pe.abs(), min=2 ** -10)
+            self.assertLessEqual(diff.max().item(), 2 * ulp)
+            torch.testing.assert_close(ours(x), seed(x), atol=2 ** -21, rtol=0)
+            # the default table: the formula in float64, to 2^-23
+            exact = pt.PositionalEncoding(512).eval()
+            err = (exact.pe[0].double() - exact_pe(5000, 512)).abs().max().item()
+            self.assertLessEqual(err, 2 ** -23)
+            self.assertFalse(torch.equal(exact(x), x))  # out of place
+            self.assertTrue(torch.equal(exact(x), x + exact.pe[:, :50]))
+
+    def test_seq_first_and_training_fallback(self):
+        m = pt.PositionalEncoding(64, max_len=100, batch_first=False)
+        x = torch.randn(30, 3, 64)
+        with torch.no_grad():
+            torch.testing.assert_close(m(x), x + m.pe[0, :30].unsqueeze(1), atol=0, rtol=0)
+        xg = x.clone().requires_grad_()
+        m(xg).sum().backward()  # PyTorch's own code path: differentiable
+        self.assertTrue(torch.equal(xg.grad, torch.ones_like(x)))
+
+
+class Attention(unittest.TestCase):
+    def test_against_torch_math(self):
+        q, k, v = torch.randn(2, 8, 10, 64), torch.randn(2, 2, 17, 64), torch.randn(2, 2, 17, 32)
+        mask = torch.rand(10, 17) > 0.3
+        mask[:, 0] = True
+        bias = torch.randn(2, 1, 10, 17)
+        for kw in (dict(), dict(attn_mask=mask), dict(attn_mask=bias), dict(scale=0.2)):
+            with torch.no_grad():
+                got = pt.scaled_dot_product_attention(q, k, v, **kw)
+                want = pt._sdpa_reference(q, k, v, **kw)
+            torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4, msg=str(kw.keys()))
+        q2, k2, v2 = torch.randn(2, 4, 12, 16), torch.randn(2, 4, 12, 16), torch.randn(2, 4, 12, 16)
+        with torch.no_grad():
+            torch.testing.assert_close(
+                pt.scaled_dot_product_attention(q2, k2, v2, is_causal=True),
+                pt._sdpa_reference(q2, k2, v2, is_causal=True), atol=2e-5, rtol=1e-4)
+
+    def test_against_nn_multihead_attention(self):
+        """nn.MultiheadAttention with its projections set to the identity is
+        bare multi-head attention: peak must agree with it, key padding and
+        a causal mask included."""
+        E, H, B, Lq, Lk = 64, 4, 2, 7, 11
+        mha = nn.MultiheadAttention(E, H, batch_first=True, bias=False).eval()
+        with torch.no_grad():
+            mha.in_proj_weight.copy_(torch.eye(E).repeat(3, 1))
+            mha.out_proj.weight.copy_(torch.eye(E))
+        x, mem = torch.randn(B, Lq, E), torch.randn(B, Lk, E)
+        lengths = torch.tensor([11, 5])
+        pad = torch.arange(Lk)[None] >= lengths[:, None]  # True = padding (torch's sense)
+        with torch.no_grad():
+            want, _ = mha(x, mem, mem, key_padding_mask=pad, need_weights=False)
+            q = x.view(B, Lq, H, E // H).numpy()
+            kv = mem.view(B, Lk, H, E // H).numpy()
+            got = peak.attention(q, kv, kv, layout="blhd", key_len=lengths.numpy())
+        np.testing.assert_allclose(got.reshape(B, Lq, E), want.numpy(), atol=2e-5)
+        causal = torch.triu(torch.ones(Lq, Lq, dtype=torch.bool), 1)  # True = masked
+        with torch.no_grad():
+            want, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
+            got = peak.attention(q, q, q, layout="blhd", causal=True)
+        np.testing.assert_allclose(got.reshape(B, Lq, E), want.numpy(), atol=2e-5)
+
+    def test_refuses_autograd(self):
+        q = torch.randn(1, 2, 3, 4, requires_grad=True)
+        with self.assertRaises(RuntimeError):
+            pt.scaled_dot_product_attention(q, q, q)
+        with torch.no_grad():
+            pt.scaled_dot_product_attention(q, q, q)
+        with self.assertRaises(TypeError):
+            pt.scaled_dot_product_attention(q.double().detach(), q.double().detach(),
+                                            q.double().detach())
+
+
+class LayerNorm(unittest.TestCase):
+    def test_drop_in(self):
+        ln = nn.LayerNorm(512).eval()
+        with torch.no_grad():
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.uniform_(-0.5, 0.5)
+        ours = pt.LayerNorm.from_module(ln).eval()
+        x, r = torch.randn(2, 50, 512), torch.randn(2, 50, 512)
+        with torch.no_grad():
+            torch.testing.assert_close(ours(x), ln(x), atol=1e-5, rtol=1e-5)
+            y, s = pt.add_layer_norm(x, r, ln.weight, ln.bias)
+            torch.testing.assert_close(y, ln(x + r), atol=1e-5, rtol=1e-5)
+            self.assertTrue(torch.equal(s, x + r))
+        out = ours(x.requires_grad_())  # training: PyTorch's code, gradients flow
+        out.sum().backward()
+        self.assertIsNotNone(ours.weight.grad)
+
+    def test_encoder_layer_norms_swapped(self):
+        """A whole nn.TransformerEncoderLayer keeps its output when its two
+        LayerNorms are replaced by peak's.  train() with dropout 0: in eval
+        mode torch 1.13 takes a fused "fast path" that reads the norms'
+        weights without calling them, which would test nothing."""
+        calls = []
+
+        class Counted(pt.LayerNorm):
+            def forward(self, x):
+                calls.append(1)
+                return super().forward(x)
+
+        layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True).train()
+        x = torch.randn(2, 9, 64)
+        with torch.no_grad():
+            want = layer(x)
+            layer.norm1 = Counted.from_module(layer.norm1)
+            layer.norm2 = Counted.from_module(layer.norm2)
+            torch.testing.assert_close(layer(x), want, atol=2e-5, rtol=1e-5)
+        self.assertEqual(len(calls), 2)
+
+if __name__ == "__main__":
+    unittest.main()
