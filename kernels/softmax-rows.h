@@ -213,9 +213,8 @@ PEAK_SM_INLINE void peak_sm_group_steps(const peak_sm_row *rows, size_t n,
 {
     float max[PEAK_SM_GROUP];
     double sum[PEAK_SM_GROUP];
-    for (size_t k = 0; k < n; k++)
-        if (rows[k].lo < rows[k].hi)
-            max[k] = peak_sm_max(&rows[k], p, scaled);
+    for (size_t k = 0; k < n; k++) /* (-inf where unused: clang-analyzer) */
+        max[k] = rows[k].lo < rows[k].hi ? peak_sm_max(&rows[k], p, scaled) : -INFINITY;
     /* sum[k] stays NaN for a row that needs no step 4. */
     for (size_t k = 0; k < n; k++) {
         const peak_sm_row *r = &rows[k];
