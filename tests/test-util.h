@@ -36,7 +36,8 @@ int peak_test_quick(void);
 /* Turns on flush-to-zero and denormals-are-zero (as a caller built with
    -ffast-math runs) and returns the previous state for
    peak_test_ftz_restore; returns 0 and does nothing where the build has
-   no way to set them (then tests of FTZ behaviour pass trivially). */
+   no way to set them or they do not take effect (valgrind ignores them);
+   tests of FTZ behaviour then pass trivially. */
 int peak_test_ftz_on(unsigned *saved);
 void peak_test_ftz_restore(unsigned saved);
 

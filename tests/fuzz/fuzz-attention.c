@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             Lk = (Lk + 1) / 2;
     const int bhld = fz_bit(&in), with_lse = fz_bit(&in), lse_gap = fz_bit(&in);
     const size_t pad = fz_upto(&in, 3);
-    const int ftz = fz_bit(&in), ws_mode = (int)(fz_u8(&in) % 3);
+    const int ftz = fz_ftz_bit(&in), ws_mode = (int)(fz_u8(&in) % 3);
     static const float scales[] = {0.0f, 1.0f, 0.125f, -0.5f, 1e10f, 1e-40f, 3.0f, 0.0f};
     peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
     d.batch = B, d.heads = H, d.q_len = Lq, d.kv_len = Lk, d.head_dim = D;

@@ -52,7 +52,7 @@ static void fuzz_pe_add(fz_in *in)
     if (null_params)
         prm = (peak_pe_params)PEAK_PE_PARAMS_DEFAULT;
     fz_gen gx = fz_gen_read(in, FZ_ALL), gp = fz_gen_read(in, FZ_ALL);
-    const int ftz = fz_bit(in);
+    const int ftz = fz_ftz_bit(in);
     const size_t nx = (batch - 1) * (size_t)bs + (seq - 1) * (size_t)ld + d;
     const size_t npe = pe_rows * d;
 
@@ -176,7 +176,7 @@ static void fuzz_embed_pe(fz_in *in)
     size_t pos0 = decode_pos0(in, n_tok + (size_t)(pad + 1), table);
     peak_pe_params prm = decode_params(in);
     fz_gen ge = fz_gen_read(in, FZ_ALL), gp = fz_gen_read(in, FZ_ALL);
-    const int ftz = fz_bit(in);
+    const int ftz = fz_ftz_bit(in);
     uint64_t rng = fz_u64(in);
 
     int32_t *ids = malloc(n_tok * sizeof *ids);

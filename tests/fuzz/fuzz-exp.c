@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const size_t n = fz_len(&in, 1100);
     fz_gen g = fz_gen_read(&in, FZ_ALL);
     const int bits_mode = fz_u8(&in) % 4 == 0; /* uniform over all bit patterns */
-    const int in_place = fz_bit(&in), ftz = fz_bit(&in);
+    const int in_place = fz_bit(&in), ftz = fz_ftz_bit(&in);
     const size_t mis_x = fz_u8(&in) % 32, mis_y = fz_u8(&in) % 32;
 
     /* One documented invalid argument, or none.  The overlap case needs

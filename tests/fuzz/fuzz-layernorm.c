@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         use |= USE_R;
     static const float epss[] = {1e-5f, 0.0f, 1e-12f, 1e-40f, 1.0f, 1e30f, 1e-6f, 1e-5f};
     const float eps = epss[fz_u8(&in) % 8];
-    const int ftz = fz_bit(&in);
+    const int ftz = fz_ftz_bit(&in);
     ptrdiff_t ld_x = (ptrdiff_t)(d + fz_upto(&in, 3)), ld_r = (ptrdiff_t)(d + fz_upto(&in, 3));
     ptrdiff_t ld_y = (ptrdiff_t)(d + fz_upto(&in, 3)), ld_s = (ptrdiff_t)(d + fz_upto(&in, 3));
     if (alias == ALIAS_Y_X || alias == ALIAS_Y_X_SUM_R)

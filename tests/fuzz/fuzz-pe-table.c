@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           decode_base(&in)};
     const int null_params = prm.layout == PEAK_PE_INTERLEAVED && prm.mode == PEAK_PE_EXACT &&
                             prm.base == 10000.0 && fz_bit(&in);
-    const int ftz = fz_bit(&in);
+    const int ftz = fz_ftz_bit(&in);
     const size_t n = n_pos * d; /* the buffer: the valid problem's size */
 
     /* One documented invalid argument, or none. */

@@ -87,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const size_t B = 1 + fz_upto(&in, 2), H = 1 + fz_upto(&in, 2);
     const size_t Lq = fz_len(&in, 12), Lk = fz_len(&in, 300);
     const size_t x_pad = fz_upto(&in, 5), y_pad = fz_upto(&in, 5);
-    const int bl = fz_bit(&in), in_place = fz_bit(&in), ftz = fz_bit(&in);
+    const int bl = fz_bit(&in), in_place = fz_bit(&in), ftz = fz_ftz_bit(&in);
     const size_t mis_x = fz_u8(&in) % 32, mis_y = fz_u8(&in) % 32;
     static const float scales[] = {0.0f, 1.0f, 0.125f, -1.0f, 1e30f, 1e-40f, -0.0f, 3.0f, 1e-3f};
     peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
