@@ -83,6 +83,16 @@ typedef struct peak_ln_row {
     const float *pf_r;
 } peak_ln_row;
 
+/* Requests the line at p + j (p may be NULL: no request).  GCC 12 drops
+   _mm_prefetch() as dead code once dev_rows() is always_inline'd into its
+   callers (no prefetch instruction was left in the fused kernels), but
+   keeps __builtin_prefetch(). */
+static inline void peak_ln_prefetch(const float *p, size_t j)
+{
+    if (p)
+        __builtin_prefetch(p + j, 0, 3);
+}
+
 /* What pass 2 needs: the shift, the correction D1/n and rstd. */
 typedef struct peak_ln_stats {
     float shift, corr, rstd;

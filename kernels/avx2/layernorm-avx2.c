@@ -34,12 +34,6 @@ static inline __m256 load_s_masked(const peak_ln_row *w, size_t j, __m256i m)
     return w->r ? _mm256_add_ps(x, _mm256_maskload_ps(w->r + j, m)) : x;
 }
 
-static inline void prefetch_line(const float *p, size_t j)
-{
-    if (p)
-        _mm_prefetch((const char *)(p + j), _MM_HINT_T0);
-}
-
 static inline __m256d lo_pd(__m256 v)
 {
     return _mm256_cvtps_pd(_mm256_castps256_ps128(v));
@@ -147,8 +141,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         size_t j = j0;
         for (; j + 32 <= end; j += 32) {
             for (size_t k = 0; k < 32; k += 16) {
-                prefetch_line(w->pf_x, j + k);
-                prefetch_line(w->pf_r, j + k);
+                peak_ln_prefetch(w->pf_x, j + k);
+                peak_ln_prefetch(w->pf_r, j + k);
             }
             const __m256 da = _mm256_sub_ps(load_s(w, j), vshift);
             const __m256 db = _mm256_sub_ps(load_s(w, j + 8), vshift);
@@ -168,8 +162,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         }
         for (; j < end; j += 8) {
             const __m256i m = lanes(end - j);
-            prefetch_line(w->pf_x, j);
-            prefetch_line(w->pf_r, j);
+            peak_ln_prefetch(w->pf_x, j);
+            peak_ln_prefetch(w->pf_r, j);
             const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_s_masked(w, j, m), vshift),
                                            _mm256_castsi256_ps(m));
             s1a = _mm256_add_ps(s1a, d);

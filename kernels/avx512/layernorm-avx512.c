@@ -26,12 +26,6 @@ static inline __m512 load_s(const peak_ln_row *w, size_t j, __mmask16 m)
     return w->r ? _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, w->r + j)) : x;
 }
 
-static inline void prefetch_line(const float *p, size_t j)
-{
-    if (p)
-        _mm_prefetch((const char *)(p + j), _MM_HINT_T0);
-}
-
 static inline __m512d lo_pd(__m512 v)
 {
     return _mm512_cvtps_pd(_mm512_castps512_ps256(v));
@@ -111,8 +105,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         size_t j = j0;
         for (; j + 64 <= end; j += 64) {
             for (size_t k = 0; k < 64; k += 16) {
-                prefetch_line(w->pf_x, j + k);
-                prefetch_line(w->pf_r, j + k);
+                peak_ln_prefetch(w->pf_x, j + k);
+                peak_ln_prefetch(w->pf_r, j + k);
             }
             const __m512 da = _mm512_sub_ps(load_s(w, j, 0xffff), vshift);
             const __m512 db = _mm512_sub_ps(load_s(w, j + 16, 0xffff), vshift);
@@ -132,8 +126,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         }
         for (; j < end; j += 16) {
             const __mmask16 m = lanes(end - j);
-            prefetch_line(w->pf_x, j);
-            prefetch_line(w->pf_r, j);
+            peak_ln_prefetch(w->pf_x, j);
+            peak_ln_prefetch(w->pf_r, j);
             const __m512 d = _mm512_maskz_sub_ps(m, load_s(w, j, m), vshift);
             s1a = _mm512_add_ps(s1a, d);
             s2a = _mm512_fmadd_ps(d, d, s2a);

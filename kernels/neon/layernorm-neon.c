@@ -38,12 +38,6 @@ static inline float load_s1(const peak_ln_row *w, size_t j)
     return w->r ? w->x[j] + w->r[j] : w->x[j];
 }
 
-static inline void prefetch_line(const float *p, size_t j)
-{
-    if (p)
-        __builtin_prefetch(p + j, 0, 3);
-}
-
 /* Both halves of v, widened to double, added to acc. */
 static inline float64x2_t add_widened(float64x2_t acc, float32x4_t v)
 {
@@ -121,8 +115,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         float32x4_t s1c = vdupq_n_f32(0.0f), s2c = vdupq_n_f32(0.0f);
         float32x4_t s1d = vdupq_n_f32(0.0f), s2d = vdupq_n_f32(0.0f);
         for (; j < end; j += 16) {
-            prefetch_line(w->pf_x, j);
-            prefetch_line(w->pf_r, j);
+            peak_ln_prefetch(w->pf_x, j);
+            peak_ln_prefetch(w->pf_r, j);
             const float32x4_t da = vsubq_f32(load_s(w, j), vshift);
             const float32x4_t db = vsubq_f32(load_s(w, j + 4), vshift);
             const float32x4_t dc = vsubq_f32(load_s(w, j + 8), vshift);
