@@ -570,7 +570,11 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  * max|V| plus ~1e-6 * max|V|: measured (x86) <= 5e-6 * max|V| for q, k in
  * [-1, 1] and Dh <= 256, but up to 2.6e-5 * max|V| for q, k in [-8, 8]
  * (score spreads of hundreds), where the 1e-5 * max|V| target is not met.
- * lse within 4e-6 * (1 + |lse|).
+ * lse within 4e-6 * (1 + |lse|).  These bounds need sum_d |q_d k_d| and
+ * max|V| times the number of visible keys below FLT_MAX: the SIMD tiers
+ * form q . k in float before scaling and accumulate P V in float, so beyond
+ * that (inputs near 1e19 and up) a SIMD row may be inf or NaN where the
+ * scalar tier's is finite.
  * @param[out] o    O: [B, Lq, H, Dv] at o + b*o_stride[0] + i*o_stride[1] +
  *                  h*o_stride[2] + d.
  * @param q         Q: [B, Lq, H, Dh] with q_stride.
@@ -614,8 +618,11 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
  * so a partial overlap would change the result).  Mean and variance are
  * two-pass (stable for rows with a large common offset).  Unlike
  * peak_embed_pe the tiers are not bit-identical here: each is within
- * 2e-6 * max(1, |y|) of the exact LayerNorm of s (the SIMD tiers normalise
- * in float from statistics accumulated in double).
+ * 2e-6 * max(1, |y|, |gamma|, |beta|) of the exact LayerNorm of s (the
+ * SIMD tiers normalise in float from statistics accumulated in double, so
+ * the normalised value's absolute error, ~1e-7, is multiplied by gamma; a
+ * row with a deviation from its mean beyond ~1.8e19, a variance below
+ * 2^-100 or an inf/NaN is computed as the scalar tier computes it).
  * @param[out] y    [rows, d_model] at y + t*ld_y; may equal x or r (then
  *                  with the same row stride).
  * @param ld_y      elements between rows of y (>= d_model).

@@ -26,7 +26,7 @@
 #define PEAK_EXP_POLY_H
 
 #define PEAK_EXP_LOG2E 0x1.715476p+0f
-#define PEAK_EXP_MINUS_LN2_HI -0x1.62e430p-1f
+#define PEAK_EXP_MINUS_LN2_HI (-0x1.62e430p-1f)
 #define PEAK_EXP_MINUS_LN2_LO 0x1.05c610p-29f
 
 /* 1.5 * 2^23: adding it to |t| < 2^22 rounds t to an integer (ties to
@@ -48,7 +48,7 @@
    x < -103.97208, the log of half the smallest subnormal), and e^X_MAX
    overflows to +inf (so does every x > 88.72283, the log of FLT_MAX).  Both
    keep |n| <= 150, far inside the magic number's range. */
-#define PEAK_EXP_X_MIN -0x1.ap+6f /* -104 */
+#define PEAK_EXP_X_MIN (-0x1.ap+6f) /* -104 */
 #define PEAK_EXP_X_MAX 0x1.64p+6f /* 89 */
 
 /* ---- 2^t for t <= 1 (the softmax's inner loop) ----
@@ -75,7 +75,7 @@
    AVX-512 compares t with T_MIN and zeroes through the VSCALEFPS mask;
    AVX2 builds 2^floor(t) from exponent bits and clamps t at T_CLAMP
    first, where floor(t) + 127 = 0 is the bit pattern of +0.0f. */
-#define PEAK_EXP2_T_MIN -0x1.f8p+6f   /* -126 */
-#define PEAK_EXP2_T_CLAMP -0x1.fcp+6f /* -127 */
+#define PEAK_EXP2_T_MIN (-0x1.f8p+6f) /* -126 */
+#define PEAK_EXP2_T_CLAMP (-0x1.fcp+6f) /* -127 */
 
 #endif /* PEAK_EXP_POLY_H */

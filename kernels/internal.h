@@ -19,6 +19,18 @@
 
 #define PEAK_INTERNAL __attribute__((visibility("hidden")))
 
+/* v is +0 or -0, decided on the bits: under MXCSR.DAZ (callers built with
+   -ffast-math run with it) a subnormal compares equal to 0.0f, which must
+   not make a tiny scale "the default" (found by tests/fuzz). */
+static inline bool peak_f32_is_zero(float v)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b = {v};
+    return (b.u & 0x7fffffffu) == 0;
+}
+
 /* ---- kernel signatures (arguments already validated) -------------------- */
 
 /* Rows pos0 .. pos0+n_pos-1 of the table into out (row stride ld_out).

@@ -53,6 +53,7 @@
 #include "internal.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -95,6 +96,7 @@ static inline void peak_ln_prefetch(const float *p, size_t j)
 /* What pass 2 needs: the shift, the correction D1/n and rstd. */
 typedef struct peak_ln_stats {
     float shift, corr, rstd;
+    bool reference; /* the row is left to the scalar reference (see peak_ln_stats_of) */
 } peak_ln_stats;
 
 /* The shift guess m0: a float near the row's mean from its first few
@@ -119,7 +121,7 @@ typedef void (*peak_ln_fused_fn)(const peak_ln_row *cur, peak_ln_stats st, bool 
 #define PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)                                   \
     static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)      \
     {                                                                                  \
-        const peak_ln_stats none = {0.0f, 0.0f, 0.0f};                                 \
+        const peak_ln_stats none = {0.0f, 0.0f, 0.0f, false};                          \
         dev_rows(w, shift, d1, d2, NULL, none, false);                                 \
     }                                                                                  \
     static void ln_fused(const peak_ln_row *cur, peak_ln_stats st, bool stream,        \
@@ -147,7 +149,7 @@ static inline peak_ln_stats peak_ln_finish(float shift, double d1, double d2, si
     double var = d2 / (double)n - c * c;
     if (var < 0.0) /* rounding, for a (near) constant row */
         var = 0.0;
-    peak_ln_stats st = {shift, (float)c, (float)(1.0 / sqrt(var + (double)eps))};
+    peak_ln_stats st = {shift, (float)c, (float)(1.0 / sqrt(var + (double)eps)), false};
     return st;
 }
 
@@ -195,7 +197,25 @@ static inline peak_ln_stats peak_ln_stats_of(const peak_ln_row *w, float shift, 
         shift = (float)((double)shift + d1 / (double)w->n);
         pass_dev(w, shift, &d1, &d2);
     }
-    return peak_ln_finish(shift, d1, d2, w->n, eps);
+    peak_ln_stats st = peak_ln_finish(shift, d1, d2, w->n, eps);
+    /* The float squares d^2 overflowed (|s - shift| beyond about 1.8e19)
+       or may have been subnormal (D2/n below 2^-100: a near-constant row of
+       tiny deviations, where they lose precision, or are flushed to 0 under
+       FTZ and rstd becomes inf when eps is 0), or the row holds inf or NaN:
+       the scalar reference, which works in double, computes the row, so
+       every tier gives its answer.  Found by tests/fuzz: AVX2 returned NaN
+       for a row of values near -3e38, and inf (under FTZ, eps 0) for one of
+       values near -1e-20, whose LayerNorms are finite.  Costs a compare a
+       row; constant rows take the scalar path. */
+    st.reference = !(d2 >= (double)w->n * 0x1p-100 && d2 <= DBL_MAX);
+    return st;
+}
+
+/* Row t by the scalar reference (rows peak_ln_stats_of leaves to it). */
+static inline void peak_ln_reference(const peak_ln_args *a, const peak_ln_row *w, float eps)
+{
+    peak_f32_add_layernorm__scalar(w->y, a->ld_y, w->sum, a->ld_sum, w->x, a->ld_x, w->r, a->ld_r,
+                                   a->gamma, a->beta, 1, a->d_model, eps);
 }
 
 static inline __attribute__((always_inline)) void
@@ -212,11 +232,19 @@ peak_ln_run(const peak_ln_args *a, float eps, peak_ln_guess_fn pass_guess,
     for (size_t t = 1; t < a->rows; t++) {
         const peak_ln_row next = peak_ln_row_at(a, t);
         shift = pass_guess(&next);
-        pass_fused(&cur, st, stream, &next, shift, &d1, &d2);
+        if (st.reference) {
+            peak_ln_reference(a, &cur, eps);
+            pass_dev(&next, shift, &d1, &d2);
+        } else {
+            pass_fused(&cur, st, stream, &next, shift, &d1, &d2);
+        }
         st = peak_ln_stats_of(&next, shift, d1, d2, eps, pass_dev);
         cur = next;
     }
-    pass_norm(&cur, st, stream);
+    if (st.reference)
+        peak_ln_reference(a, &cur, eps);
+    else
+        pass_norm(&cur, st, stream);
 }
 
 #endif /* PEAK_LAYERNORM_ROWS_H */

@@ -105,7 +105,7 @@ static inline void peak_sm_for_each_group(float *y, const float *x, const peak_s
     const size_t fit = stream ? PEAK_SM_SCRATCH_KEYS / d->k_len
                               : PEAK_SM_GROUP_BYTES / (2 * sizeof(float) * d->k_len);
     const size_t per_group = fit < 1 ? 1 : fit > PEAK_SM_GROUP ? PEAK_SM_GROUP : fit;
-    const float scale = d->scale == 0.0f ? 1.0f : d->scale;
+    const float scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale;
     _Alignas(64) float scratch[PEAK_SM_SCRATCH_KEYS];
     peak_sm_row rows[PEAK_SM_GROUP];
     size_t n = 0;
@@ -213,9 +213,8 @@ PEAK_SM_INLINE void peak_sm_group_steps(const peak_sm_row *rows, size_t n,
 {
     float max[PEAK_SM_GROUP];
     double sum[PEAK_SM_GROUP];
-    for (size_t k = 0; k < n; k++)
-        if (rows[k].lo < rows[k].hi)
-            max[k] = peak_sm_max(&rows[k], p, scaled);
+    for (size_t k = 0; k < n; k++) /* (-inf where unused: clang-analyzer) */
+        max[k] = rows[k].lo < rows[k].hi ? peak_sm_max(&rows[k], p, scaled) : -INFINITY;
     /* sum[k] stays NaN for a row that needs no step 4. */
     for (size_t k = 0; k < n; k++) {
         const peak_sm_row *r = &rows[k];

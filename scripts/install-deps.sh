@@ -11,12 +11,20 @@
 #   scripts/install-deps.sh --bench    also what bench/report.sh uses: PyTorch
 #                                      (the framework baseline) and matplotlib
 #                                      (the plots), both for /usr/bin/python3
+#   scripts/install-deps.sh --reliability
+#                                      also what CI's reliability steps use:
+#                                      valgrind, qemu-x86_64, clang with
+#                                      libFuzzer and its sanitizer runtimes
+#                                      (libclang-rt-14-dev, only recommended
+#                                      by clang on Debian 12), gcc's TSan
+#                                      runtime, cppcheck and clang-tidy
 set -eu
 
 pkgs="gcc g++ meson ninja-build pkg-config libsleef-dev check libsubunit-dev \
 libbenchmark-dev libopenblas-dev libdnnl-dev doxygen python3-numpy"
 arm64_pkgs="gcc-aarch64-linux-gnu qemu-user libsleef-dev:arm64 check:arm64"
 bench_pkgs="python3 python3-torch python3-matplotlib"
+reliability_pkgs="valgrind qemu-user clang libclang-rt-14-dev libtsan2 cppcheck clang-tidy"
 
 want="$pkgs"
 arm64=no
@@ -24,6 +32,7 @@ for a in "$@"; do
     case "$a" in
     --arm64) arm64=yes; want="$want $arm64_pkgs" ;;
     --bench) want="$want $bench_pkgs" ;;
+    --reliability) want="$want $reliability_pkgs" ;;
     *) want="$want $a" ;;
     esac
 done

@@ -37,6 +37,30 @@ START_TEST(embed_padding_positions_cannot_wrap)
 }
 END_TEST
 
+/* Found by tests/fuzz (fuzz-attention): under DAZ a subnormal scale
+   compared equal to 0 and became the default 1/sqrt(head_dim); DAZ reads
+   it as 0, so both keys score 0 and O is the mean of V. */
+START_TEST(attention_subnormal_scale_under_daz)
+{
+    float q[1] = {1e30f}, k[2] = {1.0f, -1.0f}, v[2] = {0.0f, 1.0f}, o[1];
+    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    d.batch = d.heads = d.q_len = d.head_dim = 1, d.kv_len = 2;
+    ptrdiff_t st[3] = {2, 1, 1}, qs[3] = {1, 1, 1};
+    memcpy(d.q_stride, qs, sizeof qs);
+    memcpy(d.o_stride, qs, sizeof qs);
+    memcpy(d.k_stride, st, sizeof st);
+    memcpy(d.v_stride, st, sizeof st);
+    d.scale = 1e-40f;
+    unsigned csr;
+    if (!peak_test_ftz_on(&csr))
+        return;
+    peak_status s = peak_attention(o, q, k, v, &d, NULL, 0);
+    peak_test_ftz_restore(csr);
+    ck_assert_int_eq(s, PEAK_OK);
+    ck_assert_msg(o[0] == 0.5f, "O = %a, want 0.5", (double)o[0]);
+}
+END_TEST
+
 START_TEST(softmax_rejects_coinciding_rows)
 {
     float x[64], y[64], before[64];
@@ -253,6 +277,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, pe_add_rejects_coinciding_rows);
     tcase_add_test(tc, mask_strides_must_fit);
     tcase_add_test(tc, mask_index_limit_is_inclusive);
+    tcase_add_test(tc, attention_subnormal_scale_under_daz);
     tcase_add_test(tc, outputs_must_not_overlap_inputs);
     suite_add_tcase(s, tc);
     return s;

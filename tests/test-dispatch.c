@@ -10,6 +10,7 @@
 #include "test-util.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,6 +235,21 @@ START_TEST(env_variable_caps_the_choice)
 }
 END_TEST
 
+/* The valgrind and qemu-x86_64 test setups set PEAK_TEST_EXPECT_ISA=avx2:
+   both emulate an x86-64 CPU with AVX2 and without AVX-512, so the
+   automatic choice must fall back to AVX2 by itself. */
+START_TEST(emulated_cpu_gets_expected_tier)
+{
+    const char *want = getenv("PEAK_TEST_EXPECT_ISA");
+    peak_isa isa;
+    ck_assert_msg(peak_isa_parse(want, &isa), "PEAK_TEST_EXPECT_ISA=%s", want);
+    ck_assert_msg(peak_isa_active() == isa, "automatic tier %s, expected %s (%s)",
+                  peak_isa_name(peak_isa_active()), want, peak_isa_reason());
+    ck_assert(!peak_isa_supported(PEAK_ISA_AVX512) || isa == PEAK_ISA_AVX512);
+    printf("automatic tier: %s (%s)\n", peak_isa_name(isa), peak_isa_reason());
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     Suite *s = suite_create("dispatch");
@@ -249,6 +265,8 @@ int main(int argc, char **argv)
         tcase_add_test(tc, names_and_status_strings);
         tcase_add_test(tc, force_and_reset);
         tcase_add_test(tc, concurrent_first_calls);
+        if (getenv("PEAK_TEST_EXPECT_ISA") && !getenv("PEAK_ISA"))
+            tcase_add_test(tc, emulated_cpu_gets_expected_tier);
     }
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -807,6 +807,32 @@ START_TEST(bias_sum_overflowing_to_minus_inf)
 }
 END_TEST
 
+/* Found by tests/fuzz (fuzz-softmax): under DAZ a subnormal scale compared
+   equal to 0 and was replaced by the default 1, so x = -3.6e38 gave a
+   probability of 0 instead of the bias's softmax.  DAZ reads the scale as
+   0, so the scores are the bias alone. */
+START_TEST(subnormal_scale_under_daz)
+{
+    float x[2] = {0x1.cf67fep-101f, -0x1.b767c6p+127f};
+    float bias[2] = {-0x1.e28eccp+2f, -0x1.2ae8f8p+2f}, y[2];
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = d.heads = d.q_len = 1, d.k_len = 2, d.x_stride[2] = d.y_stride[2] = 2;
+    d.scale = 0x1.16c2p-133f;
+    d.mask.bias = bias;
+    unsigned csr;
+    if (!peak_test_ftz_on(&csr))
+        return;
+    peak_status s = peak_softmax(y, x, &d);
+    peak_test_ftz_restore(csr);
+    ck_assert_int_eq(s, PEAK_OK);
+    const double e = exp((double)bias[0] - (double)bias[1]);
+    const double want[2] = {e / (1.0 + e), 1.0 / (1.0 + e)};
+    for (int j = 0; j < 2; j++)
+        CHECK(peak_test_ulp_diff(y[j], (float)want[j]) <= SM_ULP_TOL, "%s: y[%d] = %a, want %.9g",
+              peak_isa_name(peak_test_isa), j, (double)y[j], want[j]);
+}
+END_TEST
+
 /* An output larger than any cache is written with non-temporal stores
    (kernels/softmax-rows.h, PEAK_SM_STREAM_BYTES = 16 MiB): 1100 rows of
    4096 keys, misaligned, causal bottom-right (a different length every
@@ -814,6 +840,8 @@ END_TEST
 START_TEST(streamed_output)
 {
     sm_shape s = {1, 1, 1100, 4096, _i ? 0 : 3, _i ? 0 : 5, 1 + (size_t)_i, _i, 0};
+    if (peak_test_quick()) /* 40 rows: no streaming stores, same masks */
+        s.Lq = 40;
     sm_problem p;
     sm_init(&p, &s, 2650 + (uint64_t)_i);
     p.d.mask.causal = 1;
@@ -1011,6 +1039,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, bias_sum_overflowing_to_minus_inf);
     tcase_add_test(tc, underflowing_terms_are_zero_on_every_tier);
     tcase_add_loop_test(tc, streamed_output, 0, 2);
+    tcase_add_test(tc, subnormal_scale_under_daz);
     tcase_add_test(tc, accuracy_report);
     suite_add_tcase(s, tc);
     return s;

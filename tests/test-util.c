@@ -2,6 +2,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +29,40 @@ int peak_test_main(int argc, char **argv, Suite *(*make)(peak_isa isa))
     if (run == 0)
         return 99;
     return failed ? 1 : 0;
+}
+
+int peak_test_quick(void)
+{
+    const char *v = getenv("PEAK_TEST_QUICK");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+int peak_test_ftz_on(unsigned *saved)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    *saved = _mm_getcsr();
+    _mm_setcsr(*saved | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
+    /* valgrind ignores these bits: then report FTZ as unavailable */
+    volatile float tiny = 1e-40f, one = 1.0f;
+    const float prod = tiny * one;
+    if (prod != 0.0f) {
+        _mm_setcsr(*saved);
+        return 0;
+    }
+    return 1;
+#else
+    *saved = 0;
+    return 0;
+#endif
+}
+
+void peak_test_ftz_restore(unsigned saved)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr(saved);
+#else
+    (void)saved;
+#endif
 }
 
 uint64_t peak_test_next(uint64_t *state)

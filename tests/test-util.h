@@ -25,6 +25,22 @@ extern peak_isa peak_test_isa;
    the tier is unavailable, 99 if no test ran. */
 int peak_test_main(int argc, char **argv, Suite *(*make)(peak_isa isa));
 
+/* 1 when the environment variable PEAK_TEST_QUICK is set and not "0": the
+   valgrind and qemu setups of tests/meson.build set it.  The few tests
+   that take a second or more natively then sample their sweeps more
+   sparsely or use fewer rows (same code paths and tails, except the
+   streaming-store paths that need outputs of 16 MiB and more), so that a
+   100x slower emulated run fits in CI.  Native runs are unchanged. */
+int peak_test_quick(void);
+
+/* Turns on flush-to-zero and denormals-are-zero (as a caller built with
+   -ffast-math runs) and returns the previous state for
+   peak_test_ftz_restore; returns 0 and does nothing where the build has
+   no way to set them or they do not take effect (valgrind ignores them);
+   tests of FTZ behaviour then pass trivially. */
+int peak_test_ftz_on(unsigned *saved);
+void peak_test_ftz_restore(unsigned saved);
+
 /* splitmix64: a fixed-seed generator, so every failure reproduces. */
 uint64_t peak_test_next(uint64_t *state);
 /* Uniform in [lo, hi). */

@@ -15,7 +15,8 @@
 
 static inline __mmask16 lanes(size_t left)
 {
-    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+    /* one cast of the whole: ?: promotes __mmask16 operands to int */
+    return (__mmask16)(left >= 16 ? 0xffffu : (1u << left) - 1u);
 }
 
 /* s = x + r (r NULL: x), rounded to float as the reference does. */

@@ -211,7 +211,8 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
 
 static __mmask16 tail_mask(size_t n)
 {
-    return n >= SDPA_VW ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+    /* one cast of the whole: ?: promotes __mmask16 operands to int */
+    return (__mmask16)(n >= SDPA_VW ? 0xffffu : (1u << n) - 1u);
 }
 
 static float dot(const float *a, const float *b, size_t n)

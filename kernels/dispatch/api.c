@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *peak_status_string(peak_status s)
 {
@@ -78,6 +79,18 @@ static int rows_apart(const size_t *n, const ptrdiff_t *stride, int dims, size_t
         span = s * (n[order[j]] - 1) + span;
     }
     return 1;
+}
+
+/* Zero tests on the bits, not with ==: under MXCSR.DAZ (callers built with
+   -ffast-math run with it) a subnormal compares equal to 0, which turned a
+   subnormal scale into "the default scale" and rejected a subnormal base
+   (found by tests/fuzz).  A kernel then reads the subnormal as the FPU
+   does: as 0 under DAZ. */
+static int f64_is_zero(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return (b << 1) == 0;
 }
 
 /* A strided set of `rows` rows of `d` floats (one row: any stride). */
@@ -168,7 +181,7 @@ static int apart_from_mask(span out, const peak_mask *m, size_t batch, size_t he
 static int pe_params_ok(const peak_pe_params *p)
 {
     return (unsigned)p->layout <= PEAK_PE_SPLIT_PAPER && (unsigned)p->mode <= PEAK_PE_TORCH_F32 &&
-           p->base > 0.0 && isfinite(p->base);
+           !signbit(p->base) && !f64_is_zero(p->base) && isfinite(p->base);
 }
 
 static const peak_pe_params default_pe_params = PEAK_PE_PARAMS_DEFAULT;
@@ -365,7 +378,7 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
         return PEAK_ERR_INVALID_ARG;
     /* Kernels never see the "0 means 1" default. */
     peak_softmax_desc resolved = *d;
-    if (resolved.scale == 0.0f)
+    if (peak_f32_is_zero(resolved.scale))
         resolved.scale = 1.0f;
     peak_active_kernels()->softmax(y, x, &resolved);
     return PEAK_OK;
@@ -399,7 +412,7 @@ static peak_status attn_resolve(const peak_attn_desc *in, peak_attn_desc *d)
         d->kv_heads = d->heads;
     if (!d->v_head_dim)
         d->v_head_dim = d->head_dim;
-    if (d->scale == 0.0f)
+    if (peak_f32_is_zero(d->scale))
         d->scale = (float)(1.0 / sqrt((double)d->head_dim));
     if (d->kv_heads > d->heads || d->heads % d->kv_heads)
         return PEAK_ERR_INVALID_ARG;
@@ -500,7 +513,7 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
                                const float *gamma, const float *beta, size_t rows,
                                size_t d_model, float eps)
 {
-    if (!y || !x || !rows || !d_model || !(eps >= 0.0f) || !isfinite(eps))
+    if (!y || !x || !rows || !d_model || (signbit(eps) && !peak_f32_is_zero(eps)) || !isfinite(eps))
         return PEAK_ERR_INVALID_ARG;
     if (ld_y < 0 || ld_x < 0 || (size_t)ld_y < d_model || (size_t)ld_x < d_model)
         return PEAK_ERR_INVALID_ARG;

@@ -136,7 +136,7 @@ void peak_f32_softmax__scalar(float *y, const float *x, const peak_softmax_desc 
     r.k_len = d->k_len;
     /* api.c documents 0 as "no scaling"; resolve it here too so a direct
        kernel call means the same. */
-    r.scale = d->scale == 0.0f ? 1.0f : d->scale;
+    r.scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale;
     for (size_t b = 0; b < d->batch; b++) {
         for (size_t h = 0; h < d->heads; h++) {
             for (size_t i = 0; i < d->q_len; i++) {

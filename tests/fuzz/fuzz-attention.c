@@ -1,0 +1,434 @@
+/*
+ * fuzz-attention.c - peak_attention on every tier against a double-precision
+ * oracle and against the scalar tier, within peak.h's bound:
+ *     |O - exact| <= (8 * 2^-24 * |scale| * max_j sum_d |q_d k_jd| + 4e-6) * max|V|
+ * ("~2^-24 * (a few) * scale * sum |q k| * max|V| plus ~1e-6 * max|V|",
+ * with "a few" = 8 and the measured 5e-6 for moderate inputs covered), and
+ * lse within 4e-6 * (1 + |lse|) plus the same score term; max_j and max|V|
+ * over the keys the row sees.  A row with no visible key, or only -inf
+ * scores, is O = +0 and lse = -inf; a visible +inf/NaN score gives NaN.
+ *
+ * The bound is finite only where the float scores and the float
+ * accumulation of the SIMD tiers cannot overflow (peak.h states the
+ * domain): rows where sum_d |q_d k_jd| (finite terms; the SIMD tiers form
+ * q . k in float before scaling), |scale| times it, or max|V| * (visible
+ * keys) exceed FLT_MAX / 64 are only checked for crashes, memory and
+ * canaries (counted, see fz_skipped); columns whose visible V holds inf or NaN are
+ * compared only where the oracle is finite.
+ *
+ * K and V rows that no query can see hold NaN canaries (peak.h: masked
+ * keys and values are never read); gaps of O and lse keep theirs.
+ */
+#include "fuzz-mask.h"
+
+#define AT_SCORE_ULPS 8.0
+#define AT_ABS 4e-6
+#define AT_LSE 4e-6
+#define AT_MAX_WORK 1500000.0 /* B*H*Lq*Lk*(D+Dv) per call, for speed */
+
+enum { ROW_NORMAL, ROW_ZERO, ROW_NAN };
+
+static size_t off3(const ptrdiff_t st[3], size_t a, size_t b, size_t c)
+{
+    return a * (size_t)st[0] + b * (size_t)st[1] + c * (size_t)st[2];
+}
+
+/* [B, L, heads, w] or [B, heads, L, w] with `pad` floats after each row;
+   strides are for the (b, l, h) indices. */
+static size_t operand(int bhld, size_t B, size_t L, size_t heads, size_t w, size_t pad,
+                      ptrdiff_t st[3])
+{
+    const size_t row = w + pad;
+    if (bhld)
+        st[0] = (ptrdiff_t)(heads * L * row), st[1] = (ptrdiff_t)row, st[2] = (ptrdiff_t)(L * row);
+    else
+        st[0] = (ptrdiff_t)(L * heads * row), st[1] = (ptrdiff_t)(heads * row), st[2] = (ptrdiff_t)row;
+    return (B - 1) * (size_t)st[0] + (L - 1) * (size_t)st[1] + (heads - 1) * (size_t)st[2] + w;
+}
+
+static size_t pick(fz_in *in, const size_t *set, size_t n)
+{
+    return set[fz_u8(in) % n];
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const size_t heads_set[] = {1, 2, 3, 4, 6, 8};
+    static const size_t dims[] = {1,  2,  3,  4,  7,   8,   9,   15,  16,  17, 31,
+                                  32, 33, 63, 64, 65, 80, 127, 128, 129, 256};
+    const size_t n_dims = sizeof dims / sizeof dims[0];
+    fz_setup();
+    fz_in in = {data, size};
+    const size_t B = 1 + fz_upto(&in, 1), H = pick(&in, heads_set, 6);
+    size_t KVH = 1 + fz_upto(&in, H - 1);
+    while (H % KVH)
+        KVH--;
+    size_t Lq = fz_bit(&in) ? 1 + fz_upto(&in, 8) : fz_len(&in, 70);
+    size_t Lk = fz_len(&in, 200);
+    const size_t D = pick(&in, dims, n_dims);
+    const size_t Dv = fz_bit(&in) ? D : pick(&in, dims, n_dims);
+    while ((double)B * (double)H * (double)Lq * (double)Lk * (double)(D + Dv) > AT_MAX_WORK)
+        if (Lq > 1)
+            Lq = (Lq + 1) / 2;
+        else
+            Lk = (Lk + 1) / 2;
+    const int bhld = fz_bit(&in), with_lse = fz_bit(&in), lse_gap = fz_bit(&in);
+    const size_t pad = fz_upto(&in, 3);
+    const int ftz = fz_ftz_bit(&in), ws_mode = (int)(fz_u8(&in) % 3);
+    static const float scales[] = {0.0f, 1.0f, 0.125f, -0.5f, 1e10f, 1e-40f, 3.0f, 0.0f};
+    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    d.batch = B, d.heads = H, d.q_len = Lq, d.kv_len = Lk, d.head_dim = D;
+    d.kv_heads = KVH == H && fz_bit(&in) ? 0 : KVH;  /* 0 means heads */
+    d.v_head_dim = Dv == D && fz_bit(&in) ? 0 : Dv;  /* 0 means head_dim */
+    d.scale = scales[fz_u8(&in) % 8];
+    const float scale = fz_daz(d.scale != 0.0f ? d.scale : (float)(1.0 / sqrt((double)D)), ftz);
+    const size_t nq = operand(bhld, B, Lq, H, D, pad, d.q_stride);
+    const size_t nk = operand(bhld, B, Lk, KVH, D, pad, d.k_stride);
+    const size_t nv = operand(bhld, B, Lk, KVH, Dv, pad, d.v_stride);
+    const size_t no = operand(bhld, B, Lq, H, Dv, pad, d.o_stride);
+    size_t nl = 0;
+    if (with_lse) {
+        const size_t step = lse_gap ? 2 : 1;
+        d.lse_stride[2] = (ptrdiff_t)step;
+        d.lse_stride[1] = (ptrdiff_t)(Lq * step);
+        d.lse_stride[0] = (ptrdiff_t)(H * Lq * step);
+        nl = off3(d.lse_stride, B - 1, H - 1, Lq - 1) + 1;
+    }
+    fz_mask fm;
+    fz_mask_read(&fm, &in, B, H, Lq, Lk);
+    d.mask = fm.m;
+    fz_gen gq = fz_gen_read(&in, FZ_ALL), gk = fz_gen_read(&in, FZ_ALL);
+    fz_gen gv = fz_gen_read(&in, FZ_ALL);
+
+    /* Which K/V rows some query sees: only those are filled. */
+    const size_t group = H / KVH;
+    unsigned char *seen = calloc(B * KVH * Lk, 1);
+    if (!seen)
+        abort();
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < Lq; i++)
+                for (size_t j = 0; j < Lk; j++)
+                    if (peak_test_mask_visible(&d.mask, Lq, Lk, b, h, i, j))
+                        seen[(b * KVH + h / group) * Lk + j] = 1;
+    float *q = fz_alloc(nq, fz_u8(&in) % 32), *k = fz_alloc(nk, fz_u8(&in) % 32);
+    float *v = fz_alloc(nv, fz_u8(&in) % 32), *o = fz_alloc(no, fz_u8(&in) % 32);
+    float *lse = with_lse ? fz_alloc(nl, fz_u8(&in) % 32) : NULL;
+    d.lse = lse;
+    for (size_t b = 0; b < B; b++) {
+        for (size_t i = 0; i < Lq; i++)
+            for (size_t h = 0; h < H; h++)
+                fz_fill(q + off3(d.q_stride, b, i, h), D, &gq);
+        for (size_t j = 0; j < Lk; j++)
+            for (size_t g = 0; g < KVH; g++)
+                if (seen[(b * KVH + g) * Lk + j]) {
+                    fz_fill(k + off3(d.k_stride, b, j, g), D, &gk);
+                    fz_fill(v + off3(d.v_stride, b, j, g), Dv, &gv);
+                }
+    }
+    float *q0 = fz_dup(q, nq), *k0 = fz_dup(k, nk), *v0 = fz_dup(v, nv);
+
+    /* One documented invalid argument, or none. */
+    peak_attn_desc c = d;
+    peak_status want = PEAK_OK;
+    float *co = o, *cq = q, *ck = k, *cv = v;
+    int null_desc = 0, ws_misalign = 0, ws_short = 0;
+    int32_t *bad_len = NULL;
+    const uint32_t bad = fz_u8(&in);
+    if (bad >= 168) {
+        want = PEAK_ERR_INVALID_ARG;
+        const uint32_t w = fz_u8(&in), kk = w % 3;
+        switch (bad % 23) {
+        case 0: co = NULL; break;
+        case 1: cq = NULL; break;
+        case 2: ck = NULL; break;
+        case 3: cv = NULL; break;
+        case 4: null_desc = 1; break;
+        case 5: c.batch = 0; break;
+        case 6: c.heads = 0; break;
+        case 7: c.q_len = 0; break;
+        case 8: c.kv_len = 0; break;
+        case 9: c.head_dim = 0; break;
+        case 10: /* kv_heads not dividing heads */
+            c.kv_heads = H + 1 + (w & 3);
+            if (H >= 4 && (w & 4))
+                c.kv_heads = H == 4 ? 3 : H == 6 ? 4 : 3;
+            break;
+        case 11: {
+            ptrdiff_t *st[5] = {c.q_stride, c.k_stride, c.v_stride, c.o_stride, c.lse_stride};
+            st[(w >> 2) % 5][kk] = -1 - (ptrdiff_t)(w >> 5);
+            break;
+        }
+        case 12: /* two rows of O coincide */
+            if (H > 1)
+                c.o_stride[2] = 0;
+            else if (Lq > 1)
+                c.o_stride[1] = (ptrdiff_t)(w % Dv);
+            else if (B > 1)
+                c.o_stride[0] = 0;
+            else
+                co = NULL;
+            break;
+        case 13: c.scale = (w & 1) ? NAN : (w & 2) ? INFINITY : -INFINITY; break;
+        case 14: co = kk == 0 ? q : kk == 1 ? k : v; break;
+        case 15: c.lse = o; break;
+        case 16: ws_misalign = 1 + (int)(w % 63); break;
+        case 17: ws_short = 1; break;
+        case 18: { /* a key length outside [0, Lk] */
+            want = PEAK_ERR_OUT_OF_RANGE;
+            bad_len = malloc(B * sizeof *bad_len);
+            if (!bad_len)
+                abort();
+            for (size_t b = 0; b < B; b++)
+                bad_len[b] = d.mask.key_len ? d.mask.key_len[b] : (int32_t)Lk;
+            bad_len[w % B] = (w & 64) ? -1 : (int32_t)Lk + 1 + (int32_t)(w >> 7);
+            c.mask.key_len = bad_len;
+            break;
+        }
+        case 19:
+            want = PEAK_ERR_OUT_OF_RANGE;
+            if (w & 1)
+                c.mask.q_offset = FZ_LIMIT + 1 + w;
+            else
+                c.mask.window = FZ_LIMIT + 1 + w;
+            break;
+        case 20: /* an extent whose byte offset overflows ptrdiff_t */
+            want = PEAK_ERR_OUT_OF_RANGE;
+            if (B > 1)
+                c.k_stride[0] = PTRDIFF_MAX / 2;
+            else if (Lk > 1)
+                c.v_stride[1] = PTRDIFF_MAX / 4 + 1;
+            else
+                c.mask.q_offset = SIZE_MAX;
+            break;
+        case 21: /* lse entries coincide */
+            if (with_lse && B * H * Lq > 1)
+                memset(c.lse_stride, 0, sizeof c.lse_stride);
+            else
+                c.mask.align = (peak_align)2;
+            break;
+        default: c.mask.align = (peak_align)(2 + w); break;
+        }
+    }
+    if (ws_short && ws_mode == 0)
+        ws_short = 0, co = NULL; /* no workspace passed: make it another error */
+    if (ws_misalign && ws_mode == 0)
+        ws_misalign = 0, cv = NULL;
+    fz_describe("attention B %zu H %zu KVH %zu Lq %zu Lk %zu D %zu Dv %zu %s pad %zu lse %d%s "
+                "scale %a ws %d causal %d align %d q_offset %zu window %zu key_len %d keep %d "
+                "bias %d q [%g,%g) %u/0x%x k [%g,%g) %u/0x%x v [%g,%g) %u/0x%x ftz %d; bad %u "
+                "-> %s",
+                B, H, KVH, Lq, Lk, D, Dv, bhld ? "[B,H,L,D]" : "[B,L,H,D]", pad, with_lse,
+                lse_gap ? " (gaps)" : "", (double)d.scale, ws_mode, d.mask.causal, d.mask.align,
+                d.mask.q_offset, d.mask.window, d.mask.key_len != NULL, d.mask.keep != NULL,
+                d.mask.bias != NULL, (double)gq.lo, (double)gq.hi, gq.rate, gq.kinds,
+                (double)gk.lo, (double)gk.hi, gk.rate, gk.kinds, (double)gv.lo, (double)gv.hi,
+                gv.rate, gv.kinds, ftz, bad >= 168 ? bad % 23 : 99, fz_status(want));
+    if (ws_short)
+        want = PEAK_ERR_WORKSPACE;
+
+    /* The oracle, per row (b, h, i): kind, O, lse, and the row's bound. */
+    const size_t rows = B * H * Lq;
+    double *ref = malloc(rows * Dv * sizeof *ref), *ref_lse = malloc(rows * sizeof *ref_lse);
+    double *tol = malloc(rows * sizeof *tol), *tol_lse = malloc(rows * sizeof *tol_lse);
+    int *kind = malloc(rows * sizeof *kind), *checked = malloc(rows * sizeof *checked);
+    unsigned char *col_ok = malloc(rows * Dv);
+    double *sc = malloc(Lk * sizeof *sc);
+    if (!ref || !ref_lse || !tol || !tol_lse || !kind || !checked || !col_ok || !sc)
+        abort();
+    size_t skipped = 0;
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < Lq; i++) {
+                const size_t r = (b * H + h) * Lq + i, g = h / group;
+                const float *qr = q0 + off3(d.q_stride, b, i, h);
+                double m = -INFINITY, hazard = 0.0, raw = 0.0, vmax = 0.0;
+                int poisoned = 0;
+                size_t n_vis = 0;
+                for (size_t j = 0; j < Lk; j++) {
+                    sc[j] = NAN;
+                    if (!peak_test_mask_visible(&d.mask, Lq, Lk, b, h, i, j))
+                        continue;
+                    n_vis++;
+                    const float *kr = k0 + off3(d.k_stride, b, j, g);
+                    const float *vr = v0 + off3(d.v_stride, b, j, g);
+                    double s = 0.0, mag = 0.0;
+                    for (size_t e = 0; e < D; e++) {
+                        const double t = (double)fz_daz(qr[e], ftz) * (double)fz_daz(kr[e], ftz);
+                        s += t;
+                        if (isfinite(t))
+                            mag += fabs(t);
+                    }
+                    s *= (double)scale;
+                    if (d.mask.bias)
+                        s += fz_daz(fz_mask_bias(&d.mask, b, h, i, j), ftz);
+                    sc[j] = s;
+                    if (mag * fabs((double)scale) > hazard)
+                        hazard = mag * fabs((double)scale);
+                    if (mag > raw)
+                        raw = mag;
+                    for (size_t e = 0; e < Dv; e++)
+                        if (isfinite(vr[e]) && fabs(vr[e]) > vmax)
+                            vmax = fabs(vr[e]);
+                    if (isnan(s) || s == INFINITY)
+                        poisoned = 1;
+                    else if (s > m)
+                        m = s;
+                }
+                kind[r] = poisoned ? ROW_NAN : m == -INFINITY ? ROW_ZERO : ROW_NORMAL;
+                checked[r] = hazard <= FLT_MAX / 64 && raw <= FLT_MAX / 64 &&
+                             vmax * (double)n_vis <= FLT_MAX / 64;
+                skipped += !checked[r];
+                const double score_err = AT_SCORE_ULPS * 0x1p-24 * hazard;
+                /* one subnormal step, or FLT_MIN when FTZ flushes the result */
+                tol[r] = (score_err + AT_ABS) * vmax + (ftz ? FLT_MIN : 0x1p-149);
+                for (size_t e = 0; e < Dv; e++)
+                    ref[r * Dv + e] = 0.0, col_ok[r * Dv + e] = 1;
+                ref_lse[r] = kind[r] == ROW_ZERO ? -INFINITY : NAN;
+                if (kind[r] != ROW_NORMAL)
+                    continue;
+                double sum = 0.0;
+                for (size_t j = 0; j < Lk; j++) {
+                    if (isnan(sc[j])) /* not visible */
+                        continue;
+                    const double wgt = exp(sc[j] - m);
+                    const float *vr = v0 + off3(d.v_stride, b, j, g);
+                    sum += wgt;
+                    for (size_t e = 0; e < Dv; e++)
+                        ref[r * Dv + e] += wgt * (double)fz_daz(vr[e], ftz);
+                }
+                for (size_t e = 0; e < Dv; e++) {
+                    ref[r * Dv + e] /= sum;
+                    col_ok[r * Dv + e] = isfinite(ref[r * Dv + e]) != 0;
+                }
+                ref_lse[r] = m + log(sum);
+                tol_lse[r] = AT_LSE * (1.0 + fabs(ref_lse[r])) + score_err;
+            }
+
+    unsigned char *o_row = calloc(no, 1), *l_row = calloc(nl + 1, 1);
+    if (!o_row || !l_row)
+        abort();
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < Lq; i++) {
+                memset(o_row + off3(d.o_stride, b, i, h), 1, Dv);
+                if (lse)
+                    l_row[off3(d.lse_stride, b, h, i)] = 1;
+            }
+    float *o0 = fz_dup(o, no), *l0 = lse ? fz_dup(lse, nl) : NULL;
+    float *ref_o = fz_dup(o, no), *ref_l = lse ? fz_dup(lse, nl) : NULL;
+
+    for (int t = 0; t < fz_ntiers; t++) {
+        fz_force(t);
+        const char *tier = peak_isa_name(fz_tier[t]);
+        memcpy(o, o0, no * sizeof *o);
+        if (lse)
+            memcpy(lse, l0, nl * sizeof *lse);
+        /* The workspace this tier asks for, exactly that size, or more. */
+        size_t need = 0;
+        void *ws = NULL;
+        size_t ws_bytes = 0;
+        if (ws_mode && peak_attention_workspace_size(&d, &need) == PEAK_OK) {
+            ws_bytes = need + (ws_mode == 2 ? 64 + fz_upto(&in, 4096) : 0);
+            if (ws_short && need)
+                ws_bytes = need - 1 - (need > 1 ? fz_upto(&in, need - 2) : 0);
+            if (posix_memalign(&ws, 64, ws_bytes + (size_t)ws_misalign + 1) != 0)
+                abort();
+        }
+        void *ws_arg = ws ? (char *)ws + ws_misalign : NULL;
+        unsigned csr = fz_ftz_set(ftz);
+        peak_status s = peak_attention(co, cq, ck, cv, null_desc ? NULL : &c, ws_arg, ws_bytes);
+        fz_ftz_restore(csr);
+        free(ws);
+        fz_expect_status(t, s, ws_short && !need && ws_mode ? PEAK_OK : want);
+        fz_expect_unchanged(t, "q", q, q0, nq);
+        fz_expect_unchanged(t, "k", k, k0, nk);
+        fz_expect_unchanged(t, "v", v, v0, nv);
+        if (fm.bias)
+            fz_expect_unchanged(t, "bias", fm.bias, fm.bias0, fm.n_bias);
+        if (s != PEAK_OK) {
+            fz_expect_unchanged(t, "o", o, o0, no);
+            if (lse)
+                fz_expect_unchanged(t, "lse", lse, l0, nl);
+            continue;
+        }
+        for (size_t e = 0; e < no; e++)
+            if (!o_row[e] && !fz_is_canary(o[e]))
+                fz_fail("tier %s: gap o[%zu] written", tier, e);
+        for (size_t e = 0; lse && e < nl; e++)
+            if (!l_row[e] && !fz_is_canary(lse[e]))
+                fz_fail("tier %s: gap lse[%zu] written", tier, e);
+        for (size_t b = 0; b < B; b++)
+            for (size_t h = 0; h < H; h++)
+                for (size_t i = 0; i < Lq; i++) {
+                    const size_t r = (b * H + h) * Lq + i;
+                    const size_t oo = off3(d.o_stride, b, i, h);
+                    for (size_t e = 0; e < Dv; e++) {
+                        const float got = o[oo + e];
+                        if (fz_is_canary(got))
+                            fz_fail("tier %s: O[%zu,%zu,%zu,%zu] not written", tier, b, i, h, e);
+                        if (!checked[r])
+                            continue;
+                        int ok = 1;
+                        if (kind[r] == ROW_ZERO)
+                            ok = got == 0.0f && !signbit(got);
+                        else if (kind[r] == ROW_NAN)
+                            ok = isnan(got);
+                        else if (col_ok[r * Dv + e])
+                            ok = fabs((double)got - ref[r * Dv + e]) <= tol[r] &&
+                                 (t == 0 || fabs((double)got - (double)ref_o[oo + e]) <= 2 * tol[r]);
+                        if (!ok)
+                            fz_fail("tier %s: O[b %zu, i %zu, h %zu, %zu] = %a (%.9g), exact "
+                                    "%.9g, scalar %.9g, tol %.3g (%s row)",
+                                    tier, b, i, h, e, (double)got, (double)got, ref[r * Dv + e],
+                                    (double)ref_o[oo + e], tol[r],
+                                    kind[r] == ROW_NAN ? "NaN" : kind[r] == ROW_ZERO ? "zero"
+                                                                                     : "normal");
+                    }
+                    if (!lse || !checked[r])
+                        continue;
+                    const float gl = lse[off3(d.lse_stride, b, h, i)];
+                    int ok = kind[r] == ROW_ZERO  ? gl == -INFINITY
+                             : kind[r] == ROW_NAN ? isnan(gl)
+                                                  : fabs((double)gl - ref_lse[r]) <= tol_lse[r];
+                    if (!ok)
+                        fz_fail("tier %s: lse[b %zu, h %zu, i %zu] = %.9g, exact %.9g, tol %.3g",
+                                tier, b, h, i, (double)gl, ref_lse[r],
+                                kind[r] == ROW_NORMAL ? tol_lse[r] : 0.0);
+                }
+        if (t == 0) {
+            memcpy(ref_o, o, no * sizeof *o);
+            if (lse)
+                memcpy(ref_l, lse, nl * sizeof *lse);
+        }
+    }
+    fz_skipped += skipped;
+    fz_rows += rows - skipped;
+    peak_isa_reset();
+    free(ref_o);
+    free(ref_l);
+    free(o0);
+    free(l0);
+    free(o_row);
+    free(l_row);
+    free(sc);
+    free(col_ok);
+    free(checked);
+    free(kind);
+    free(tol_lse);
+    free(tol);
+    free(ref_lse);
+    free(ref);
+    free(bad_len);
+    free(q0);
+    free(k0);
+    free(v0);
+    fz_free(q);
+    fz_free(k);
+    fz_free(v);
+    fz_free(o);
+    fz_free(lse);
+    free(seen);
+    fz_mask_free(&fm);
+    return 0;
+}
