@@ -566,8 +566,8 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  *
  * Accuracy, against the attention of the given floats computed exactly:
  * the scalar tier rounds once; AVX2, AVX-512 and NEON form the scores in
- * float, so |O - exact| <= ~2^-24 * (a few) * scale * sum_d |q_d k_d| *
- * max|V| plus ~1e-6 * max|V|: measured (x86) <= 5e-6 * max|V| for q, k in
+ * float, so |O - exact| <= ~2^-24 * (a few) * (scale * sum_d |q_d k_d| +
+ * |bias|) * max|V| plus ~1e-6 * max|V|: measured (x86) <= 5e-6 * max|V| for q, k in
  * [-1, 1] and Dh <= 256, but up to 2.6e-5 * max|V| for q, k in [-8, 8]
  * (score spreads of hundreds), where the 1e-5 * max|V| target is not met.
  * lse within 4e-6 * (1 + |lse|).  These bounds need sum_d |q_d k_d| and
