@@ -3,13 +3,15 @@
  * loop and memcpy, in one binary so that every ratio comes from the same run
  * on the same machine state.
  *
- * Names: embed/<variant>/batch:<B>/seq_len:<S>/d_model:<D>/fly:<0|1>
+ * Names: embed/<variant>/batch:<B>/seq_len:<S>/d_model:<D>[/pos0:<P>]/fly:<0|1>
  * (Google Benchmark adds /real_time); vocab 32000, ids uniform at random,
- * positions 0 .. S-1 in every sequence (the seed's case), scale
- * sqrt(d_model).  fly:0 reads PE from a table (peak_pe_table rows
- * 0 .. S-1), fly:1 computes it on the fly (desc.pe = NULL).  Shapes: the
- * seed's 2 x 50 at d_model 512, BERT/GPT-2's d_model 768 at 128, 512, 1024
- * and 4096 tokens, and 64 x 512 tokens of 512 (64 MiB of output).
+ * positions P .. P+S-1 in every sequence (P = 0, the seed's case, unless the
+ * name says pos0), scale sqrt(d_model).  fly:0 reads PE from a table
+ * (peak_pe_table rows 0 .. P+S-1), fly:1 computes it on the fly
+ * (desc.pe = NULL).  Shapes: the seed's 2 x 50 at d_model 512, BERT/GPT-2's
+ * d_model 768 at 128, 512, 1024 and 4096 tokens, 64 x 512 tokens of 512
+ * (64 MiB of output), and decode: one new token at position 2047 (after a
+ * 2047-token cache) for 1 and for 32 sequences, at d_model 768.
  * Variants:
  *   scalar, avx2, avx512  peak_embed_pe with this tier forced
  *   dispatch       peak_embed_pe on the tier the dispatcher picks (label)
@@ -67,10 +69,12 @@ static const emb_variant emb_variants[] = {
     {"memcpy", EMB_MEMCPY, PEAK_ISA_SCALAR},
 };
 
-/* {batch, seq_len, d_model}: the seed's in-cache batch (2 x 50: 200 KB of
-   output), BERT/GPT-2 sequences, and one far out of cache (64 MiB). */
-static const int64_t emb_shapes[][3] = {{2, 50, 512},   {1, 128, 768},  {1, 512, 768},
-                                        {1, 1024, 768}, {1, 4096, 768}, {64, 512, 512}};
+/* {batch, seq_len, d_model, pos0}: the seed's in-cache batch (2 x 50: 200 KB
+   of output), BERT/GPT-2 sequences, one far out of cache (64 MiB), and
+   decode steps at position 2047. */
+static const int64_t emb_shapes[][4] = {
+    {2, 50, 512, 0},    {1, 128, 768, 0},  {1, 512, 768, 0}, {1, 1024, 768, 0},
+    {1, 4096, 768, 0},  {64, 512, 512, 0}, {1, 1, 768, 2047}, {32, 1, 768, 2047}};
 
 /* The embedding table is built once: 94 MiB of random floats, read as
    [vocab, d_model] rows for every d_model up to EMB_D_MAX. */
@@ -92,7 +96,7 @@ static float *emb_table(void)
 
 typedef struct emb_run {
     const emb_variant *v;
-    size_t batch, seq, n, d;
+    size_t batch, seq, n, d, pos0;
     int fly;
     peak_embed_desc desc;
     int32_t *ids;
@@ -114,12 +118,12 @@ static peak_status emb_call(emb_run *r)
     case EMB_DISPATCH:
         return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc);
     case EMB_PLAIN:
-        bench_emb_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->d,
-                                 r->desc.scale);
+        bench_emb_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d, r->batch,
+                                 r->seq, r->d, r->desc.scale);
         return PEAK_OK;
     case EMB_PLAIN_NOVEC:
-        bench_emb_plain_loop_novec(r->out, r->desc.table, r->ids, r->pe, r->batch, r->seq, r->d,
-                                   r->desc.scale);
+        bench_emb_plain_loop_novec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d,
+                                   r->batch, r->seq, r->d, r->desc.scale);
         return PEAK_OK;
     case EMB_MEMCPY:
         memcpy(r->out, r->src, r->copy_bytes);
@@ -137,8 +141,8 @@ static const char *emb_check(const emb_run *r, char *msg, size_t len)
     float *want = malloc(r->n * d * sizeof(float));
     if (!want)
         return "out of memory";
-    bench_emb_plain_loop_vec(want, r->desc.table, r->ids, r->pe, r->batch, r->seq, d,
-                             r->desc.scale);
+    bench_emb_plain_loop_vec(want, r->desc.table, r->ids, r->pe + r->pos0 * d, r->batch, r->seq,
+                             d, r->desc.scale);
     const char *bad = NULL;
     for (size_t k = 0; k < r->n * d && !bad; k++) {
         if (memcmp(&r->out[k], &want[k], sizeof(float)) != 0) {
@@ -165,8 +169,10 @@ static const char *emb_setup(emb_run *r)
     d.d_model = r->d;
     d.scale = sqrtf((float)r->d);
     d.seq_len = r->seq;
+    d.pos0 = r->pos0;
+    const size_t pe_rows = r->pos0 + r->seq;
     r->ids = malloc(r->n * sizeof *r->ids);
-    r->pe = aligned_alloc(64, r->seq * r->d * sizeof(float));
+    r->pe = aligned_alloc(64, pe_rows * r->d * sizeof(float));
     r->copy_bytes = emb_traffic(r->fly, r->n, r->d) / 2;
     const size_t out_bytes = r->n * r->d * sizeof(float);
     const size_t alloc = out_bytes > r->copy_bytes ? out_bytes : r->copy_bytes;
@@ -178,11 +184,11 @@ static const char *emb_setup(emb_run *r)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         r->ids[t] = (int32_t)((s >> 33) % EMB_VOCAB);
     }
-    if (peak_pe_table(r->pe, r->seq, r->d, 0, NULL) != PEAK_OK)
+    if (peak_pe_table(r->pe, pe_rows, r->d, 0, NULL) != PEAK_OK)
         return "peak_pe_table failed";
     if (!r->fly) {
         d.pe = r->pe;
-        d.pe_rows = r->seq;
+        d.pe_rows = pe_rows;
     }
     r->desc = d;
     if (v->impl == EMB_MEMCPY) {
@@ -219,14 +225,16 @@ static void emb_measure(gb_state *st, emb_run *r)
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)r->n);
 }
 
-static void bench_embed(gb_state *st, void *user)
+/* Arguments batch, seq_len, d_model, then fly (pos0 0) or pos0 and fly. */
+static void bench_embed_args(gb_state *st, void *user, int has_pos0)
 {
     emb_run r = {0};
     r.v = user;
     r.batch = (size_t)gb_range(st, 0);
     r.seq = (size_t)gb_range(st, 1);
     r.d = (size_t)gb_range(st, 2);
-    r.fly = (int)gb_range(st, 3);
+    r.pos0 = has_pos0 ? (size_t)gb_range(st, 3) : 0;
+    r.fly = (int)gb_range(st, has_pos0 ? 4 : 3);
     r.n = r.batch * r.seq;
     const char *why = emb_setup(&r);
     if (why)
@@ -240,9 +248,20 @@ static void bench_embed(gb_state *st, void *user)
     free(r.src);
 }
 
+static void bench_embed(gb_state *st, void *user)
+{
+    bench_embed_args(st, user, 0);
+}
+
+static void bench_embed_pos0(gb_state *st, void *user)
+{
+    bench_embed_args(st, user, 1);
+}
+
 void bench_register_embed(void)
 {
     static const char *const arg_names[] = {"batch", "seq_len", "d_model", "fly"};
+    static const char *const arg_names_pos0[] = {"batch", "seq_len", "d_model", "pos0", "fly"};
     char name[64];
     for (size_t s = 0; s < sizeof emb_shapes / sizeof emb_shapes[0]; s++) {
         for (size_t i = 0; i < 2 * (sizeof emb_variants / sizeof emb_variants[0]); i++) {
@@ -250,11 +269,21 @@ void bench_register_embed(void)
             const int64_t fly = (int64_t)(i % 2);
             if (fly && (v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC))
                 continue;
-            const int64_t args[4] = {emb_shapes[s][0], emb_shapes[s][1], emb_shapes[s][2], fly};
+            /* pos0 0 stays out of the name (the names of the seed's shapes). */
+            const int64_t pos0 = emb_shapes[s][3];
+            gb_bench *b;
             snprintf(name, sizeof name, "embed/%s", v->name);
-            gb_bench *b = gb_register(name, bench_embed, (void *)v);
-            b = gb_args(b, args, 4);
-            b = gb_arg_names(b, arg_names, 4);
+            b = gb_register(name, pos0 ? bench_embed_pos0 : bench_embed, (void *)v);
+            if (pos0 == 0) {
+                const int64_t args[4] = {emb_shapes[s][0], emb_shapes[s][1], emb_shapes[s][2], fly};
+                b = gb_args(b, args, 4);
+                b = gb_arg_names(b, arg_names, 4);
+            } else {
+                const int64_t args[5] = {emb_shapes[s][0], emb_shapes[s][1], emb_shapes[s][2], pos0,
+                                         fly};
+                b = gb_args(b, args, 5);
+                b = gb_arg_names(b, arg_names_pos0, 5);
+            }
             b = gb_unit(b, GB_MICROSECOND);
             if (gb_use_real_time(b) == NULL) {
                 fprintf(stderr, "bench_peak: cannot register %s\n", name);

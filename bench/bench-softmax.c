@@ -3,11 +3,15 @@
  * plain C loop with expf and oneDNN's softmax primitive, in one binary so
  * that every ratio comes from one run on one machine state.
  *
- * Shapes (the issue's): 8 heads of L x L attention scores, rows of
- * L = 128, 512, 1024 (GPT-2), 2048 keys, 8*L rows, no mask and causal.  Every
- * variant writes a separate y (out of place), from 64-byte aligned buffers.
+ * Shapes (the issue's): H heads of L x L attention scores, H*L rows of L
+ * keys, no mask and causal: 8 heads at L = 128, 512, 1024 (GPT-2), 2048, and
+ * BERT-base/GPT-2-small's 12 heads at L = 128, 512, 1024 and long context
+ * 4096 (768 MiB per buffer; the scalar tier is skipped there, too slow).
+ * Every variant writes a separate y (out of place), from 64-byte aligned
+ * buffers.
  *
- * Names: softmax/<variant>/L:<L>/causal:<0|1> (plus /real_time), variants:
+ * Names: softmax/<variant>/heads:<H>/L:<L>/causal:<0|1> (plus /real_time),
+ * variants:
  *   scalar, avx2, avx512  one tier's kernel through peak_kernels_for()
  *   dispatch              the public peak_softmax() (label: the tier)
  *   expf_loop             max, sum of expf(x - max), scale: the loop a user
@@ -67,14 +71,17 @@ static const sm_variant sm_variants[] = {
 #endif
 };
 
-static const int64_t sm_lengths[] = {128, 512, 1024, 2048};
-#define SM_HEADS 8
+/* {heads, L} */
+static const int64_t sm_shapes[][2] = {{8, 128},  {8, 512},  {8, 1024},  {8, 2048},
+                                       {12, 128}, {12, 512}, {12, 1024}, {12, 4096}};
+/* The scalar tier is not timed on more scores than this (seconds a call). */
+#define SM_SCALAR_MAX ((size_t)1 << 27)
 #define SM_CHECK_TOL 1e-5
 
 /* One benchmark's problem: x, y and (for oneDNN) its primitive. */
 typedef struct sm_case {
     const sm_variant *v;
-    size_t L, rows;
+    size_t heads, L, rows;
     int causal;
     float *x, *y;
     peak_softmax_desc desc;
@@ -265,7 +272,7 @@ static void sm_prepare_and_measure(gb_state *st, sm_case *c)
 {
     peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
     d.batch = 1;
-    d.heads = SM_HEADS;
+    d.heads = c->heads;
     d.q_len = d.k_len = c->L;
     d.x_stride[0] = d.y_stride[0] = (ptrdiff_t)(c->rows * c->L);
     d.x_stride[1] = d.y_stride[1] = (ptrdiff_t)(c->L * c->L);
@@ -297,11 +304,15 @@ static void bench_softmax(gb_state *st, void *user)
     sm_case c;
     memset(&c, 0, sizeof c);
     c.v = user;
-    c.L = (size_t)gb_range(st, 0);
-    c.rows = SM_HEADS * c.L;
-    c.causal = (int)gb_range(st, 1);
+    c.heads = (size_t)gb_range(st, 0);
+    c.L = (size_t)gb_range(st, 1);
+    c.rows = c.heads * c.L;
+    c.causal = (int)gb_range(st, 2);
 
     const char *why = sm_unavailable(c.v);
+    if (why == NULL && c.v->impl == SM_TIER && c.v->isa == PEAK_ISA_SCALAR &&
+        c.rows * c.L > SM_SCALAR_MAX)
+        why = "scalar: too slow at this size";
     if (why != NULL) {
         gb_skip_with_error(st, why);
         return;
@@ -323,16 +334,16 @@ static void bench_softmax(gb_state *st, void *user)
 
 void bench_register_softmax(void)
 {
-    static const char *const arg_names[] = {"L", "causal"};
+    static const char *const arg_names[] = {"heads", "L", "causal"};
     char name[64];
-    for (size_t l = 0; l < sizeof sm_lengths / sizeof sm_lengths[0]; l++) {
+    for (size_t l = 0; l < sizeof sm_shapes / sizeof sm_shapes[0]; l++) {
         for (int64_t causal = 0; causal <= 1; causal++) {
-            const int64_t args[2] = {sm_lengths[l], causal};
+            const int64_t args[3] = {sm_shapes[l][0], sm_shapes[l][1], causal};
             for (size_t i = 0; i < sizeof sm_variants / sizeof sm_variants[0]; i++) {
                 snprintf(name, sizeof name, "softmax/%s", sm_variants[i].name);
                 gb_bench *b = gb_register(name, bench_softmax, (void *)&sm_variants[i]);
-                b = gb_args(b, args, 2);
-                b = gb_arg_names(b, arg_names, 2);
+                b = gb_args(b, args, 3);
+                b = gb_arg_names(b, arg_names, 3);
                 b = gb_unit(b, GB_MICROSECOND);
                 if (gb_use_real_time(b) == NULL) {
                     fprintf(stderr, "bench_peak: cannot register %s\n", name);

@@ -17,11 +17,11 @@
    and shape (bench-pe-table.c). */
 void bench_register_pe_table(void);
 
-/* Registers softmax/<variant>/L:<n>/causal:<0|1> for every variant and
-   shape (bench-softmax.c). */
+/* Registers softmax/<variant>/heads:<H>/L:<n>/causal:<0|1> for every
+   variant and shape (bench-softmax.c). */
 void bench_register_softmax(void);
 
-/* Registers embed/<variant>/batch:<B>/seq_len:<S> (bench-embed.c) and
+/* Registers embed/<variant>/batch:<B>/seq_len:<S>/... (bench-embed.c) and
    layernorm/<variant>/rows:<R>/d_model:<D> (bench-layernorm.c). */
 void bench_register_embed(void);
 void bench_register_layernorm(void);

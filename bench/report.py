@@ -68,9 +68,9 @@ def model(family, a):
         fl = (1 + (TRANSCENDENTAL_FLOPS if a["fly"] else 0)) * n
         return dict(elems=n, bytes=(8 if a["fly"] else 12) * n, flops=fl, size=n)
     if family == "softmax":
-        L = a["L"]
-        n = 8 * L * L
-        vis = softmax_visible(L, a["causal"])
+        L, h = a["L"], a.get("heads", 8)
+        n = h * L * L
+        vis = softmax_visible(L, a["causal"], h)
         return dict(elems=n, bytes=8 * n, flops=(TRANSCENDENTAL_FLOPS + 4) * vis, size=L)
     if family == "layernorm":
         n = a["rows"] * a["d_model"]
@@ -88,7 +88,7 @@ FAMILY_TITLE = {
     "pe_table": "Sinusoid table (peak_pe_table)",
     "embed": "Embedding + PE (peak_embed_pe)",
     "pe_add": "x += PE (peak_pe_add, the seed's forward)",
-    "softmax": "Masked softmax (peak_softmax), 8 heads of L x L",
+    "softmax": "Masked softmax (peak_softmax), H heads of L x L",
     "layernorm": "Residual + LayerNorm (peak_add_layernorm)",
     "exp": "Vector exp (peak_exp)",
     "sdpa": "Attention (peak_attention), head_dim 64",
@@ -103,10 +103,12 @@ NOT_AN_IMPL = {"memcpy"}
 HEADLINES = [
     ("pe_table", "seq_len:5000/d_model:512", "the seed's table"),
     ("embed", "batch:2/seq_len:50/d_model:512/fly:0", "the seed's 2 x 50 batch"),
+    ("embed", "batch:1/seq_len:1/d_model:768/pos0:2047/fly:0", "decode, 1 token at 2047"),
     ("pe_add", "batch:2/seq_len:50/d_model:512/fly:0", "the seed's forward()"),
     ("pe_add", "batch:1/seq_len:4096/d_model:768/fly:0", "long context"),
-    ("softmax", "L:512/causal:0", "BERT-base length"),
-    ("softmax", "L:2048/causal:1", "long context, causal"),
+    ("softmax", "heads:12/L:512/causal:0", "BERT-base"),
+    ("softmax", "heads:12/L:1024/causal:1", "GPT-2 small, causal"),
+    ("softmax", "heads:12/L:4096/causal:1", "long context, causal"),
     ("layernorm", "rows:512/d_model:768", "BERT-base, 512 tokens"),
     ("exp", "n:65536", "in L2"),
     ("sdpa", "H:12/Lq:512/Lk:512/causal:0/cold:0", "BERT-base"),
@@ -343,7 +345,8 @@ def shape_order(family, shapes):
     def key(s):
         a = shape_args(s)
         m = model(family, a)
-        return tuple(a.get(k, 0) for k in ("causal", "fly", "cold")) + (m["size"] if m else 0,)
+        return (tuple(a.get(k, 0) for k in ("causal", "fly", "cold", "heads")) +
+                (m["size"] if m else 0,))
     return sorted(shapes, key=key)
 
 
@@ -466,10 +469,11 @@ def md_accuracy(acc_doc, torch_doc):
 # ---- plots -------------------------------------------------------------------------------
 
 def series_key(shape):
-    """One subplot per mask (softmax, attention) or PE source (embed, pe_add);
-    attention's head counts and cold decode share their mask's subplot."""
+    """One subplot per mask (softmax, attention) or PE source (embed, pe_add),
+    and per head count for softmax (its x axis is L); attention's head counts
+    and cold decode share their mask's subplot."""
     a = shape_args(shape)
-    return tuple((k, a[k]) for k in ("causal", "fly") if k in a)
+    return tuple((k, a[k]) for k in ("heads", "causal", "fly") if k in a)
 
 
 def plot_family(plt, family, shapes, path):

@@ -84,6 +84,9 @@ run() {
 }
 
 start=$(date +%s)
+# 1-, 5- and 15-minute load averages, before and after: the machine is shared.
+loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?'; }
+load_before=$(loadavg)
 echo "report: bench_peak, $reps repetitions of >= $min_time s each" >&2
 set -- "$build/bench/bench_peak" --benchmark_repetitions="$reps" \
     --benchmark_min_time="$min_time" --benchmark_enable_random_interleaving=true \
@@ -111,7 +114,8 @@ fi
 set -- /usr/bin/python3 "$here/report.py" --bench "$raw/bench.json" \
     --accuracy "$raw/accuracy.json" --out-dir "$here/results" \
     --command "sh bench/report.sh" \
-    --note "wall time of the whole report: $(( $(date +%s) - start )) s"
+    --note "wall time of the whole report: $(( $(date +%s) - start )) s" \
+    --note "load average (1, 5, 15 min) before the run: $load_before; after: $(loadavg)"
 [ -n "$torch_json" ] && set -- "$@" --torch "$torch_json"
 [ "$readme" = yes ] && set -- "$@" --readme "$root/README.md"
 [ "$quick" = yes ] && set -- "$@" --note "quick run (--quick): one repetition, not for publishing"

@@ -31,6 +31,8 @@ def split_name(run_name):
     if len(parts) < 4 or parts[0] != "softmax":
         return None
     args = dict(p.split(":", 1) for p in parts[2:] if ":" in p)
+    if int(args.get("heads", 8)) != 8:  # the targets are for 8 heads
+        return None
     return parts[1], int(args["L"]), int(args["causal"])
 
 

@@ -17,10 +17,11 @@ CPU time (time.process_time), as bench_peak's real_time and cpu_time.
 Names and shapes are bench_peak's (family/torch/arg:val/...), so the report
 pairs them:
   pe_table   the seed's PositionalEncoding.__init__ table (float32 formula)
-  embed      nn.Embedding(ids) * sqrt(d_model) + pe[:S]  (fly:0 only)
+  embed      nn.Embedding(ids) * sqrt(d_model) + pe[P:P+S]  (fly:0 only; P = pos0,
+             0 unless the name says)
   pe_add     the seed's forward(): x + pe[:, :S] (out of place, as written)
   softmax    x.softmax(-1); causal: x.masked_fill(mask, -inf).softmax(-1),
-             8 heads of L x L
+             H heads of L x L
   layernorm  F.layer_norm(x + r, (d,), gamma, beta, 1e-5)
   exp        torch.exp(x, out=y)
   sdpa       q @ k^T * scale, masked_fill for causal, softmax, @ v on
@@ -53,11 +54,14 @@ def parse_args(argv):
 
 PE_SHAPES = [(5000, 512), (50, 512), (128, 768), (512, 768), (1024, 768), (2048, 768),
              (4096, 768)]
-EMBED_SHAPES = [(2, 50, 512), (1, 128, 768), (1, 512, 768), (1, 1024, 768), (1, 4096, 768),
-                (64, 512, 512)]
+# (batch, seq_len, d_model, pos0)
+EMBED_SHAPES = [(2, 50, 512, 0), (1, 128, 768, 0), (1, 512, 768, 0), (1, 1024, 768, 0),
+                (1, 4096, 768, 0), (64, 512, 512, 0), (1, 1, 768, 2047), (32, 1, 768, 2047)]
 PE_ADD_SHAPES = [(2, 50, 512), (1, 128, 768), (1, 512, 768), (1, 1024, 768), (1, 2048, 768),
                  (1, 4096, 768), (32, 512, 768)]
-SOFTMAX_LENGTHS = [128, 512, 1024, 2048]
+# (heads, L)
+SOFTMAX_SHAPES = [(8, 128), (8, 512), (8, 1024), (8, 2048), (12, 128), (12, 512), (12, 1024),
+                  (12, 4096)]
 LN_SHAPES = [(100, 512), (128, 768), (512, 768), (1024, 768), (4096, 512), (4096, 768),
              (65536, 512), (65536, 768)]
 EXP_SIZES = [4096, 65536, 1 << 20, 1 << 24]
@@ -85,26 +89,27 @@ def cases(torch):
     for n_pos, d in PE_SHAPES:
         yield f"pe_table/torch/seq_len:{n_pos}/d_model:{d}", (
             lambda n_pos=n_pos, d=d: seed_pe_table(torch, n_pos, d))
-    for b, s, d in EMBED_SHAPES:
+    for b, s, d, p0 in EMBED_SHAPES:
         emb = torch.nn.Embedding(32000, d)
         ids = torch.randint(0, 32000, (b, s), generator=g)
-        pe = seed_pe_table(torch, s, d)
+        pe = seed_pe_table(torch, p0 + s, d)
         scale = math.sqrt(d)
 
-        def embed(emb=emb, ids=ids, pe=pe, scale=scale, s=s):
+        def embed(emb=emb, ids=ids, pe=pe, scale=scale, s=s, p0=p0):
             with torch.no_grad():
-                return emb(ids) * scale + pe[:s]
-        yield f"embed/torch/batch:{b}/seq_len:{s}/d_model:{d}/fly:0", embed
+                return emb(ids) * scale + pe[p0:p0 + s]
+        pos = f"/pos0:{p0}" if p0 else ""
+        yield f"embed/torch/batch:{b}/seq_len:{s}/d_model:{d}{pos}/fly:0", embed
     for b, s, d in PE_ADD_SHAPES:
         x = torch.randn(b, s, d, generator=g)
         pe = seed_pe_table(torch, s, d).unsqueeze(0)
         yield f"pe_add/torch/batch:{b}/seq_len:{s}/d_model:{d}/fly:0", (
             lambda x=x, pe=pe, s=s: x + pe[:, :s])
-    for L in SOFTMAX_LENGTHS:
-        x = torch.randn(8, L, L, generator=g) * 3.0
+    for h, L in SOFTMAX_SHAPES:
+        x = torch.randn(h, L, L, generator=g) * 3.0
         mask = torch.ones(L, L, dtype=torch.bool).triu(1)
-        yield f"softmax/torch/L:{L}/causal:0", (lambda x=x: x.softmax(-1))
-        yield f"softmax/torch/L:{L}/causal:1", (
+        yield f"softmax/torch/heads:{h}/L:{L}/causal:0", (lambda x=x: x.softmax(-1))
+        yield f"softmax/torch/heads:{h}/L:{L}/causal:1", (
             lambda x=x, mask=mask: x.masked_fill(mask, -math.inf).softmax(-1))
     for rows, d in LN_SHAPES:
         x = torch.rand(rows, d, generator=g) * 5 - 2

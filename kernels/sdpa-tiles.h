@@ -74,14 +74,50 @@ static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, s
                                size_t n, size_t r0, size_t r1);
 static void isa_pv(float *oacc, const float *const *vp, const float *pt, size_t dv, size_t n,
                    size_t r0, size_t r1);
+/* isa_scores() and isa_pv() for tiers whose micro-kernels take one or two
+   row vectors (AVX2, NEON): scores_core(st, kp, qt, dh, width, pairs) and
+   pv_core(oacc, vp, pt, n, c0, width, pairs) over key (value) columns in
+   steps of nj, then 4, then 1; row pairs, then a single row vector if the
+   count is odd. */
+#define SDPA_ROW_PAIRS(f, width, ...)                                                 \
+    do {                                                                             \
+        size_t r_ = r0;                                                              \
+        for (; r_ + 2 * SDPA_VW <= r1; r_ += 2 * SDPA_VW)                            \
+            f(__VA_ARGS__, width, 2);                                                \
+        if (r_ < r1)                                                                 \
+            f(__VA_ARGS__, width, 1);                                                \
+    } while (0)
+
+#define SDPA_DEFINE_ROW_PAIR_DRIVERS(nj)                                                 \
+    static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, \
+                           size_t n, size_t r0, size_t r1)                                \
+    {                                                                                    \
+        size_t j = 0;                                                                    \
+        for (; j + (nj) <= n; j += (nj))                                                 \
+            SDPA_ROW_PAIRS(scores_core, nj, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh); \
+        for (; j + 4 <= n; j += 4)                                                       \
+            SDPA_ROW_PAIRS(scores_core, 4, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);  \
+        for (; j < n; j++)                                                               \
+            SDPA_ROW_PAIRS(scores_core, 1, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);  \
+    }                                                                                    \
+    static void isa_pv(float *oacc, const float *const *vp, const float *pt, size_t dv,   \
+                       size_t n, size_t r0, size_t r1)                                    \
+    {                                                                                    \
+        size_t c = 0;                                                                    \
+        for (; c + (nj) <= dv; c += (nj))                                                \
+            SDPA_ROW_PAIRS(pv_core, nj, oacc + r_, vp, pt + r_, n, c);                   \
+        for (; c + 4 <= dv; c += 4)                                                      \
+            SDPA_ROW_PAIRS(pv_core, 4, oacc + r_, vp, pt + r_, n, c);                    \
+        for (; c < dv; c++)                                                              \
+            SDPA_ROW_PAIRS(pv_core, 1, oacc + r_, vp, pt + r_, n, c);                    \
+    }
+
 /* Copies rows src[0 .. n-1] (dv floats each) to dst (row stride ld);
    returns false if one of them holds an inf or NaN. */
 static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv);
-/* The row path (a block of fewer than SDPA_VW / 2 rows: decode).  Scores
-   s[j] = q . K[kp[j]] * scale + b[j] where b[j] > -inf, else -inf (K not
-   read); returns their max (NaN ignored). */
-static float isa_row_scores(float *s, const float *q, const float *const *kp, const float *b,
-                            float scale, size_t n, size_t dh);
+/* The row path (a block of fewer than SDPA_VW / 2 rows: decode).  The dot
+   product of two vectors of n floats (one rounding per FMA). */
+static float isa_dot(const float *a, const float *b, size_t n);
 /* s[j] = 2^((s[j] - m) log2 e) in place; returns their sum. */
 static float isa_row_exp(float *s, float m, size_t n);
 /* acc = acc * alpha + sum_j p[j] V[vp[j]] over p[j] != 0 (a masked key's
@@ -304,6 +340,19 @@ static inline void sdpa_tile(const sdpa_block *blk, const sdpa_ws *w, size_t t0,
 
 /* ---- the row path ------------------------------------------------------------ */
 
+/* Scores s[j] = q . K[kp[j]] * scale + b[j] where b[j] > -inf, else -inf
+   (K not read); returns their max (NaN ignored). */
+static inline float sdpa_row_scores(float *s, const float *q, const float *const *kp,
+                                    const float *b, float scale, size_t n, size_t dh)
+{
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = b[j] == -INFINITY ? -INFINITY : isa_dot(q, kp[j], dh) * scale + b[j];
+        m = s[j] > m ? s[j] : m;
+    }
+    return m;
+}
+
 /* Requests the lines of a visible key's K and V rows ahead of their use.
    Rows of one head in an interleaved [B, L, H, D] cache are a few KiB
    apart, so the L2 streamer, which stays within a 4 KiB page, never
@@ -359,8 +408,8 @@ static inline void sdpa_row(const sdpa_block *blk, const sdpa_ws *w, const float
         float mt = -INFINITY;
         for (size_t j0 = 0; j0 < n; j0 += SDPA_ROW_CHUNK) {
             const size_t nc = n - j0 < SDPA_ROW_CHUNK ? n - j0 : SDPA_ROW_CHUNK;
-            const float mc = isa_row_scores(s + j0, qr, w->kp + j0, bias + j0, d->scale, nc,
-                                            d->head_dim);
+            const float mc = sdpa_row_scores(s + j0, qr, w->kp + j0, bias + j0, d->scale, nc,
+                                             d->head_dim);
             mt = mc > mt ? mc : mt;
             for (size_t j = j0; j < j0 + nc; j++)
                 sdpa_prefetch_key(blk, r, t0 + SDPA_BC + j);

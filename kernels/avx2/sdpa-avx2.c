@@ -87,39 +87,7 @@ INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t
             _mm256_store_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
 }
 
-/* Row pairs, then a single row vector if the count is odd. */
-#define ROW_PAIRS(f, width, ...)                                                 \
-    do {                                                                         \
-        size_t r_ = r0;                                                          \
-        for (; r_ + 2 * SDPA_VW <= r1; r_ += 2 * SDPA_VW)                        \
-            f(__VA_ARGS__, width, 2);                                            \
-        if (r_ < r1)                                                             \
-            f(__VA_ARGS__, width, 1);                                            \
-    } while (0)
-
-static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, size_t n,
-                       size_t r0, size_t r1)
-{
-    size_t j = 0;
-    for (; j + NJ <= n; j += NJ)
-        ROW_PAIRS(scores_core, NJ, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
-    for (; j + 4 <= n; j += 4)
-        ROW_PAIRS(scores_core, 4, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
-    for (; j < n; j++)
-        ROW_PAIRS(scores_core, 1, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);
-}
-
-static void isa_pv(float *oacc, const float *const *vp, const float *pt, size_t dv, size_t n,
-                   size_t r0, size_t r1)
-{
-    size_t c = 0;
-    for (; c + NJ <= dv; c += NJ)
-        ROW_PAIRS(pv_core, NJ, oacc + r_, vp, pt + r_, n, c);
-    for (; c + 4 <= dv; c += 4)
-        ROW_PAIRS(pv_core, 4, oacc + r_, vp, pt + r_, n, c);
-    for (; c < dv; c++)
-        ROW_PAIRS(pv_core, 1, oacc + r_, vp, pt + r_, n, c);
-}
+SDPA_DEFINE_ROW_PAIR_DRIVERS(NJ)
 
 /* Scores of one row vector: s = acc * scale, or acc * scale + B where B is
    finite and -inf where B is -inf (a select, so that a NaN or inf product
@@ -218,7 +186,7 @@ static float hsum(__m256 v)
     return _mm_cvtss_f32(x);
 }
 
-static float dot(const float *a, const float *b, size_t n)
+static float isa_dot(const float *a, const float *b, size_t n)
 {
     __m256 vacc0 = _mm256_setzero_ps(), vacc1 = _mm256_setzero_ps();
     size_t c = 0;
@@ -232,17 +200,6 @@ static float dot(const float *a, const float *b, size_t n)
         vacc0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + c, k), _mm256_maskload_ps(b + c, k), vacc0);
     }
     return hsum(_mm256_add_ps(vacc0, vacc1));
-}
-
-static float isa_row_scores(float *s, const float *q, const float *const *kp, const float *b,
-                            float scale, size_t n, size_t dh)
-{
-    float m = -INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        s[j] = b[j] == -INFINITY ? -INFINITY : dot(q, kp[j], dh) * scale + b[j];
-        m = s[j] > m ? s[j] : m;
-    }
-    return m;
 }
 
 static float isa_row_exp(float *s, float m, size_t n)

@@ -215,7 +215,7 @@ static __mmask16 tail_mask(size_t n)
     return (__mmask16)(n >= SDPA_VW ? 0xffffu : (1u << n) - 1u);
 }
 
-static float dot(const float *a, const float *b, size_t n)
+static float isa_dot(const float *a, const float *b, size_t n)
 {
     __m512 vacc0 = _mm512_setzero_ps(), vacc1 = _mm512_setzero_ps();
     size_t c = 0;
@@ -230,17 +230,6 @@ static float dot(const float *a, const float *b, size_t n)
                                 vacc0);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(vacc0, vacc1));
-}
-
-static float isa_row_scores(float *s, const float *q, const float *const *kp, const float *b,
-                            float scale, size_t n, size_t dh)
-{
-    float m = -INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        s[j] = b[j] == -INFINITY ? -INFINITY : dot(q, kp[j], dh) * scale + b[j];
-        m = s[j] > m ? s[j] : m;
-    }
-    return m;
 }
 
 static float isa_row_exp(float *s, float m, size_t n)
