@@ -22,7 +22,7 @@ sh scripts/install-deps.sh --reliability
 if [ ! -f "$dir/build.ninja" ]; then
     CC=clang CXX=clang++ meson setup "$dir" --buildtype=debugoptimized -Dfuzz=enabled \
         -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false -Ddemo=disabled \
-        >/dev/null
+        -Ddocs=disabled -Dpython= -Dlib_werror=true >/dev/null
 fi
 targets=""
 for f in $families; do targets="$targets tests/fuzz/fuzz-$f"; done
