@@ -93,47 +93,6 @@ static int f64_is_zero(double v)
     return (b << 1) == 0;
 }
 
-/* A strided set of `rows` rows of `d` floats (one row: any stride). */
-typedef struct row_set {
-    const float *p;
-    ptrdiff_t ld;
-    size_t rows;
-} row_set;
-
-/* Whether two row sets share no float.  Exact when the strides are equal
-   or the set at the higher address is one row (so the rows of one
-   interleaved buffer, [x | y] with ld = 2d, and a gamma in y's row padding
-   count as apart); otherwise the two extents must not meet, which rejects
-   some disjoint interleavings of different strides.  Addresses are
-   compared as integers: the sets may lie in different objects.  Assumes
-   extent_fits(). */
-static int rows_disjoint(row_set a, row_set b, size_t d)
-{
-    if (!a.p || !b.p)
-        return 1;
-    uintptr_t pa = (uintptr_t)a.p, pb = (uintptr_t)b.p;
-    if (pa > pb) {
-        row_set t = a;
-        a = b;
-        b = t;
-        pa = (uintptr_t)a.p;
-        pb = (uintptr_t)b.p;
-    }
-    const size_t end_a = ((a.rows - 1) * (size_t)a.ld + d) * sizeof(float);
-    if (pb - pa >= end_a)
-        return 1;
-    if (a.rows < 2 || (b.rows > 1 && a.ld != b.ld) || (pb - pa) % sizeof(float))
-        return 0;
-    const size_t off = (size_t)((pb - pa) / sizeof(float)) % (size_t)a.ld;
-    return off >= d && (size_t)a.ld - off >= d;
-}
-
-/* An output row set and an input one: the same rows (in place), or apart. */
-static int in_place_or_apart(row_set out, row_set in, size_t d)
-{
-    return (out.p == in.p && out.ld == in.ld) || rows_disjoint(out, in, d);
-}
-
 /* The bytes an [n0][n1][n2] tensor of `inner` contiguous elements spans
    (empty for NULL).  Assumes extent_fits(). */
 typedef struct span {
@@ -165,6 +124,43 @@ static span array_span(const void *p, size_t n, size_t elem)
 static int spans_meet(span a, span b)
 {
     return a.lo < b.hi && b.lo < a.hi;
+}
+
+/* A strided set of `rows` rows of `d` floats (one row: any stride). */
+typedef struct row_set {
+    const float *p;
+    ptrdiff_t ld;
+    size_t rows;
+} row_set;
+
+/* Whether two row sets share no float.  Exact when the strides are equal
+   or the set at the higher address is one row (so the rows of one
+   interleaved buffer, [x | y] with ld = 2d, and a gamma in y's row padding
+   count as apart); otherwise the two extents must not meet, which rejects
+   some disjoint interleavings of different strides.  Addresses are
+   compared as integers: the sets may lie in different objects.  Assumes
+   extent_fits(). */
+static int rows_disjoint(row_set a, row_set b, size_t d)
+{
+    if (!spans_meet(tensor_span(a.p, &a.rows, &a.ld, 1, d, sizeof(float)),
+                    tensor_span(b.p, &b.rows, &b.ld, 1, d, sizeof(float))))
+        return 1;
+    if ((uintptr_t)a.p > (uintptr_t)b.p) {
+        const row_set t = a;
+        a = b;
+        b = t;
+    }
+    const uintptr_t pa = (uintptr_t)a.p, pb = (uintptr_t)b.p;
+    if (a.rows < 2 || (b.rows > 1 && a.ld != b.ld) || (pb - pa) % sizeof(float))
+        return 0;
+    const size_t off = (size_t)((pb - pa) / sizeof(float)) % (size_t)a.ld;
+    return off >= d && (size_t)a.ld - off >= d;
+}
+
+/* An output row set and an input one: the same rows (in place), or apart. */
+static int in_place_or_apart(row_set out, row_set in, size_t d)
+{
+    return (out.p == in.p && out.ld == in.ld) || rows_disjoint(out, in, d);
 }
 
 /* An output must not overlap the mask's arrays: the kernels read them
@@ -392,9 +388,7 @@ peak_status peak_exp(float *y, const float *x, size_t n)
         return PEAK_ERR_INVALID_ARG;
     if (n > (size_t)PTRDIFF_MAX / sizeof(float))
         return PEAK_ERR_OUT_OF_RANGE;
-    /* Addresses compared as integers: the arrays may be unrelated objects. */
-    const uintptr_t yb = (uintptr_t)y, xb = (uintptr_t)x, bytes = n * sizeof(float);
-    if (y != x && yb < xb + bytes && xb < yb + bytes)
+    if (y != x && spans_meet(array_span(y, n, sizeof(float)), array_span(x, n, sizeof(float))))
         return PEAK_ERR_INVALID_ARG;
     peak_active_kernels()->exp(y, x, n);
     return PEAK_OK;
@@ -432,10 +426,7 @@ static peak_status attn_resolve(const peak_attn_desc *in, peak_attn_desc *d)
     if (!rows_apart(nq, d->o_stride, 3, d->v_head_dim) ||
         (d->lse && !rows_apart(nl, d->lse_stride, 3, 1)))
         return PEAK_ERR_INVALID_ARG;
-    peak_status s = mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
-    if (s != PEAK_OK)
-        return s;
-    return PEAK_OK;
+    return mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
 }
 
 /* O and lse must not overlap an input, the mask's arrays or each other. */
