@@ -144,20 +144,26 @@ static inline void peak_sm_fill_visible(const peak_sm_row *r, float value)
         r->y[j] = peak_mask_visible(r->keep, r->bias, j) ? value : 0.0f;
 }
 
-static inline bool peak_sm_any_nan(const float *s, size_t n)
+/* Whether some s[j] * scale is NaN.  Not the same as some s[j] being NaN:
+   with denormals-are-zero set, a subnormal scale reads as 0 and an
+   infinite x gives inf * 0 = NaN, as it does in the scalar reference. */
+static inline bool peak_sm_any_nan(const float *s, size_t n, float scale)
 {
     for (size_t j = 0; j < n; j++)
-        if (isnan(s[j]))
+        if (isnan(s[j] * scale))
             return true;
     return false;
 }
 
-/* Step 2 of the row algorithm: every visible score is -inf or NaN.  s are
-   the row's visible-range scores (x itself for an unmasked row, whose
-   scores are NaN exactly where x is; the work area for a masked row). */
-static inline void peak_sm_no_finite_max(const peak_sm_row *r, const float *s)
+/* Step 2 of the row algorithm: every visible score is -inf or NaN.  The
+   scores are x * scale for an unmasked row and the work area (finished
+   scores) for a masked one. */
+static inline void peak_sm_no_finite_max(const peak_sm_row *r)
 {
-    peak_sm_fill_visible(r, peak_sm_any_nan(s, r->hi - r->lo) ? NAN : 0.0f);
+    const bool masked = r->keep || r->bias;
+    const float *s = masked ? r->work + r->lo : r->x + r->lo;
+    peak_sm_fill_visible(r, peak_sm_any_nan(s, r->hi - r->lo, masked ? 1.0f : r->scale) ? NAN
+                                                                                        : 0.0f);
 }
 
 /* ---- the row algorithm, over one tier's passes ------------------------- */
@@ -222,7 +228,7 @@ PEAK_SM_INLINE void peak_sm_group_steps(const peak_sm_row *rows, size_t n,
         if (r->lo == r->hi)
             continue;
         if (max[k] == -INFINITY)
-            peak_sm_no_finite_max(r, peak_sm_scores(r));
+            peak_sm_no_finite_max(r);
         else if (isnan(sum[k] = peak_sm_exp_sum(r, p, scaled, max[k])))
             peak_sm_fill_visible(r, NAN);
     }

@@ -833,6 +833,36 @@ START_TEST(subnormal_scale_under_daz)
 }
 END_TEST
 
+/* Found by tests/fuzz (fuzz-softmax, in CI): the same subnormal scale
+   under DAZ makes an infinite x a NaN score (inf * 0), so its row is a NaN
+   row; the vector tiers looked for NaN in x instead of in x * scale and
+   wrote zeros.  Rows of one and of 19 keys (a vector tail), unmasked, in
+   place as the fuzzer had it, and out of place. */
+START_TEST(infinite_x_subnormal_scale_under_daz)
+{
+    for (size_t n = 1; n <= 19; n += 18) {
+        for (int in_place = 0; in_place < 2; in_place++) {
+            float x[19], out[19];
+            for (size_t j = 0; j < n; j++)
+                x[j] = j == n / 2 ? -INFINITY : 3e38f;
+            float *y = in_place ? x : out;
+            peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+            d.batch = d.heads = d.q_len = 1, d.k_len = n, d.x_stride[2] = d.y_stride[2] = 19;
+            d.scale = 0x1.16c2p-133f;
+            unsigned csr;
+            if (!peak_test_ftz_on(&csr))
+                return;
+            peak_status s = peak_softmax(y, x, &d);
+            peak_test_ftz_restore(csr);
+            ck_assert_int_eq(s, PEAK_OK);
+            for (size_t j = 0; j < n; j++)
+                CHECK(isnan(y[j]), "%s: n %zu in_place %d: y[%zu] = %a, want NaN",
+                      peak_isa_name(peak_test_isa), n, in_place, j, (double)y[j]);
+        }
+    }
+}
+END_TEST
+
 /* An output larger than any cache is written with non-temporal stores
    (kernels/softmax-rows.h, PEAK_SM_STREAM_BYTES = 16 MiB): 1100 rows of
    4096 keys, misaligned, causal bottom-right (a different length every
@@ -1040,6 +1070,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, underflowing_terms_are_zero_on_every_tier);
     tcase_add_loop_test(tc, streamed_output, 0, 2);
     tcase_add_test(tc, subnormal_scale_under_daz);
+    tcase_add_test(tc, infinite_x_subnormal_scale_under_daz);
     tcase_add_test(tc, accuracy_report);
     suite_add_tcase(s, tc);
     return s;
