@@ -10,6 +10,13 @@
 # replays every file there, in every CI configuration).
 #   scripts/fuzz.sh [seconds-per-harness [build-dir [family ...]]]
 #   e.g. scripts/fuzz.sh 600 build-fuzz softmax
+# FUZZ_SEED=n fixes libFuzzer's random seed (default: a new one each run).
+# With a fixed seed (and -reload=0: nothing else writes the corpus) a run
+# is a prefix of one sequence of inputs, whatever the machine's speed, so
+# CI fixes it: a CI failure can be replayed, and a commit can be checked
+# before it lands by running CI's seed for longer than CI will
+# (FUZZ_SEED=1 scripts/fuzz.sh 90).  Exploration with new seeds is this
+# script without FUZZ_SEED, for as long as you like.
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -39,7 +46,9 @@ run() {
     mkdir -p "$work/$f/new"
     # -timeout: one input taking 10 s is a hang; -max_len: the decoders read
     # well under 512 bytes.
-    if "$dir/tests/fuzz/fuzz-$f" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    # shellcheck disable=SC2086
+    if "$dir/tests/fuzz/fuzz-$f" ${FUZZ_SEED:+-seed=$FUZZ_SEED} -max_total_time="$secs" \
+        -reload=0 -timeout=10 -rss_limit_mb=2048 \
         -max_len=512 -print_final_stats=1 -artifact_prefix="$work/$f/" \
         "$work/$f/new" "tests/fuzz/corpus/$f" >"$work/$f.log" 2>&1; then
         echo 0 >"$work/$f.rc"
@@ -56,7 +65,7 @@ report() {
     cov=$(grep -o 'cov: [0-9]*' "$work/$f.log" | tail -1)
     seeds=$(ls "tests/fuzz/corpus/$f" | wc -l)
     new=$(ls "$work/$f/new" | wc -l)
-    echo "fuzz $f: ${runs:-?} runs in ${secs} s, ${eps:-?} exec/s, $cov, corpus $seeds seeds + $new new, exit $rc"
+    echo "fuzz $f: ${runs:-?} runs in ${secs} s, ${eps:-?} exec/s, $cov, corpus $seeds seeds + $new new, seed ${FUZZ_SEED:-random}, exit $rc"
     if [ "$rc" -ne 0 ]; then
         echo "---- fuzz $f FAILED; log tail:"
         tail -40 "$work/$f.log"
