@@ -44,22 +44,6 @@ typedef void (*peak_pe_rows_fn)(float *scratch, size_t scratch_rows, size_t ld_s
    all fall in the same few L1 sets, and lines fetched further ahead evict
    one another before they are used. */
 #define PEAK_EMB_PREFETCH_ROWS 4
-/* A call whose output reaches this many bytes writes it with non-temporal
-   stores.  Measured (bench-embed.c): on 64 x 512 tokens of d_model 512
-   (64 MiB of output) the output's read-for-ownership costs about as much
-   as reading E, and streaming it took the table path from ~0.9x to
-   ~1.1-1.3x of memcpy's bandwidth; on 32 x 128 (8 MiB) it still helps.  api.c hands the kernels at
-   most 256 tokens a call, so the kernel sees only its chunk: 512 KiB is a
-   full chunk of d_model >= 512, which only a call of 256 tokens or more
-   fills, and keeps the small in-cache calls (2 x 50: 200 KB) on ordinary
-   stores, where the next layer finds the output in cache. */
-#define PEAK_EMB_STREAM_BYTES ((size_t)512 << 10)
-
-static inline bool peak_emb_streams(size_t n_tokens, size_t d_model)
-{
-    return n_tokens * d_model * sizeof(float) >= PEAK_EMB_STREAM_BYTES;
-}
-
 /* The on-the-fly scratch block lives on the stack: this many floats (32 KiB
    and a little: 15 rows of 512, one row of the widest documented d_model);
    wider rows take a slow path. */
@@ -109,9 +93,10 @@ peak_embed_table_loop(float *out, ptrdiff_t ld_out, const int32_t *ids, const in
 /* The tier fences after a streaming call. */
 static inline __attribute__((always_inline)) void
 peak_embed_table_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
-                     size_t n_tokens, const peak_embed_desc *d, peak_emb_row_fn row)
+                     size_t n_tokens, const peak_embed_desc *d, peak_emb_row_fn row,
+                     bool stream)
 {
-    if (peak_emb_streams(n_tokens, d->d_model))
+    if (stream)
         peak_embed_table_loop(out, ld_out, ids, pos, n_tokens, d, row, true);
     else
         peak_embed_table_loop(out, ld_out, ids, pos, n_tokens, d, row, false);
@@ -202,9 +187,8 @@ static inline __attribute__((always_inline)) void
 peak_embed_fly_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
                    size_t n_tokens, const peak_embed_desc *d, peak_emb_row_fn row,
                    peak_pe_rows_fn rows, peak_pe_sink_fn sink, peak_pe_sink_fn sink_stream,
-                   peak_pe_table_fn table)
+                   peak_pe_table_fn table, bool stream)
 {
-    const bool stream = peak_emb_streams(n_tokens, d->d_model);
     /* fairseq pad tokens: E[id] * scale and no PE (the driver skips them). */
     for (size_t t = 0; t < n_tokens; t++)
         if (pos[t] < 0)

@@ -44,10 +44,27 @@ typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
                                const peak_pe_params *params);
 
 /* Positions are resolved by the caller (api.c) into pos[t] (int64, >= 0, or
-   -1 for "no PE", the fairseq pad token). */
+   -1 for "no PE", the fairseq pad token).  stream: the whole public call's
+   output is large (peak_emb_streams), so write it with non-temporal stores
+   where aligned vectors allow; the caller decides because it may split one
+   large call into many small kernel calls. */
 typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                  const int64_t *pos, size_t n_tokens,
-                                 const peak_embed_desc *desc);
+                                 const peak_embed_desc *desc, bool stream);
+
+/* A peak_embed_pe call whose output reaches this many bytes is written with
+   non-temporal stores.  Measured (bench-embed.c): on 64 x 512 tokens of
+   d_model 512 (64 MiB of output) the output's read-for-ownership costs
+   about as much as reading E, and streaming it took the table path from
+   ~0.9x to ~1.1-1.3x of memcpy's bandwidth; on 32 x 128 (8 MiB) it still
+   helps.  The seed's 2 x 50 (200 KB) stays on ordinary stores, so the next
+   layer finds its input in cache. */
+#define PEAK_EMB_STREAM_BYTES ((size_t)512 << 10)
+
+static inline bool peak_emb_streams(size_t n_tokens, size_t d_model)
+{
+    return n_tokens * d_model * sizeof(float) >= PEAK_EMB_STREAM_BYTES;
+}
 
 typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc);
 
@@ -83,7 +100,7 @@ PEAK_INTERNAL void peak_f32_pe_add__scalar(float *x, ptrdiff_t batch_stride, ptr
                                            const peak_pe_params *params);
 PEAK_INTERNAL void peak_f32_embed_pe__scalar(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                              const int64_t *pos, size_t n_tokens,
-                                             const peak_embed_desc *desc);
+                                             const peak_embed_desc *desc, bool stream);
 PEAK_INTERNAL void peak_f32_softmax__scalar(float *y, const float *x,
                                             const peak_softmax_desc *desc);
 PEAK_INTERNAL void peak_f32_softmax__avx2(float *y, const float *x,
@@ -123,7 +140,7 @@ PEAK_INTERNAL void peak_f32_pe_add__avx2(float *x, ptrdiff_t batch_stride, ptrdi
                                          const peak_pe_params *params);
 PEAK_INTERNAL void peak_f32_embed_pe__avx2(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                            const int64_t *pos, size_t n_tokens,
-                                           const peak_embed_desc *desc);
+                                           const peak_embed_desc *desc, bool stream);
 PEAK_INTERNAL void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum,
                                                 ptrdiff_t ld_sum, const float *x,
                                                 ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
@@ -135,7 +152,7 @@ PEAK_INTERNAL void peak_f32_pe_add__avx512(float *x, ptrdiff_t batch_stride, ptr
                                            const peak_pe_params *params);
 PEAK_INTERNAL void peak_f32_embed_pe__avx512(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                              const int64_t *pos, size_t n_tokens,
-                                             const peak_embed_desc *desc);
+                                             const peak_embed_desc *desc, bool stream);
 PEAK_INTERNAL void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum,
                                                   ptrdiff_t ld_sum, const float *x,
                                                   ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
@@ -147,7 +164,7 @@ PEAK_INTERNAL void peak_f32_pe_add__neon(float *x, ptrdiff_t batch_stride, ptrdi
                                          const peak_pe_params *params);
 PEAK_INTERNAL void peak_f32_embed_pe__neon(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                            const int64_t *pos, size_t n_tokens,
-                                           const peak_embed_desc *desc);
+                                           const peak_embed_desc *desc, bool stream);
 PEAK_INTERNAL void peak_f32_add_layernorm__neon(float *y, ptrdiff_t ld_y, float *sum,
                                                 ptrdiff_t ld_sum, const float *x,
                                                 ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,

@@ -97,15 +97,15 @@ static void pe_add_sink(void *ctx, size_t s0, size_t s1, size_t c0, size_t c1)
 }
 
 void peak_f32_embed_pe__neon(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
-                             size_t n_tokens, const peak_embed_desc *desc)
+                             size_t n_tokens, const peak_embed_desc *desc, bool stream)
 {
     assert(out && ids && pos && desc && desc->table);
     if (desc->pe)
-        peak_embed_table_run(out, ld_out, ids, pos, n_tokens, desc, emb_row_neon);
+        peak_embed_table_run(out, ld_out, ids, pos, n_tokens, desc, emb_row_neon, stream);
     else
         peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, desc, emb_row_neon,
                            peak_pe_rows__neon, embed_sink, embed_sink,
-                           peak_f32_pe_table__neon);
+                           peak_f32_pe_table__neon, stream);
 }
 
 void peak_f32_pe_add__neon(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,

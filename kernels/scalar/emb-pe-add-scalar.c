@@ -85,9 +85,12 @@ static void scale_add_row(float *out, const float *e, float scale, const float *
     }
 }
 
+/* stream is ignored: the reference has no non-temporal stores. */
 void peak_f32_embed_pe__scalar(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                               const int64_t *pos, size_t n_tokens, const peak_embed_desc *desc)
+                               const int64_t *pos, size_t n_tokens, const peak_embed_desc *desc,
+                               bool stream)
 {
+    (void)stream;
     assert(out && ids && pos && desc && desc->table);
     const size_t n = desc->d_model;
     for (size_t t = 0; t < n_tokens; t++) {
