@@ -309,9 +309,12 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
    kernels' own on-the-fly path computes a double-precision sincos pair per
    element for every token; here it is one per element per position, 1/64
    of the work for a batch of 64 (bench-embed.c: fly:1 against fly:0).
-   The block (32 KiB) stays in L1 while the batch reads it.  false: not
+   The block is 16 KiB (8 rows of d_model 512): it stays in L1 while the
+   batch reads it, and keeps this path's stack below the per-token path's
+   (tests/test-stack.c); a 32 KiB block measured ~6% faster on 64 x 512
+   tokens but took 67 KiB of stack on AVX-512.  false: not
    this case, or rows wider than the block. */
-enum { EMBED_FLY_FLOATS = 8192, EMBED_FLY_ROWS = 64, EMBED_PREFETCH_TOKENS = 4 };
+enum { EMBED_FLY_FLOATS = 4096, EMBED_FLY_ROWS = 64, EMBED_PREFETCH_TOKENS = 4 };
 
 /* The kernel prefetches the E rows of the tokens a few places ahead of the
    one it works on, within its call; the first rows of the next call (the

@@ -1,0 +1,138 @@
+/*
+ * test-stack.c - peak.h's stack promise: no call needs more than
+ * PEAK_TEST_STACK_LIMIT bytes of its thread's stack.
+ *
+ * Each call runs on a fresh thread whose stack (256 KiB, ours) is painted
+ * with a byte pattern first; the deepest byte the thread changed gives its
+ * use, and the same thread making no call gives the baseline (the thread's
+ * own start-up) to subtract.  The calls are the deepest of each family: PE
+ * on the fly (per token, and for a batch of sequences), the in-place add on
+ * the fly, a table, a softmax large enough to stream through its stack
+ * buffer, and attention with the library's own workspace.  Every tier this
+ * CPU runs is measured.  Not built with sanitizers, which change frames.
+ */
+#include "peak.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* peak.h: "at most 80 KiB" (optimised builds). */
+#define PEAK_TEST_STACK_LIMIT ((size_t)80 << 10)
+#define STACK_BYTES ((size_t)256 << 10)
+#define PAINT 0x5c
+
+enum { D = 512, N_TOK = 200, SM_ROWS = 1100, SM_KEYS = 4096, AT_L = 64, AT_H = 2 };
+
+static float table[4 * D], pe_rows[64 * D], out[N_TOK * D], x_add[2 * 2 * D];
+static float scores[(size_t)SM_ROWS * SM_KEYS];
+static float q[AT_H * AT_L * 64], k[AT_H * AT_L * 64], v[AT_H * AT_L * 64], o[AT_H * AT_L * 64];
+
+typedef enum call { NONE, PE_TABLE, EMBED_PER_TOKEN, EMBED_BATCH, PE_ADD, SOFTMAX, ATTENTION } call;
+static const char *const call_names[] = {"none", "peak_pe_table", "peak_embed_pe (fly, per token)",
+                                         "peak_embed_pe (fly, batch)", "peak_pe_add (fly)",
+                                         "peak_softmax (streamed)", "peak_attention"};
+
+static peak_status embed(size_t seq_len)
+{
+    static const int32_t ids[N_TOK] = {0};
+    peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
+    d.table = table, d.vocab = 4, d.ld_table = D, d.d_model = D, d.scale = 1.5f;
+    d.seq_len = seq_len;
+    return peak_embed_pe(out, D, ids, N_TOK, &d);
+}
+
+static peak_status softmax(void)
+{
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = d.heads = 1, d.q_len = SM_ROWS, d.k_len = SM_KEYS;
+    for (int i = 0; i < 3; i++)
+        d.x_stride[i] = d.y_stride[i] = i == 2 ? SM_KEYS : (ptrdiff_t)SM_ROWS * SM_KEYS;
+    return peak_softmax(scores, scores, &d);
+}
+
+static peak_status attention(void)
+{
+    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    d.batch = 1, d.heads = AT_H, d.q_len = d.kv_len = AT_L, d.head_dim = 64;
+    const ptrdiff_t st[3] = {AT_H * AT_L * 64, AT_H * 64, 64};
+    for (int i = 0; i < 3; i++)
+        d.q_stride[i] = d.k_stride[i] = d.v_stride[i] = d.o_stride[i] = st[i];
+    return peak_attention(o, q, k, v, &d, NULL, 0);
+}
+
+static void *run(void *arg)
+{
+    peak_status s = PEAK_OK;
+    switch (*(const call *)arg) {
+    case NONE: break;
+    case PE_TABLE: s = peak_pe_table(pe_rows, 64, D, 0, NULL); break;
+    case EMBED_PER_TOKEN: s = embed(0); break;
+    case EMBED_BATCH: s = embed(50); break;
+    case PE_ADD: s = peak_pe_add(x_add, 2 * D, D, 2, 2, D, 0, NULL, 0, NULL); break;
+    case SOFTMAX: s = softmax(); break;
+    case ATTENTION: s = attention(); break;
+    }
+    return (void *)(intptr_t)s;
+}
+
+/* Bytes of a painted stack that `c` changed (the stack grows down). */
+static size_t stack_use(call c)
+{
+    unsigned char *mem = NULL;
+    ck_assert_int_eq(posix_memalign((void **)&mem, 4096, STACK_BYTES), 0);
+    memset(mem, PAINT, STACK_BYTES);
+    pthread_attr_t attr;
+    pthread_t thread;
+    void *status;
+    ck_assert_int_eq(pthread_attr_init(&attr), 0);
+    ck_assert_int_eq(pthread_attr_setstack(&attr, mem, STACK_BYTES), 0);
+    ck_assert_int_eq(pthread_create(&thread, &attr, run, &c), 0);
+    ck_assert_int_eq(pthread_join(thread, &status), 0);
+    pthread_attr_destroy(&attr);
+    ck_assert_int_eq((int)(intptr_t)status, PEAK_OK);
+    size_t used = 0;
+    for (size_t i = 0; i < STACK_BYTES; i++)
+        if (mem[i] != PAINT) {
+            used = STACK_BYTES - i;
+            break;
+        }
+    free(mem);
+    return used;
+}
+
+START_TEST(every_call_within_the_documented_stack)
+{
+    for (int isa = PEAK_ISA_SCALAR; isa <= PEAK_ISA_NEON; isa++) {
+        if (!peak_isa_supported((peak_isa)isa))
+            continue;
+        ck_assert_int_eq(peak_isa_force((peak_isa)isa), PEAK_OK);
+        const size_t base = stack_use(NONE);
+        for (call c = PE_TABLE; c <= ATTENTION; c++) {
+            const size_t used = stack_use(c), net = used > base ? used - base : 0;
+            printf("%-7s %-32s %6zu bytes of stack\n", peak_isa_name((peak_isa)isa), call_names[c],
+                   net);
+            ck_assert_msg(net <= PEAK_TEST_STACK_LIMIT, "%s: %s used %zu bytes of stack (limit %zu)",
+                          peak_isa_name((peak_isa)isa), call_names[c], net,
+                          PEAK_TEST_STACK_LIMIT);
+        }
+    }
+    peak_isa_reset();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stack");
+    TCase *tc = tcase_create("stack");
+    tcase_add_test(tc, every_call_within_the_documented_stack);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
