@@ -446,8 +446,9 @@ typedef struct peak_softmax_desc {
  * visible with probability exactly 0, and a row of only such keys is all
  * zeros.  The maximum is subtracted before exp, so no finite score
  * overflows exp.  An exponential term e^(s - max) below FLT_MIN (2^-126)
- * counts as 0 on every tier, so probabilities that small are 0, not
- * subnormal.
+ * counts as 0 on every tier, so every tier agrees on which keys get
+ * probability 0; a term just above FLT_MIN divided by the row's sum can
+ * still give a subnormal probability.
  * @param[out] y  [B, H, Lq, Lk] at y + b*y_stride[0] + h*y_stride[1] +
  *                i*y_stride[2] + j.  y may equal x (in place; then y_stride
  *                must equal x_stride); otherwise y's extent must not meet
