@@ -8,10 +8,11 @@
  * own start-up) to subtract.  The calls are the deepest of each family: PE
  * on the fly (per token, and for a batch of sequences), the in-place add on
  * the fly, a table, a softmax large enough to stream through its stack
- * buffer, and attention with the library's own workspace.  Every tier this
- * CPU runs is measured.  Not built with sanitizers, which change frames.
+ * buffer, and attention with the library's own workspace, on the tier
+ * named by argv[1] (test-util.h).  Not built with sanitizers, which change
+ * frames.
  */
-#include "peak.h"
+#include "test-util.h"
 
 #include <check.h>
 #include <pthread.h>
@@ -106,33 +107,28 @@ static size_t stack_use(call c)
 
 START_TEST(every_call_within_the_documented_stack)
 {
-    for (int isa = PEAK_ISA_SCALAR; isa <= PEAK_ISA_NEON; isa++) {
-        if (!peak_isa_supported((peak_isa)isa))
-            continue;
-        ck_assert_int_eq(peak_isa_force((peak_isa)isa), PEAK_OK);
-        const size_t base = stack_use(NONE);
-        for (call c = PE_TABLE; c <= ATTENTION; c++) {
-            const size_t used = stack_use(c), net = used > base ? used - base : 0;
-            printf("%-7s %-32s %6zu bytes of stack\n", peak_isa_name((peak_isa)isa), call_names[c],
-                   net);
-            ck_assert_msg(net <= PEAK_TEST_STACK_LIMIT, "%s: %s used %zu bytes of stack (limit %zu)",
-                          peak_isa_name((peak_isa)isa), call_names[c], net,
-                          PEAK_TEST_STACK_LIMIT);
-        }
+    const char *tier = peak_isa_name(peak_test_isa);
+    const size_t base = stack_use(NONE);
+    for (call c = PE_TABLE; c <= ATTENTION; c++) {
+        const size_t used = stack_use(c), net = used > base ? used - base : 0;
+        printf("%-7s %-32s %6zu bytes of stack\n", tier, call_names[c], net);
+        ck_assert_msg(net <= PEAK_TEST_STACK_LIMIT, "%s: %s used %zu bytes of stack (limit %zu)",
+                      tier, call_names[c], net, PEAK_TEST_STACK_LIMIT);
     }
-    peak_isa_reset();
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(peak_isa isa)
 {
+    (void)isa;
     Suite *s = suite_create("stack");
     TCase *tc = tcase_create("stack");
     tcase_add_test(tc, every_call_within_the_documented_stack);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return peak_test_main(argc, argv, make_suite);
 }
