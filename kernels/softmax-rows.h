@@ -155,17 +155,6 @@ static inline bool peak_sm_any_nan(const float *s, size_t n, float scale)
     return false;
 }
 
-/* Step 2 of the row algorithm: every visible score is -inf or NaN.  The
-   scores are x * scale for an unmasked row and the work area (finished
-   scores) for a masked one. */
-static inline void peak_sm_no_finite_max(const peak_sm_row *r)
-{
-    const bool masked = r->keep || r->bias;
-    const float *s = masked ? r->work + r->lo : r->x + r->lo;
-    peak_sm_fill_visible(r, peak_sm_any_nan(s, r->hi - r->lo, masked ? 1.0f : r->scale) ? NAN
-                                                                                        : 0.0f);
-}
-
 /* ---- the row algorithm, over one tier's passes ------------------------- */
 
 /* A tier's vector loops.  `scaled` false means scale == 1 (the multiply is
@@ -191,6 +180,15 @@ typedef struct peak_sm_passes {
 static inline const float *peak_sm_scores(const peak_sm_row *r)
 {
     return (r->keep || r->bias ? r->work : r->x) + r->lo;
+}
+
+/* Step 2 of the row algorithm: every visible score is -inf or NaN.  An
+   unmasked row's scores are still x (times scale); a masked row's in the
+   work area are finished. */
+static inline void peak_sm_no_finite_max(const peak_sm_row *r)
+{
+    const float scale = r->keep || r->bias ? 1.0f : r->scale;
+    peak_sm_fill_visible(r, peak_sm_any_nan(peak_sm_scores(r), r->hi - r->lo, scale) ? NAN : 0.0f);
 }
 
 /* Step 1; the max of the row's visible scores. */
