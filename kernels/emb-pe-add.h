@@ -44,6 +44,20 @@ typedef void (*peak_pe_rows_fn)(float *scratch, size_t scratch_rows, size_t ld_s
    all fall in the same few L1 sets, and lines fetched further ahead evict
    one another before they are used. */
 #define PEAK_EMB_PREFETCH_ROWS 4
+
+/* A peak_embed_pe call whose output reaches this many bytes is written with
+   non-temporal stores.  Measured (bench-embed.c): on 64 x 512 tokens of
+   d_model 512 (64 MiB of output) the output's read-for-ownership costs
+   about as much as reading E, and streaming it took the table path from
+   ~0.9x to ~1.1-1.3x of memcpy's bandwidth; on 32 x 128 (8 MiB) it still
+   helps.  The seed's 2 x 50 (200 KB) stays on ordinary stores, so the next
+   layer finds its input in cache. */
+#define PEAK_EMB_STREAM_BYTES ((size_t)512 << 10)
+
+static inline bool peak_emb_streams(size_t n_tokens, size_t d_model)
+{
+    return n_tokens * d_model * sizeof(float) >= PEAK_EMB_STREAM_BYTES;
+}
 /* The on-the-fly scratch block lives on the stack: this many floats (32 KiB
    and a little: 15 rows of 512, one row of the widest documented d_model);
    wider rows take a slow path. */

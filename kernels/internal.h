@@ -45,26 +45,12 @@ typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
 
 /* Positions are resolved by the caller (api.c) into pos[t] (int64, >= 0, or
    -1 for "no PE", the fairseq pad token).  stream: the whole public call's
-   output is large (peak_emb_streams), so write it with non-temporal stores
+   output is large (peak_emb_streams in emb-pe-add.h), so write it with non-temporal stores
    where aligned vectors allow; the caller decides because it may split one
    large call into many small kernel calls. */
 typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                  const int64_t *pos, size_t n_tokens,
                                  const peak_embed_desc *desc, bool stream);
-
-/* A peak_embed_pe call whose output reaches this many bytes is written with
-   non-temporal stores.  Measured (bench-embed.c): on 64 x 512 tokens of
-   d_model 512 (64 MiB of output) the output's read-for-ownership costs
-   about as much as reading E, and streaming it took the table path from
-   ~0.9x to ~1.1-1.3x of memcpy's bandwidth; on 32 x 128 (8 MiB) it still
-   helps.  The seed's 2 x 50 (200 KB) stays on ordinary stores, so the next
-   layer finds its input in cache. */
-#define PEAK_EMB_STREAM_BYTES ((size_t)512 << 10)
-
-static inline bool peak_emb_streams(size_t n_tokens, size_t d_model)
-{
-    return n_tokens * d_model * sizeof(float) >= PEAK_EMB_STREAM_BYTES;
-}
 
 typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc);
 

@@ -3,6 +3,7 @@
  * tier's kernel.  No output byte is written before every check has passed,
  * so a rejected call leaves the caller's buffers exactly as they were.
  */
+#include "emb-pe-add.h"
 #include "internal.h"
 
 #include <math.h>
@@ -314,7 +315,7 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
    (tests/test-stack.c); a 32 KiB block measured ~6% faster on 64 x 512
    tokens but took 67 KiB of stack on AVX-512.  false: not
    this case, or rows wider than the block. */
-enum { EMBED_FLY_FLOATS = 4096, EMBED_FLY_ROWS = 64, EMBED_PREFETCH_TOKENS = 4 };
+enum { EMBED_FLY_FLOATS = 4096, EMBED_FLY_ROWS = 64 };
 
 /* The kernel prefetches the E rows of the tokens a few places ahead of the
    one it works on, within its call; the first rows of the next call (the
@@ -323,11 +324,8 @@ enum { EMBED_FLY_FLOATS = 4096, EMBED_FLY_ROWS = 64, EMBED_PREFETCH_TOKENS = 4 }
 static void embed_prefetch_next(const int32_t *ids, size_t n_tokens, size_t t0,
                                 const peak_embed_desc *d)
 {
-    for (size_t t = t0; t < t0 + EMBED_PREFETCH_TOKENS && t < n_tokens; t++) {
-        const char *row = (const char *)(d->table + (ptrdiff_t)ids[t] * d->ld_table);
-        for (size_t b = 0; b < d->d_model * sizeof(float); b += 64)
-            __builtin_prefetch(row + b, 0, 3);
-    }
+    for (size_t t = t0; t < t0 + PEAK_EMB_PREFETCH_TOKENS && t < n_tokens; t++)
+        peak_emb_prefetch(peak_emb_row_of(d, ids[t]), d->d_model, PEAK_EMB_PF_L1);
 }
 
 static bool embed_fly_batched(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
