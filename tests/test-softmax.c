@@ -807,6 +807,25 @@ START_TEST(bias_sum_overflowing_to_minus_inf)
 }
 END_TEST
 
+/* One row of n keys (row stride ld) with the subnormal scale the fuzzer
+   found, 0x1.16c2p-133, under FTZ/DAZ, which reads it as 0; bias may be
+   NULL.  false (nothing run) when FTZ/DAZ cannot be set here. */
+static bool softmax_row_under_daz(float *y, const float *x, size_t n, size_t ld,
+                                  const float *bias)
+{
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = d.heads = d.q_len = 1, d.k_len = n, d.x_stride[2] = d.y_stride[2] = (ptrdiff_t)ld;
+    d.scale = 0x1.16c2p-133f;
+    d.mask.bias = bias;
+    unsigned csr;
+    if (!peak_test_ftz_on(&csr))
+        return false;
+    peak_status s = peak_softmax(y, x, &d);
+    peak_test_ftz_restore(csr);
+    ck_assert_int_eq(s, PEAK_OK);
+    return true;
+}
+
 /* Found by tests/fuzz (fuzz-softmax): under DAZ a subnormal scale compared
    equal to 0 and was replaced by the default 1, so x = -3.6e38 gave a
    probability of 0 instead of the bias's softmax.  DAZ reads the scale as
@@ -815,16 +834,8 @@ START_TEST(subnormal_scale_under_daz)
 {
     float x[2] = {0x1.cf67fep-101f, -0x1.b767c6p+127f};
     float bias[2] = {-0x1.e28eccp+2f, -0x1.2ae8f8p+2f}, y[2];
-    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
-    d.batch = d.heads = d.q_len = 1, d.k_len = 2, d.x_stride[2] = d.y_stride[2] = 2;
-    d.scale = 0x1.16c2p-133f;
-    d.mask.bias = bias;
-    unsigned csr;
-    if (!peak_test_ftz_on(&csr))
+    if (!softmax_row_under_daz(y, x, 2, 2, bias))
         return;
-    peak_status s = peak_softmax(y, x, &d);
-    peak_test_ftz_restore(csr);
-    ck_assert_int_eq(s, PEAK_OK);
     const double e = exp((double)bias[0] - (double)bias[1]);
     const double want[2] = {e / (1.0 + e), 1.0 / (1.0 + e)};
     for (int j = 0; j < 2; j++)
@@ -846,15 +857,8 @@ START_TEST(infinite_x_subnormal_scale_under_daz)
             for (size_t j = 0; j < n; j++)
                 x[j] = j == n / 2 ? -INFINITY : 3e38f;
             float *y = in_place ? x : out;
-            peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
-            d.batch = d.heads = d.q_len = 1, d.k_len = n, d.x_stride[2] = d.y_stride[2] = 19;
-            d.scale = 0x1.16c2p-133f;
-            unsigned csr;
-            if (!peak_test_ftz_on(&csr))
+            if (!softmax_row_under_daz(y, x, n, 19, NULL))
                 return;
-            peak_status s = peak_softmax(y, x, &d);
-            peak_test_ftz_restore(csr);
-            ck_assert_int_eq(s, PEAK_OK);
             for (size_t j = 0; j < n; j++)
                 CHECK(isnan(y[j]), "%s: n %zu in_place %d: y[%zu] = %a, want NaN",
                       peak_isa_name(peak_test_isa), n, in_place, j, (double)y[j]);
