@@ -176,12 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 17: ws_short = 1; break;
         case 18: { /* a key length outside [0, Lk] */
             want = PEAK_ERR_OUT_OF_RANGE;
-            bad_len = malloc(B * sizeof *bad_len);
-            if (!bad_len)
-                abort();
-            for (size_t b = 0; b < B; b++)
-                bad_len[b] = d.mask.key_len ? d.mask.key_len[b] : (int32_t)Lk;
-            bad_len[w % B] = (w & 64) ? -1 : (int32_t)Lk + 1 + (int32_t)(w >> 7);
+            bad_len = fz_bad_key_len(&d.mask, B, Lk, w,
+                                     (w & 64) ? -1 : (int32_t)Lk + 1 + (int32_t)(w >> 7));
             c.mask.key_len = bad_len;
             break;
         }

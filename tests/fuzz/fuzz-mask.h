@@ -95,6 +95,21 @@ static inline float fz_mask_bias(const peak_mask *m, size_t b, size_t h, size_t 
                    i * (size_t)m->bias_stride[2] + j];
 }
 
+/* A copy of m's key lengths (Lk for all when it has none) with entry
+   `which % B` replaced by `bad`, for the out-of-range case; the caller
+   frees it. */
+static inline int32_t *fz_bad_key_len(const peak_mask *m, size_t B, size_t Lk, uint32_t which,
+                                      int32_t bad)
+{
+    int32_t *len = malloc(B * sizeof *len);
+    if (!len)
+        abort();
+    for (size_t b = 0; b < B; b++)
+        len[b] = m->key_len ? m->key_len[b] : (int32_t)Lk;
+    len[which % B] = bad;
+    return len;
+}
+
 static inline void fz_mask_free(fz_mask *f)
 {
     free(f->keep);
