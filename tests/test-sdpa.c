@@ -195,8 +195,6 @@ static double oracle_score(const at_problem *p, size_t b, size_t h, size_t i, si
     return s;
 }
 
-enum { ROW_NORMAL, ROW_ZERO, ROW_NAN };
-
 /* out[Dv] and *lse for row (b, h, i); returns the row kind. */
 static int oracle_row(const at_problem *p, size_t b, size_t h, size_t i, double *sc, double *out,
                       double *lse)

@@ -172,32 +172,15 @@ static float oracle_score(const peak_softmax_desc *d, const float *x, size_t b, 
     return s;
 }
 
-enum { ROW_NORMAL, ROW_ZERO, ROW_NAN };
-
 /* ref[j] = probability (vis[j] = 1) or 0 (masked); returns the row kind. */
 static int oracle_row(const peak_softmax_desc *d, const float *x, size_t b, size_t h, size_t i,
                       double *ref, int *vis)
 {
-    double m = -INFINITY;
-    int poisoned = 0;
     for (size_t j = 0; j < d->k_len; j++) {
         vis[j] = oracle_visible(d, b, h, i, j);
         ref[j] = vis[j] ? oracle_score(d, x, b, h, i, j) : -INFINITY;
-        if (vis[j] && (isnan(ref[j]) || ref[j] == INFINITY))
-            poisoned = 1;
-        else if (ref[j] > m)
-            m = ref[j];
     }
-    if (poisoned)
-        return ROW_NAN;
-    if (m == -INFINITY)
-        return ROW_ZERO;
-    double sum = 0.0;
-    for (size_t j = 0; j < d->k_len; j++)
-        sum += vis[j] ? exp(ref[j] - m) : 0.0;
-    for (size_t j = 0; j < d->k_len; j++)
-        ref[j] = vis[j] ? exp(ref[j] - m) / sum : 0.0;
-    return ROW_NORMAL;
+    return peak_test_softmax_row(ref, vis, d->k_len);
 }
 
 /* ---- checking ------------------------------------------------------------ */

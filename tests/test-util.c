@@ -222,3 +222,27 @@ int32_t *peak_test_add_key_len(peak_mask *m, peak_test_dims d, uint64_t *rng)
     m->key_len = key_len;
     return key_len;
 }
+
+int peak_test_softmax_row(double *s, const int *vis, size_t n)
+{
+    double m = -INFINITY;
+    int poisoned = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (!vis[j])
+            continue;
+        if (isnan(s[j]) || s[j] == INFINITY)
+            poisoned = 1;
+        else if (s[j] > m)
+            m = s[j];
+    }
+    if (poisoned)
+        return ROW_NAN;
+    if (m == -INFINITY)
+        return ROW_ZERO;
+    double sum = 0.0;
+    for (size_t j = 0; j < n; j++)
+        sum += vis[j] ? exp(s[j] - m) : 0.0;
+    for (size_t j = 0; j < n; j++)
+        s[j] = vis[j] ? exp(s[j] - m) / sum : 0.0;
+    return ROW_NORMAL;
+}

@@ -68,6 +68,15 @@ int peak_test_is_canary(float v);
 int peak_test_mask_visible(const peak_mask *m, size_t q_len, size_t k_len, size_t b, size_t h,
                            size_t i, size_t j);
 
+/* What an oracle row of softmax or attention is (peak.h): a visible NaN or
+   +inf score makes it a NaN row, no finite visible score a zero row. */
+enum peak_test_row_kind { ROW_NORMAL, ROW_ZERO, ROW_NAN };
+
+/* s[j] for j < n: a row's scores in double, read where vis[j] != 0.
+   Returns the row's kind; for a normal row s becomes its softmax (0 at
+   masked keys). */
+int peak_test_softmax_row(double *s, const int *vis, size_t n);
+
 /* Random masks for a [B, H, Lq, Lk] score tensor.  Bits 1, 2, 4 of
    `broadcast` give the b, h, i strides 0 (broadcast) instead of packed.
    Each sets the mask's pointer and strides and returns the buffer, which the

@@ -26,8 +26,6 @@
 #define AT_LSE 4e-6
 #define AT_MAX_WORK 1500000.0 /* B*H*Lq*Lk*(D+Dv) per call, for speed */
 
-enum { ROW_NORMAL, ROW_ZERO, ROW_NAN };
-
 static size_t off3(const ptrdiff_t st[3], size_t a, size_t b, size_t c)
 {
     return a * (size_t)st[0] + b * (size_t)st[1] + c * (size_t)st[2];

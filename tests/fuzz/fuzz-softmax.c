@@ -18,8 +18,6 @@
 #define SM_ABS 1e-7
 #define SM_SUM 1e-6
 
-enum { ROW_NORMAL, ROW_ZERO, ROW_NAN };
-
 static size_t row_off(const ptrdiff_t st[3], size_t b, size_t h, size_t i)
 {
     return b * (size_t)st[0] + h * (size_t)st[1] + i * (size_t)st[2];
@@ -45,8 +43,6 @@ static int oracle_row(const peak_softmax_desc *d, const float *x, size_t b, size
 {
     const float scale = d->scale == 0.0f ? 1.0f : d->scale;
     const float *xr = x + row_off(d->x_stride, b, h, i);
-    double m = -INFINITY;
-    int poisoned = 0;
     unsigned csr = fz_ftz_set(ftz);
     for (size_t j = 0; j < d->k_len; j++) {
         vis[j] = peak_test_mask_visible(&d->mask, d->q_len, d->k_len, b, h, i, j);
@@ -57,22 +53,9 @@ static int oracle_row(const peak_softmax_desc *d, const float *x, size_t b, size
         if (d->mask.bias)
             s += fz_mask_bias(&d->mask, b, h, i, j);
         p[j] = s;
-        if (isnan(s) || s == INFINITY)
-            poisoned = 1;
-        else if (s > m)
-            m = s;
     }
     fz_ftz_restore(csr);
-    if (poisoned)
-        return ROW_NAN;
-    if (m == -INFINITY)
-        return ROW_ZERO;
-    double sum = 0.0;
-    for (size_t j = 0; j < d->k_len; j++)
-        sum += vis[j] ? exp(p[j] - m) : 0.0;
-    for (size_t j = 0; j < d->k_len; j++)
-        p[j] = vis[j] ? exp(p[j] - m) / sum : 0.0;
-    return ROW_NORMAL;
+    return peak_test_softmax_row(p, vis, d->k_len);
 }
 
 static int close_to(float got, double ref, int ulp, double abs_tol)
