@@ -44,6 +44,7 @@
 #include "baseline-pe-table.h"
 #include "baseline-plain-loops.h"
 #include "baseline-softmax.h"
+#include "bench.h"
 
 #include "internal.h"
 #include "peak.h"
@@ -132,33 +133,6 @@ static void emit(const char *family, const char *variant, const char *shape, con
     printf("}");
     first_entry = 0;
     fflush(stdout);
-}
-
-static void fill(float *x, size_t n, uint64_t seed, float lo, float hi)
-{
-    for (size_t k = 0; k < n; k++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        x[k] = lo + (hi - lo) * (float)((double)(seed >> 40) * 0x1p-24);
-    }
-}
-
-static int cpu_avx512(void)
-{
-#if defined(__x86_64__)
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-#else
-    return 0;
-#endif
-}
-
-static int cpu_avx2(void)
-{
-#if defined(__x86_64__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
 }
 
 typedef struct tier {
@@ -252,13 +226,13 @@ static void acc_pe_table(void)
     bench_pe_table_sleef_scalar(out, PE_NPOS, PE_D, div);
     pe_score("sleef_scalar", out, exact, div, "the seed's float32 formula, SLEEF u10");
 #if PEAK_BENCH_SLEEF_AVX2
-    if (cpu_avx2()) {
+    if (bench_cpu_avx2()) {
         bench_pe_table_sleef_avx2(out, PE_NPOS, PE_D, div);
         pe_score("sleef_avx2", out, exact, div, "the seed's float32 formula, SLEEF u10");
     }
 #endif
 #if PEAK_BENCH_SLEEF_AVX512
-    if (cpu_avx512()) {
+    if (bench_cpu_avx512()) {
         bench_pe_table_sleef_avx512(out, PE_NPOS, PE_D, div);
         pe_score("sleef_avx512", out, exact, div, "the seed's float32 formula, SLEEF u10");
         bench_pe_table_sleef_u35_avx512(out, PE_NPOS, PE_D, div);
@@ -266,13 +240,13 @@ static void acc_pe_table(void)
     }
 #endif
 #if PEAK_BENCH_LIBMVEC_AVX2
-    if (cpu_avx2()) {
+    if (bench_cpu_avx2()) {
         bench_pe_table_libmvec_avx2(out, PE_NPOS, PE_D, div);
         pe_score("libmvec_avx2", out, exact, div, "the seed's float32 formula, glibc libmvec");
     }
 #endif
 #if PEAK_BENCH_LIBMVEC_AVX512
-    if (cpu_avx512()) {
+    if (bench_cpu_avx512()) {
         bench_pe_table_libmvec_avx512(out, PE_NPOS, PE_D, div);
         pe_score("libmvec_avx512", out, exact, div, "the seed's float32 formula, glibc libmvec");
     }
@@ -328,19 +302,19 @@ static void acc_exp(void)
     exp_score("libm_loop", bench_exp_libm, x, y, want, n);
     exp_score("sleef_scalar", bench_exp_sleef_scalar, x, y, want, n);
 #if PEAK_BENCH_SLEEF_AVX2
-    if (cpu_avx2())
+    if (bench_cpu_avx2())
         exp_score("sleef_avx2", bench_exp_sleef_avx2, x, y, want, n);
 #endif
 #if PEAK_BENCH_SLEEF_AVX512
-    if (cpu_avx512())
+    if (bench_cpu_avx512())
         exp_score("sleef_avx512", bench_exp_sleef_avx512, x, y, want, n);
 #endif
 #if PEAK_BENCH_LIBMVEC_AVX2
-    if (cpu_avx2())
+    if (bench_cpu_avx2())
         exp_score("libmvec_avx2", bench_exp_libmvec_avx2, x, y, want, n);
 #endif
 #if PEAK_BENCH_LIBMVEC_AVX512
-    if (cpu_avx512())
+    if (bench_cpu_avx512())
         exp_score("libmvec_avx512", bench_exp_libmvec_avx512, x, y, want, n);
 #endif
     free(want);
@@ -349,20 +323,6 @@ static void acc_exp(void)
 }
 
 /* ---- softmax ------------------------------------------------------------------ */
-
-/* Scores as bench-softmax.c makes them: roughly normal, spread ~3. */
-static void sm_fill(float *x, size_t n)
-{
-    uint64_t s = 0x5eed;
-    for (size_t k = 0; k < n; k++) {
-        double u = 0.0;
-        for (int t = 0; t < 4; t++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            u += (double)(s >> 11) * 0x1p-53;
-        }
-        x[k] = (float)((u - 2.0) * 5.0);
-    }
-}
 
 static void sm_exact(long double *want, const float *x, size_t rows, size_t L, int causal)
 {
@@ -400,7 +360,7 @@ static void acc_softmax(void)
                 fprintf(stderr, "peak_accuracy: out of memory\n");
                 exit(1);
             }
-            sm_fill(x, n);
+            bench_fill_scores(x, n);
             sm_exact(want, x, rows, L, causal);
             char shape[64];
             snprintf(shape, sizeof shape, "L:%zu/causal:%d", L, causal);
@@ -470,8 +430,8 @@ static void acc_embed_pe_add(void)
         fprintf(stderr, "peak_accuracy: out of memory\n");
         exit(1);
     }
-    fill(table, (size_t)EP_VOCAB * EP_D, 0x243f6a88, -1.0f, 1.0f);
-    fill(x0, n, 0x13198a2e, -1.0f, 1.0f);
+    bench_fill_uniform(table, (size_t)EP_VOCAB * EP_D, 0x243f6a88, -1.0f, 1.0f);
+    bench_fill_uniform(x0, n, 0x13198a2e, -1.0f, 1.0f);
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t t = 0; t < EP_B * EP_S; t++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -559,10 +519,10 @@ static void acc_layernorm(void)
         fprintf(stderr, "peak_accuracy: out of memory\n");
         exit(1);
     }
-    fill(x, n, 1, -2.0f, 3.0f);
-    fill(r, n, 2, -1.0f, 1.0f);
-    fill(gamma, d, 3, 0.5f, 1.5f);
-    fill(beta, d, 4, -1.0f, 1.0f);
+    bench_fill_uniform(x, n, 1, -2.0f, 3.0f);
+    bench_fill_uniform(r, n, 2, -1.0f, 1.0f);
+    bench_fill_uniform(gamma, d, 3, 0.5f, 1.5f);
+    bench_fill_uniform(beta, d, 4, -1.0f, 1.0f);
     for (size_t t = 0; t < rows; t++) {
         long double sum = 0.0L, var = 0.0L;
         for (size_t j = 0; j < d; j++)
@@ -617,9 +577,9 @@ static void acc_attention_shape(size_t Lq, size_t Lk, int causal)
         fprintf(stderr, "peak_accuracy: out of memory\n");
         exit(1);
     }
-    fill(q, nq, 11, -1.0f, 1.0f);
-    fill(k, nk, 12, -1.0f, 1.0f);
-    fill(v, nk, 13, -1.0f, 1.0f);
+    bench_fill_uniform(q, nq, 11, -1.0f, 1.0f);
+    bench_fill_uniform(k, nk, 12, -1.0f, 1.0f);
+    bench_fill_uniform(v, nk, 13, -1.0f, 1.0f);
     const float scale = 0.125f;
     for (size_t h = 0; h < H; h++)
         for (size_t i = 0; i < Lq; i++) {

@@ -229,20 +229,6 @@ static int sm_check(const sm_case *c, char *msg, size_t msg_len)
     return 0;
 }
 
-/* Scores as attention would give them: roughly normal, spread of ~3. */
-static void sm_fill(float *x, size_t n)
-{
-    uint64_t s = 0x5eed;
-    for (size_t k = 0; k < n; k++) {
-        double u = 0.0;
-        for (int t = 0; t < 4; t++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            u += (double)(s >> 11) * 0x1p-53;
-        }
-        x[k] = (float)((u - 2.0) * 5.0);
-    }
-}
-
 static void sm_measure(gb_state *st, sm_case *c)
 {
     char msg[160];
@@ -320,7 +306,7 @@ static void bench_softmax(gb_state *st, void *user)
     c.x = sm_alloc(c.rows * c.L * sizeof(float));
     c.y = sm_alloc(c.rows * c.L * sizeof(float));
     if (c.x && c.y) {
-        sm_fill(c.x, c.rows * c.L);
+        bench_fill_scores(c.x, c.rows * c.L);
         sm_prepare_and_measure(st, &c);
     } else {
         gb_skip_with_error(st, "out of memory");

@@ -45,6 +45,19 @@ void *bench_alloc(size_t bytes)
     return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
+void bench_fill_scores(float *x, size_t n)
+{
+    uint64_t s = 0x5eed;
+    for (size_t k = 0; k < n; k++) {
+        double u = 0.0;
+        for (int t = 0; t < 4; t++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            u += (double)(s >> 11) * 0x1p-53;
+        }
+        x[k] = (float)((u - 2.0) * 5.0);
+    }
+}
+
 void bench_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi)
 {
     for (size_t k = 0; k < n; k++) {

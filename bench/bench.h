@@ -52,6 +52,9 @@ int bench_cpu_avx512(void);
 int bench_cpu_avx2(void);
 /* 64-byte aligned, like a framework's tensor allocator; free() it. */
 void *bench_alloc(size_t bytes);
+/* n scores as attention would give them: roughly normal (a sum of four
+   uniforms), spread ~3, the same sequence every call. */
+void bench_fill_scores(float *x, size_t n);
 /* n floats uniform in [lo, hi), from a fixed-seed LCG. */
 void bench_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi);
 
