@@ -569,10 +569,15 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  * arrays (checked; extents, so tensors that interleave in one buffer
  * without sharing an element are rejected too).
  *
- * Workspace by tier, independent of Lq and Lk: scalar 8 (Lk + Dv) bytes;
- * AVX2, AVX-512 and NEON (fused, flash-style: 64 query rows x 64 keys per
- * tile) 256 (Dh' + Dv') + 256 (Dh + Dv) + ~35 KiB, with Dh', Dv' rounded
- * up to 16 -- 98 KiB for Dh = Dv = 64, 291 KiB for 256.
+ * Workspace by tier: scalar 8 (Lk + Dv) bytes.  AVX2, AVX-512 and NEON
+ * (fused, flash-style: 64 query rows x 64 keys per tile): 256 (Dh' + Dv')
+ * + 256 (Dh + Dv) + ~35 KiB for one tile, with Dh', Dv' rounded up to 16 --
+ * 98 KiB for Dh = Dv = 64, 291 KiB for 256; and when a kv head has more
+ * than 64 query rows (Lq * H / kv_heads > 64), the K and V rows its query
+ * blocks share, packed once: 4 (Dh' + Dv') bytes per key for the first
+ * keys, Lk rounded up to 64, up to 2 MiB -- 1.1 MiB in all for Dh = 64
+ * and L = 2048, 2.1 MiB for any L >= 4096 (Dh = 64) and at most 2.3 MiB
+ * (Dh = Dv = 256).  No other memory is used, whatever Lq and Lk.
  *
  * Accuracy, against the attention of the given floats computed exactly:
  * the scalar tier rounds once; AVX2, AVX-512 and NEON form the scores in

@@ -841,6 +841,54 @@ START_TEST(nonfinite_value_seen_by_one_row)
 }
 END_TEST
 
+/* The packed K/V tiles a kv head's query blocks share (kernels/sdpa-tiles.h):
+   case 0, 64 query heads on one kv head, causal, so each block is one
+   position and the cached tile grows by a key per block; case 1, an inf in
+   a V row every row sees, in a tile cached by the first block and reused
+   by the next three: each row's output is non-finite in that column and
+   equals the oracle (computed with the inf replaced by 0) in the others. */
+START_TEST(kv_tile_cache_across_blocks)
+{
+    if (_i == 0) {
+        at_shape s = {1, 64, 1, 70, 70, 8, 8, 0, 0, 0, 1};
+        at_problem p;
+        at_init(&p, &s, 2450);
+        p.d.mask.causal = 1;
+        at_finish(&p, 1.0f, 1.0f);
+        return;
+    }
+    at_shape s = {1, 2, 1, 130, 150, 16, 16, 0, 0, 0, 0};
+    at_problem p;
+    at_init(&p, &s, 2451);
+    at_fill(&p, 1.0f, 1.0f);
+    const size_t j = 40, col = 5;
+    float *vj = at(p.v, p.d.v_stride, 0, j, 0);
+    vj[col] = INFINITY;
+    p.q0 = dup(p.q, p.nq);
+    p.k0 = dup(p.k, p.nk);
+    p.v0 = dup(p.v, p.nv);
+    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    at(p.v0, p.d.v_stride, 0, j, 0)[col] = 0.0f;
+    double *sc = malloc(150 * sizeof *sc), ref[16], lse;
+    const double tol = ATTN_TOL * v_max(&p);
+    for (size_t h = 0; h < 2; h++)
+        for (size_t i = 0; i < 130; i++) {
+            ck_assert_int_eq(oracle_row(&p, 0, h, i, sc, ref, &lse), ROW_NORMAL);
+            const float *o = cat(p.o, p.d.o_stride, 0, i, h);
+            for (size_t c = 0; c < 16; c++) {
+                char where[200];
+                describe(&p, 0, h, i, c, where, sizeof where);
+                if (c == col)
+                    CHECK(!isfinite(o[c]), "%s: %.9g, should be non-finite", where, (double)o[c]);
+                else
+                    expect_value(where, ROW_NORMAL, ref[c], o[c], tol);
+            }
+        }
+    free(sc);
+    at_free(&p);
+}
+END_TEST
+
 /* Scores of magnitude 1e4 (q, k in [-25, 25], scale 1, Dh 16), in rows
    longer than one tile. */
 START_TEST(scores_of_1e4)
@@ -996,6 +1044,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, masked_nonfinite_kv_never_read, 0, 3);
     tcase_add_loop_test(tc, nonfinite_visible_score_poisons_row, 0, 2);
     tcase_add_loop_test(tc, huge_magnitudes, 0, 4);
+    tcase_add_loop_test(tc, kv_tile_cache_across_blocks, 0, 2);
     tcase_add_loop_test(tc, decode_matches_full_causal, 0, 4);
     tcase_add_loop_test(tc, issue_head_dims_across_tiles, 0, 9);
     tcase_add_loop_test(tc, lengths_to_300_sampled, 0, 6);
