@@ -56,19 +56,20 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
             _mm256_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, acc[jj][rr]);
 }
 
-/* O^T[c0 .. c0+nc-1][.] += sum_j V[j][c] P^T[j][.]. */
-INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t n, size_t c0,
-                    int nc, int nrv)
+/* O^T[0 .. nc-1][.] += sum_j V[j][c] P^T[j][.] (oacc and v point at the
+   first column). */
+INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, size_t n, int nc,
+                    int nrv)
 {
     __m256 acc[NJ][NRV];
 #pragma GCC unroll 6
     for (int cc = 0; cc < nc; cc++)
 #pragma GCC unroll 2
         for (int rr = 0; rr < nrv; rr++)
-            acc[cc][rr] = _mm256_load_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW);
+            acc[cc][rr] = _mm256_load_ps(oacc + (size_t)cc * SDPA_BQ + rr * SDPA_VW);
     for (size_t j = 0; j < n; j++) {
         __m256 vpt[NRV];
-        const float *vj = vp[j] + c0;
+        const float *vj = v + j * ldv;
 #pragma GCC unroll 2
         for (int rr = 0; rr < nrv; rr++)
             vpt[rr] = _mm256_load_ps(pt + j * SDPA_BQ + rr * SDPA_VW);
@@ -84,7 +85,7 @@ INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t
     for (int cc = 0; cc < nc; cc++)
 #pragma GCC unroll 2
         for (int rr = 0; rr < nrv; rr++)
-            _mm256_store_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
+            _mm256_store_ps(oacc + (size_t)cc * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
 }
 
 SDPA_DEFINE_ROW_PAIR_DRIVERS(NJ)

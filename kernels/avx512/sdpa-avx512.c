@@ -81,19 +81,20 @@ static void isa_scores(float *st, const float *const *kp, const float *qt, size_
         ROWS_SWITCH(scores_core, 1, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh)
 }
 
-/* O^T[c0 .. c0+nc-1][.] += sum_j V[j][c] P^T[j][.] over nrv row vectors. */
-INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t n, size_t c0,
-                    int nc, int nrv)
+/* O^T[0 .. nc-1][.] += sum_j V[j][c] P^T[j][.] over nrv row vectors (oacc
+   and v point at the first column). */
+INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, size_t n, int nc,
+                    int nrv)
 {
     __m512 acc[NC][SDPA_NRV];
 #pragma GCC unroll 6
     for (int cc = 0; cc < nc; cc++)
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++)
-            acc[cc][rr] = _mm512_load_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW);
+            acc[cc][rr] = _mm512_load_ps(oacc + (size_t)cc * SDPA_BQ + rr * SDPA_VW);
     for (size_t j = 0; j < n; j++) {
         __m512 vp_[SDPA_NRV];
-        const float *vj = vp[j] + c0;
+        const float *vj = v + j * ldv;
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++)
             vp_[rr] = _mm512_load_ps(pt + j * SDPA_BQ + rr * SDPA_VW);
@@ -109,20 +110,20 @@ INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t
     for (int cc = 0; cc < nc; cc++)
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++)
-            _mm512_store_ps(oacc + (c0 + (size_t)cc) * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
+            _mm512_store_ps(oacc + (size_t)cc * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
 }
 
-static void isa_pv(float *oacc, const float *const *vp, const float *pt, size_t dv, size_t n,
+static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, size_t dv, size_t n,
                    size_t r0, size_t r1)
 {
     const int nrv = (int)((r1 - r0) / SDPA_VW);
     size_t c = 0;
     for (; c + NC <= dv; c += NC)
-        ROWS_SWITCH(pv_core, NC, oacc + r0, vp, pt + r0, n, c)
+        ROWS_SWITCH(pv_core, NC, oacc + c * SDPA_BQ + r0, v + c, ldv, pt + r0, n)
     for (; c + 4 <= dv; c += 4)
-        ROWS_SWITCH(pv_core, 4, oacc + r0, vp, pt + r0, n, c)
+        ROWS_SWITCH(pv_core, 4, oacc + c * SDPA_BQ + r0, v + c, ldv, pt + r0, n)
     for (; c < dv; c++)
-        ROWS_SWITCH(pv_core, 1, oacc + r0, vp, pt + r0, n, c)
+        ROWS_SWITCH(pv_core, 1, oacc + c * SDPA_BQ + r0, v + c, ldv, pt + r0, n)
 }
 
 /* Scores of one row vector: s = acc * scale, or acc * scale + B where B is

@@ -101,17 +101,18 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
         }                                                                        \
     } while (0)
 
-/* O^T[c0 .. c0+nc-1][.] += sum_j V[j][c] P^T[j][.], nc 8, 4 or 1. */
-INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t n, size_t c0,
-                    int nc, int nrv)
+/* O^T[0 .. nc-1][.] += sum_j V[j][c] P^T[j][.], nc 8, 4 or 1 (oacc and v
+   point at the first column). */
+INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, size_t n, int nc,
+                    int nrv)
 {
     float32x4_t acc[NRV][NJ];
     UNROLL for (int rr = 0; rr < nrv; rr++)
         UNROLL for (int cc = 0; cc < nc; cc++)
-            acc[rr][cc] = vld1q_f32(oacc + (c0 + (size_t)cc) * SDPA_BQ + (size_t)rr * SDPA_VW);
+            acc[rr][cc] = vld1q_f32(oacc + (size_t)cc * SDPA_BQ + (size_t)rr * SDPA_VW);
     for (size_t j = 0; j < n; j++) {
         float32x4_t vpt[NRV];
-        const float *vj = vp[j] + c0;
+        const float *vj = v + j * ldv;
         UNROLL for (int rr = 0; rr < nrv; rr++)
             vpt[rr] = vld1q_f32(pt + j * SDPA_BQ + (size_t)rr * SDPA_VW);
         if (nc == 1) {
@@ -129,7 +130,7 @@ INLINE void pv_core(float *oacc, const float *const *vp, const float *pt, size_t
     }
     UNROLL for (int rr = 0; rr < nrv; rr++)
         UNROLL for (int cc = 0; cc < nc; cc++)
-            vst1q_f32(oacc + (c0 + (size_t)cc) * SDPA_BQ + (size_t)rr * SDPA_VW, acc[rr][cc]);
+            vst1q_f32(oacc + (size_t)cc * SDPA_BQ + (size_t)rr * SDPA_VW, acc[rr][cc]);
 }
 
 SDPA_DEFINE_ROW_PAIR_DRIVERS(NJ)
