@@ -60,6 +60,7 @@ typedef struct sdpa_ws {
     float *bt;    /* B^T [BC][BQ] (masked tiles only)         */
     float *oacc;  /* O^T [v_head_dim][BQ]                     */
     float *m, *l; /* running max and sum [BQ]                 */
+    float *tmax;  /* the tile's max scaled score [BQ]         */
     float *zero;  /* max(head_dim, v_head_dim) zeros          */
     float *vpack; /* the tile's V rows [BC][round16(v_head_dim)] */
     float *kpack; /* the tile's K rows [BC][round16(head_dim)]   */
@@ -81,10 +82,15 @@ typedef struct sdpa_ws {
 
 /* The including file's micro-kernels (row ranges [r0, r1) are whole
    vectors; st, qt, oacc and bt are [.][BQ] with rows along the lanes). */
+/* isa_scores stores the scaled scores S^T * scale and raises tmax[r] to
+   their max (the softmax's first pass, fused into the micro-kernel's
+   epilogue while the scores are in registers); isa_online_softmax takes
+   that max for an unmasked tile (bt NULL) and otherwise adds B^T and
+   takes the max itself. */
 static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, size_t n,
-                       size_t r0, size_t r1);
-static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, size_t dv,
-                               size_t n, size_t r0, size_t r1);
+                       float scale, float *tmax, size_t r0, size_t r1);
+static void isa_online_softmax(const sdpa_ws *w, const float *bt, size_t dv, size_t n, size_t r0,
+                               size_t r1);
 /* V rows are v + j * ldv (packed): one pointer stepping by ldv, so that
    the column broadcasts are fixed displacements from it (through a pointer
    array, GCC kept the column offsets on the stack and reloaded them before
@@ -92,7 +98,8 @@ static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, s
 static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, size_t dv, size_t n,
                    size_t r0, size_t r1);
 /* isa_scores() and isa_pv() for tiers whose micro-kernels take one or two
-   row vectors (AVX2, NEON): scores_core(st, kp, qt, dh, width, pairs) and
+   row vectors (AVX2, NEON): scores_core(st, kp, qt, dh, scale, tmax, width,
+   pairs) and
    pv_core(oacc, v, ldv, pt, n, width, pairs) over key (value) columns in
    steps of nj, then 4, then 1; row pairs, then a single row vector if the
    count is odd. */
@@ -107,15 +114,18 @@ static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, siz
 
 #define SDPA_DEFINE_ROW_PAIR_DRIVERS(nj)                                                 \
     static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, \
-                           size_t n, size_t r0, size_t r1)                                \
+                           size_t n, float scale, float *tmax, size_t r0, size_t r1)      \
     {                                                                                    \
         size_t j = 0;                                                                    \
         for (; j + (nj) <= n; j += (nj))                                                 \
-            SDPA_ROW_PAIRS(scores_core, nj, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh); \
+            SDPA_ROW_PAIRS(scores_core, nj, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh,  \
+                           scale, tmax + r_);                                            \
         for (; j + 4 <= n; j += 4)                                                       \
-            SDPA_ROW_PAIRS(scores_core, 4, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);  \
+            SDPA_ROW_PAIRS(scores_core, 4, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh,   \
+                           scale, tmax + r_);                                            \
         for (; j < n; j++)                                                               \
-            SDPA_ROW_PAIRS(scores_core, 1, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh);  \
+            SDPA_ROW_PAIRS(scores_core, 1, st + j * SDPA_BQ + r_, kp + j, qt + r_, dh,   \
+                           scale, tmax + r_);                                            \
     }                                                                                    \
     static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, size_t dv, \
                        size_t n, size_t r0, size_t r1)                                    \
@@ -188,7 +198,7 @@ static inline size_t sdpa_ws_floats(const peak_attn_desc *d)
     const size_t tile = SDPA_BC * (sdpa_round16(d->v_head_dim) + sdpa_round16(d->head_dim));
     const size_t ct = sdpa_cache_tiles(d);
     return sdpa_round16(d->head_dim * SDPA_BQ) + 2 * SDPA_BC * SDPA_BQ +
-           sdpa_round16(d->v_head_dim * SDPA_BQ) + 2 * SDPA_BQ + sdpa_round16(dmax) + ptrs +
+           sdpa_round16(d->v_head_dim * SDPA_BQ) + 3 * SDPA_BQ + sdpa_round16(dmax) + ptrs +
            tile + ct * tile + sdpa_round16(ct);
 }
 
@@ -217,7 +227,8 @@ static inline sdpa_ws sdpa_ws_carve(void *workspace, const peak_attn_desc *d)
     p += sdpa_round16(d->v_head_dim * SDPA_BQ);
     w.m = p;
     w.l = p + SDPA_BQ;
-    p += 2 * SDPA_BQ;
+    w.tmax = p + 2 * SDPA_BQ;
+    p += 3 * SDPA_BQ;
     w.zero = p;
     const size_t dmax = d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim;
     memset(w.zero, 0, dmax * sizeof(float));
@@ -432,11 +443,14 @@ static inline void sdpa_tile(const sdpa_block *blk, const sdpa_ws *w, size_t t0,
         sdpa_tile_mask(blk, w, t0, n, r0, r1);
     }
     const bool finite = sdpa_tile_pack(blk, w, t0, n, whole);
-    /* S^T[j][r0..r1) = K[kp[j]] . Q^T[.][r0..r1), j < n. */
-    isa_scores(w->st, w->kp, w->qt, d->head_dim, n, r0, r1);
-    /* Scale (and mask with B^T unless NULL), update m and l, rescale O^T
-       by e^(m_old - m_new), and leave P^T in st. */
-    isa_online_softmax(w, whole ? NULL : w->bt, d->scale, d->v_head_dim, n, r0, r1);
+    /* S^T[j][r0..r1) = K[kp[j]] . Q^T[.][r0..r1) * scale, j < n, and their
+       max. */
+    for (size_t r = r0; r < r1; r++)
+        w->tmax[r] = -INFINITY;
+    isa_scores(w->st, w->kp, w->qt, d->head_dim, n, d->scale, w->tmax, r0, r1);
+    /* Mask with B^T unless NULL, update m and l, rescale O^T by
+       e^(m_old - m_new), and leave P^T in st. */
+    isa_online_softmax(w, whole ? NULL : w->bt, d->v_head_dim, n, r0, r1);
     if (finite)
         isa_pv(w->oacc, w->vp[0], sdpa_round16(d->v_head_dim), w->st, d->v_head_dim, n, r0, r1);
     else

@@ -25,10 +25,11 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* S^T[jj][.] for keys kp[0 .. nj-1] and nrv row vectors (st and qt point
-   at the first row); constants after inlining. */
-INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, int nj,
-                        int nrv)
+/* S^T[jj][.] * scale for keys kp[0 .. nj-1] and nrv row vectors (st, qt
+   and tmax point at the first row), and their max into tmax; constants
+   after inlining. */
+INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, float scale,
+                        float *tmax, int nj, int nrv)
 {
     __m256 acc[NJ][NRV];
 #pragma GCC unroll 6
@@ -49,11 +50,22 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
                 acc[jj][rr] = _mm256_fmadd_ps(vk, vq[rr], acc[jj][rr]);
         }
     }
+    const __m256 vscale = _mm256_set1_ps(scale);
+    __m256 vmax[NRV];
+#pragma GCC unroll 2
+    for (int rr = 0; rr < nrv; rr++)
+        vmax[rr] = _mm256_load_ps(tmax + rr * SDPA_VW);
 #pragma GCC unroll 6
     for (int jj = 0; jj < nj; jj++)
 #pragma GCC unroll 2
-        for (int rr = 0; rr < nrv; rr++)
-            _mm256_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, acc[jj][rr]);
+        for (int rr = 0; rr < nrv; rr++) {
+            const __m256 vs = _mm256_mul_ps(acc[jj][rr], vscale);
+            _mm256_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, vs);
+            vmax[rr] = _mm256_max_ps(vmax[rr], vs);
+        }
+#pragma GCC unroll 2
+    for (int rr = 0; rr < nrv; rr++)
+        _mm256_store_ps(tmax + rr * SDPA_VW, vmax[rr]);
 }
 
 /* O^T[0 .. nc-1][.] += sum_j V[j][c] P^T[j][.] (oacc and v point at the
@@ -90,20 +102,18 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
 
 SDPA_DEFINE_ROW_PAIR_DRIVERS(NJ)
 
-/* Scores of one row vector: s = acc * scale, or acc * scale + B where B is
-   finite and -inf where B is -inf (a select, so that a NaN or inf product
-   at a masked key cannot leak).  Returns their max. */
-static __m256 scale_mask_max(float *s, const float *bt, float scale, size_t n)
+/* Masked scores of one row vector: s + B where B is finite and -inf where
+   B is -inf (a select, so that a NaN or inf score at a masked key cannot
+   leak).  Returns their max. */
+static __m256 mask_max(float *s, const float *bt, size_t n)
 {
-    const __m256 vscale = _mm256_set1_ps(scale), vninf = _mm256_set1_ps(-INFINITY);
+    const __m256 vninf = _mm256_set1_ps(-INFINITY);
     __m256 vmax = vninf;
     for (size_t j = 0; j < n; j++) {
-        __m256 vs = _mm256_mul_ps(_mm256_load_ps(s + j * SDPA_BQ), vscale);
-        if (bt) {
-            const __m256 vb = _mm256_load_ps(bt + j * SDPA_BQ);
-            const __m256 vmasked = _mm256_cmp_ps(vb, vninf, _CMP_EQ_OQ);
-            vs = _mm256_blendv_ps(_mm256_add_ps(vs, vb), vninf, vmasked);
-        }
+        const __m256 vb = _mm256_load_ps(bt + j * SDPA_BQ);
+        const __m256 vmasked = _mm256_cmp_ps(vb, vninf, _CMP_EQ_OQ);
+        const __m256 vs =
+            _mm256_blendv_ps(_mm256_add_ps(_mm256_load_ps(s + j * SDPA_BQ), vb), vninf, vmasked);
         _mm256_store_ps(s + j * SDPA_BQ, vs);
         vmax = _mm256_max_ps(vmax, vs);
     }
@@ -130,13 +140,13 @@ static void rescale(float *oacc, __m256 valpha, size_t dv)
         _mm256_store_ps(oacc + c * SDPA_BQ, _mm256_mul_ps(_mm256_load_ps(oacc + c * SDPA_BQ), valpha));
 }
 
-static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, size_t dv,
-                               size_t n, size_t r0, size_t r1)
+static void isa_online_softmax(const sdpa_ws *w, const float *bt, size_t dv, size_t n, size_t r0,
+                               size_t r1)
 {
     const __m256 vninf = _mm256_set1_ps(-INFINITY), vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
     for (size_t r = r0; r < r1; r += SDPA_VW) {
         const __m256 vm_old = _mm256_load_ps(w->m + r);
-        const __m256 vtile = scale_mask_max(w->st + r, bt ? bt + r : NULL, scale, n);
+        const __m256 vtile = bt ? mask_max(w->st + r, bt + r, n) : _mm256_load_ps(w->tmax + r);
         /* A NaN m_old (whose l is already NaN) is dropped by MAXPS. */
         const __m256 vm = _mm256_max_ps(vm_old, vtile);
         /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */

@@ -4,11 +4,13 @@
  * The tiling, masks and special rows are ../sdpa-tiles.h's; this file holds
  * the three micro-kernels, with 16 query rows per zmm and blocks of 64 rows
  * (4 vectors) against tiles of 64 keys:
- *   scores: 4 keys x 4 row vectors = 16 accumulators; per d, 4 loads of Q^T
- *           and 4 broadcasts of K feed 16 FMAs;
- *   P.V:    4 columns of V x 4 row vectors, the same shape;
- *   softmax: per row vector, a max pass and an exp2 pass over the tile's
- *           64 keys in L1, then one rescale of the accumulator.
+ *   scores: 6 keys x 4 row vectors = 24 accumulators; per d, 4 loads of Q^T
+ *           and 6 broadcasts of K feed 24 FMAs; the epilogue scales them
+ *           and keeps their max per row;
+ *   P.V:    6 columns of V x 4 row vectors, the same shape;
+ *   softmax: per row vector, an exp2 pass over the tile's 64 keys in L1
+ *           (after a bias-and-max pass if the tile is masked), then one
+ *           rescale of the accumulator.
  * Exponentials are exp-avx512.h's 2^t (VREDUCEPS + VSCALEFPS), with
  * t = (s - m) * log2(e): subtracting before scaling keeps t exact to one
  * rounding even for scores of 1e4 and more.
@@ -28,11 +30,12 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* S^T[jj][.] for keys kp[0 .. nj-1], nrv row vectors from qt (st and qt
-   already point at the first row).  nj and nrv are constants after
-   inlining, so the accumulators live in registers. */
-INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, int nj,
-                        int nrv)
+/* S^T[jj][.] * scale for keys kp[0 .. nj-1], nrv row vectors from qt (st,
+   qt and tmax already point at the first row), and their max into tmax.
+   nj and nrv are constants after inlining, so the accumulators live in
+   registers. */
+INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, float scale,
+                        float *tmax, int nj, int nrv)
 {
     __m512 acc[NJ][SDPA_NRV];
 #pragma GCC unroll 6
@@ -53,11 +56,22 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
                 acc[jj][rr] = _mm512_fmadd_ps(vk, vq[rr], acc[jj][rr]);
         }
     }
+    const __m512 vscale = _mm512_set1_ps(scale);
+    __m512 vmax[SDPA_NRV];
+#pragma GCC unroll 4
+    for (int rr = 0; rr < nrv; rr++)
+        vmax[rr] = _mm512_load_ps(tmax + rr * SDPA_VW);
 #pragma GCC unroll 6
     for (int jj = 0; jj < nj; jj++)
 #pragma GCC unroll 4
-        for (int rr = 0; rr < nrv; rr++)
-            _mm512_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, acc[jj][rr]);
+        for (int rr = 0; rr < nrv; rr++) {
+            const __m512 vs = _mm512_mul_ps(acc[jj][rr], vscale);
+            _mm512_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, vs);
+            vmax[rr] = _mm512_max_ps(vmax[rr], vs);
+        }
+#pragma GCC unroll 4
+    for (int rr = 0; rr < nrv; rr++)
+        _mm512_store_ps(tmax + rr * SDPA_VW, vmax[rr]);
 }
 
 #define ROWS_SWITCH(f, nj, ...)                                                  \
@@ -69,16 +83,16 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
     }
 
 static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, size_t n,
-                       size_t r0, size_t r1)
+                       float scale, float *tmax, size_t r0, size_t r1)
 {
     const int nrv = (int)((r1 - r0) / SDPA_VW);
     size_t j = 0;
     for (; j + NJ <= n; j += NJ)
-        ROWS_SWITCH(scores_core, NJ, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh)
+        ROWS_SWITCH(scores_core, NJ, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh, scale, tmax + r0)
     for (; j + 4 <= n; j += 4)
-        ROWS_SWITCH(scores_core, 4, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh)
+        ROWS_SWITCH(scores_core, 4, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh, scale, tmax + r0)
     for (; j < n; j++)
-        ROWS_SWITCH(scores_core, 1, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh)
+        ROWS_SWITCH(scores_core, 1, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh, scale, tmax + r0)
 }
 
 /* O^T[0 .. nc-1][.] += sum_j V[j][c] P^T[j][.] over nrv row vectors (oacc
@@ -126,20 +140,17 @@ static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, siz
         ROWS_SWITCH(pv_core, 1, oacc + c * SDPA_BQ + r0, v + c, ldv, pt + r0, n)
 }
 
-/* Scores of one row vector: s = acc * scale, or acc * scale + B where B is
-   finite and -inf where B is -inf (masked: a select, so that a NaN or inf
-   product at a masked key cannot leak).  Returns their max. */
-static __m512 scale_mask_max(float *s, const float *bt, float scale, size_t n)
+/* Masked scores of one row vector: s + B where B is finite and -inf where
+   B is -inf (a select, so that a NaN or inf score at a masked key cannot
+   leak).  Returns their max. */
+static __m512 mask_max(float *s, const float *bt, size_t n)
 {
-    const __m512 vscale = _mm512_set1_ps(scale), vninf = _mm512_set1_ps(-INFINITY);
+    const __m512 vninf = _mm512_set1_ps(-INFINITY);
     __m512 vmax = vninf;
     for (size_t j = 0; j < n; j++) {
-        __m512 vs = _mm512_mul_ps(_mm512_load_ps(s + j * SDPA_BQ), vscale);
-        if (bt) {
-            const __m512 vb = _mm512_load_ps(bt + j * SDPA_BQ);
-            const __mmask16 vis = _mm512_cmp_ps_mask(vb, vninf, _CMP_NEQ_UQ);
-            vs = _mm512_mask_add_ps(vninf, vis, vs, vb);
-        }
+        const __m512 vb = _mm512_load_ps(bt + j * SDPA_BQ);
+        const __mmask16 vis = _mm512_cmp_ps_mask(vb, vninf, _CMP_NEQ_UQ);
+        const __m512 vs = _mm512_mask_add_ps(vninf, vis, _mm512_load_ps(s + j * SDPA_BQ), vb);
         _mm512_store_ps(s + j * SDPA_BQ, vs);
         vmax = _mm512_max_ps(vmax, vs);
     }
@@ -166,13 +177,13 @@ static void rescale(float *oacc, __m512 valpha, size_t dv)
         _mm512_store_ps(oacc + c * SDPA_BQ, _mm512_mul_ps(_mm512_load_ps(oacc + c * SDPA_BQ), valpha));
 }
 
-static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, size_t dv,
-                               size_t n, size_t r0, size_t r1)
+static void isa_online_softmax(const sdpa_ws *w, const float *bt, size_t dv, size_t n, size_t r0,
+                               size_t r1)
 {
     const __m512 vninf = _mm512_set1_ps(-INFINITY), vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
     for (size_t r = r0; r < r1; r += SDPA_VW) {
         const __m512 vm_old = _mm512_load_ps(w->m + r);
-        const __m512 vtile = scale_mask_max(w->st + r, bt ? bt + r : NULL, scale, n);
+        const __m512 vtile = bt ? mask_max(w->st + r, bt + r, n) : _mm512_load_ps(w->tmax + r);
         /* MAXPS returns its second operand if either is NaN: a NaN m_old
            (its l is already NaN) is dropped rather than kept. */
         const __m512 vm = _mm512_max_ps(vm_old, vtile);

@@ -56,10 +56,11 @@
                 acc[rr][jj] = vfmaq_laneq_f32(acc[rr][jj], vq_[rr], vk[jj], (L)); \
     } while (0)
 
-/* S^T[jj][.] for keys kp[0 .. nj-1] and nrv row vectors (st and qt point
-   at the first row); constants after inlining. */
-INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, int nj,
-                        int nrv)
+/* S^T[jj][.] * scale for keys kp[0 .. nj-1] and nrv row vectors (st, qt
+   and tmax point at the first row), and their max into tmax; constants
+   after inlining. */
+INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, float scale,
+                        float *tmax, int nj, int nrv)
 {
     float32x4_t acc[NRV][NJ];
     UNROLL for (int rr = 0; rr < nrv; rr++)
@@ -85,9 +86,16 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
                 acc[rr][jj] = vfmaq_f32(acc[rr][jj], vq[rr], vk);
         }
     }
-    UNROLL for (int rr = 0; rr < nrv; rr++)
-        UNROLL for (int jj = 0; jj < nj; jj++)
-            vst1q_f32(st + (size_t)jj * SDPA_BQ + (size_t)rr * SDPA_VW, acc[rr][jj]);
+    const float32x4_t vscale = vdupq_n_f32(scale);
+    UNROLL for (int rr = 0; rr < nrv; rr++) {
+        float32x4_t vmax = vld1q_f32(tmax + (size_t)rr * SDPA_VW);
+        UNROLL for (int jj = 0; jj < nj; jj++) {
+            const float32x4_t vs = vmulq_f32(acc[rr][jj], vscale);
+            vst1q_f32(st + (size_t)jj * SDPA_BQ + (size_t)rr * SDPA_VW, vs);
+            vmax = vmaxnmq_f32(vmax, vs);
+        }
+        vst1q_f32(tmax + (size_t)rr * SDPA_VW, vmax);
+    }
 }
 
 /* acc[rr][L] (and acc[rr][4 + L] when nc is 8) += vpt[rr] * lane L of the
@@ -135,20 +143,17 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
 
 SDPA_DEFINE_ROW_PAIR_DRIVERS(NJ)
 
-/* Scores of one row vector: s = acc * scale, or acc * scale + B where B is
-   finite and -inf where B is -inf (a select, so that a NaN or inf product
-   at a masked key cannot leak).  Returns their max; FMAXNM drops NaN, which
-   the sum catches. */
-static float32x4_t scale_mask_max(float *s, const float *bt, float scale, size_t n)
+/* Masked scores of one row vector: s + B where B is finite and -inf where
+   B is -inf (a select, so that a NaN or inf score at a masked key cannot
+   leak).  Returns their max; FMAXNM drops NaN, which the sum catches. */
+static float32x4_t mask_max(float *s, const float *bt, size_t n)
 {
-    const float32x4_t vscale = vdupq_n_f32(scale), vninf = vdupq_n_f32(-INFINITY);
+    const float32x4_t vninf = vdupq_n_f32(-INFINITY);
     float32x4_t vmax = vninf;
     for (size_t j = 0; j < n; j++) {
-        float32x4_t vs = vmulq_f32(vld1q_f32(s + j * SDPA_BQ), vscale);
-        if (bt) {
-            const float32x4_t vb = vld1q_f32(bt + j * SDPA_BQ);
-            vs = vbslq_f32(vceqq_f32(vb, vninf), vninf, vaddq_f32(vs, vb));
-        }
+        const float32x4_t vb = vld1q_f32(bt + j * SDPA_BQ);
+        const float32x4_t vs =
+            vbslq_f32(vceqq_f32(vb, vninf), vninf, vaddq_f32(vld1q_f32(s + j * SDPA_BQ), vb));
         vst1q_f32(s + j * SDPA_BQ, vs);
         vmax = vmaxnmq_f32(vmax, vs);
     }
@@ -186,13 +191,13 @@ static void rescale(float *oacc, float32x4_t valpha, size_t dv)
         vst1q_f32(oacc + c * SDPA_BQ, vmulq_f32(vld1q_f32(oacc + c * SDPA_BQ), valpha));
 }
 
-static void isa_online_softmax(const sdpa_ws *w, const float *bt, float scale, size_t dv,
-                               size_t n, size_t r0, size_t r1)
+static void isa_online_softmax(const sdpa_ws *w, const float *bt, size_t dv, size_t n, size_t r0,
+                               size_t r1)
 {
     const float32x4_t vninf = vdupq_n_f32(-INFINITY), vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
     for (size_t r = r0; r < r1; r += SDPA_VW) {
         const float32x4_t vm_old = vld1q_f32(w->m + r);
-        const float32x4_t vtile = scale_mask_max(w->st + r, bt ? bt + r : NULL, scale, n);
+        const float32x4_t vtile = bt ? mask_max(w->st + r, bt + r, n) : vld1q_f32(w->tmax + r);
         /* A NaN m_old (whose l is already NaN) is dropped by FMAXNM. */
         const float32x4_t vm = vmaxnmq_f32(vm_old, vtile);
         /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */
