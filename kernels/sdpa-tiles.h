@@ -275,6 +275,11 @@ static inline void sdpa_block_rows(sdpa_block *blk, size_t kvh, size_t first)
         blk->keep[r] = peak_mask_keep_row(&d->mask, blk->b, h, i);
         blk->bias[r] = peak_mask_bias_row(&d->mask, blk->b, h, i);
     }
+    for (size_t r = blk->rows; r < SDPA_BQ; r++) {
+        blk->lo[r] = blk->hi[r] = 0; /* rows past the block see nothing */
+        blk->keep[r] = NULL;
+        blk->bias[r] = NULL;
+    }
 }
 
 /* Rows the block start and finish request ahead of the one they copy: the
@@ -301,23 +306,34 @@ static inline void sdpa_prefetch_floats(const float *p, size_t n, int for_write)
 }
 
 /* Q^T with zero columns past the block's rows (their scores are finite
-   garbage, never stored), a zero accumulator, m = -inf and l = 0. */
+   garbage, never stored), a zero accumulator, m = -inf and l = 0.  Eight
+   rows at a time: through the including file's 8 x 8 transpose
+   (SDPA_T8X8_IN) when it has one. */
 static inline void sdpa_block_start(const sdpa_block *blk, const sdpa_ws *w, const float *q)
 {
     const peak_attn_desc *d = blk->d;
     for (size_t r = 0; r < SDPA_ROWS_AHEAD && r < blk->rows; r++)
         sdpa_prefetch_floats(sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r]), d->head_dim, 0);
-    for (size_t r = 0; r < SDPA_BQ; r++) {
-        const size_t ra = r + SDPA_ROWS_AHEAD;
-        if (ra < blk->rows)
-            sdpa_prefetch_floats(sdpa_q_row(q, d, blk->b, blk->head[ra], blk->pos[ra]),
-                                 d->head_dim, 0);
-        const float *qr = r < blk->rows ? sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r])
-                                        : w->zero;
-        for (size_t c = 0; c < d->head_dim; c++)
-            w->qt[c * SDPA_BQ + r] = qr[c];
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
+    for (size_t r8 = 0; r8 < SDPA_BQ; r8 += 8) {
+        const float *rows[8];
+        for (size_t k = 0; k < 8; k++) {
+            const size_t r = r8 + k, ra = r + SDPA_ROWS_AHEAD;
+            if (ra < blk->rows)
+                sdpa_prefetch_floats(sdpa_q_row(q, d, blk->b, blk->head[ra], blk->pos[ra]),
+                                     d->head_dim, 0);
+            rows[k] = r < blk->rows ? sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r])
+                                    : w->zero;
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
+        size_t c = 0;
+#ifdef SDPA_T8X8_IN
+        for (; c + 8 <= d->head_dim; c += 8)
+            SDPA_T8X8_IN(w->qt + c * SDPA_BQ + r8, SDPA_BQ, rows, c);
+#endif
+        for (; c < d->head_dim; c++)
+            for (size_t k = 0; k < 8; k++)
+                w->qt[c * SDPA_BQ + r8 + k] = rows[k][c];
     }
     memset(w->oacc, 0, d->v_head_dim * SDPA_BQ * sizeof(float));
 }
@@ -348,22 +364,45 @@ static inline bool sdpa_tile_rows(const sdpa_block *blk, size_t t0, size_t t1, s
     return true;
 }
 
+/* B^T and the live keys of a block with a keep or bias mask, per element. */
+static inline void sdpa_tile_elem_mask(const sdpa_block *blk, const sdpa_ws *w, size_t t0,
+                                       size_t n, size_t r0, size_t r1, bool *live)
+{
+    for (size_t r = r0; r < r1; r++) {
+        for (size_t j = 0; j < n; j++) {
+            const size_t key = t0 + j;
+            const bool vis = key >= blk->lo[r] && key < blk->hi[r] &&
+                             peak_mask_visible(blk->keep[r], blk->bias[r], key);
+            w->bt[j * SDPA_BQ + r] = !vis ? -INFINITY : blk->bias[r] ? blk->bias[r][key] : 0.0f;
+            live[j] |= vis;
+        }
+    }
+}
+
 /* B^T for keys t0 .. t0+n-1 and rows [r0, r1), and each key's K/V row (the
-   zero row for a key no row sees). */
+   zero row for a key no row sees).  Rows past the block have lo = hi = 0. */
 static inline void sdpa_tile_mask(const sdpa_block *blk, const sdpa_ws *w, size_t t0, size_t n,
                                   size_t r0, size_t r1)
 {
     const peak_attn_desc *d = blk->d;
     bool live[SDPA_BC] = {false};
-    for (size_t r = r0; r < r1; r++) {
-        const bool real = r < blk->rows;
-        const size_t lo = real ? blk->lo[r] : 0, hi = real ? blk->hi[r] : 0;
+    if (blk->elem_masks) {
+        sdpa_tile_elem_mask(blk, w, t0, n, r0, r1, live);
+    } else {
+        /* Key ranges only (causal, window, padding; the diagonal tiles of a
+           causal mask): a row of B^T at a time, in a loop the compiler
+           vectorises.  Per element through peak_mask_visible() it took
+           twice as long as the tile's arithmetic. */
         for (size_t j = 0; j < n; j++) {
             const size_t key = t0 + j;
-            const bool vis = key >= lo && key < hi &&
-                             peak_mask_visible(blk->keep[r], blk->bias[r], key);
-            w->bt[j * SDPA_BQ + r] = !vis ? -INFINITY : blk->bias[r] ? blk->bias[r][key] : 0.0f;
-            live[j] |= vis;
+            float *bj = w->bt + j * SDPA_BQ;
+            int any = 0;
+            for (size_t r = r0; r < r1; r++) {
+                const int vis = key >= blk->lo[r] && key < blk->hi[r];
+                bj[r] = vis ? 0.0f : -INFINITY;
+                any |= vis;
+            }
+            live[j] = any;
         }
     }
     for (size_t j = 0; j < n; j++) {
@@ -554,32 +593,49 @@ static inline void sdpa_block_finish(const sdpa_block *blk, const sdpa_ws *w, fl
     const peak_attn_desc *d = blk->d;
     /* O = O^T / l, in place, along the rows (vectorised by the compiler):
        a division, not a multiply by 1/l -- one rounding, not two.  A row
-       with l = 0 saw nothing (its accumulator is 0: written as 0 below) and
-       one with l = NaN gets NaN from the division. */
+       with l = 0 saw nothing and is +0; one with l = NaN gets NaN from the
+       division. */
     float div[SDPA_BQ];
     for (size_t r = 0; r < blk->rows; r++)
         div[r] = w->l[r] == 0.0f ? 1.0f : w->l[r];
     for (size_t c = 0; c < d->v_head_dim; c++)
         for (size_t r = 0; r < blk->rows; r++)
-            w->oacc[c * SDPA_BQ + r] /= div[r];
+            w->oacc[c * SDPA_BQ + r] = w->l[r] == 0.0f ? 0.0f : w->oacc[c * SDPA_BQ + r] / div[r];
+    /* Eight rows at a time, through the including file's 8 x 8 transpose
+       (SDPA_T8X8_OUT) when it has one and the group is whole. */
     for (size_t r = 0; r < SDPA_ROWS_AHEAD && r < blk->rows; r++)
         sdpa_prefetch_floats(sdpa_o_row(o, d, blk->b, blk->head[r], blk->pos[r]), d->v_head_dim,
                              1);
-    for (size_t r = 0; r < blk->rows; r++) {
-        const size_t ra = r + SDPA_ROWS_AHEAD, h = blk->head[r], i = blk->pos[r];
-        if (ra < blk->rows)
-            sdpa_prefetch_floats(sdpa_o_row(o, d, blk->b, blk->head[ra], blk->pos[ra]),
-                                 d->v_head_dim, 1);
-        float *orow = sdpa_o_row(o, d, blk->b, h, i);
-        const float l = w->l[r];
-        for (size_t c = 0; c < d->v_head_dim; c++)
-            orow[c] = l == 0.0f ? 0.0f : w->oacc[c * SDPA_BQ + r];
+    for (size_t r8 = 0; r8 < blk->rows; r8 += 8) {
+        const size_t nr = blk->rows - r8 < 8 ? blk->rows - r8 : 8;
+        float *rows[8];
+        for (size_t k = 0; k < nr; k++) {
+            const size_t r = r8 + k, ra = r + SDPA_ROWS_AHEAD;
+            if (ra < blk->rows)
+                sdpa_prefetch_floats(sdpa_o_row(o, d, blk->b, blk->head[ra], blk->pos[ra]),
+                                     d->v_head_dim, 1);
+            rows[k] = sdpa_o_row(o, d, blk->b, blk->head[r], blk->pos[r]);
+        }
+        size_t c = 0;
+#ifdef SDPA_T8X8_OUT
+        if (nr == 8)
+            for (; c + 8 <= d->v_head_dim; c += 8)
+                SDPA_T8X8_OUT(rows, c, w->oacc + c * SDPA_BQ + r8, SDPA_BQ);
+#endif
+        for (; c < d->v_head_dim; c++)
+            for (size_t k = 0; k < nr; k++)
+                rows[k][c] = w->oacc[c * SDPA_BQ + r8 + k];
         if (d->lse)
-            d->lse[(ptrdiff_t)blk->b * d->lse_stride[0] + (ptrdiff_t)h * d->lse_stride[1] +
-                   (ptrdiff_t)i * d->lse_stride[2]] =
-                isnan(l)    ? NAN
-                : l == 0.0f ? -INFINITY
-                            : (float)((double)w->m[r] + log((double)l));
+            for (size_t k = 0; k < nr; k++) {
+                const size_t r = r8 + k;
+                const float l = w->l[r];
+                d->lse[(ptrdiff_t)blk->b * d->lse_stride[0] +
+                       (ptrdiff_t)blk->head[r] * d->lse_stride[1] +
+                       (ptrdiff_t)blk->pos[r] * d->lse_stride[2]] =
+                    isnan(l)    ? NAN
+                    : l == 0.0f ? -INFINITY
+                                : (float)((double)w->m[r] + log((double)l));
+            }
     }
 }
 

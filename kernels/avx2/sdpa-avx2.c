@@ -18,6 +18,9 @@
 #define SDPA_VW 8
 #define SDPA_BQ 64
 #define SDPA_BC 64
+#define SDPA_T8X8_IN peak_avx2_t8x8_in
+#define SDPA_T8X8_OUT peak_avx2_t8x8_out
+#include "../avx2/transpose-avx2.h"
 #include "../sdpa-tiles.h"
 
 #define NJ 6  /* keys (or V columns) per micro-tile */
