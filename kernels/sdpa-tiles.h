@@ -639,6 +639,34 @@ static inline void sdpa_block_finish(const sdpa_block *blk, const sdpa_ws *w, fl
     }
 }
 
+/* Requests rows [*done, *done + n) of 2 BQ into L2: first the block's O
+   rows (finish writes them), then the Q rows of the kv head's next block
+   (from first + BQ on).  Spread over the block's tiles, so that start and
+   finish find their strided rows in L2 instead of waiting on them. */
+static inline void sdpa_prefetch_rows_ahead(const sdpa_block *blk, const float *q, float *o,
+                                            size_t kvh, size_t first, size_t group_rows,
+                                            size_t *done, size_t n)
+{
+    const peak_attn_desc *d = blk->d;
+    const size_t group = d->heads / d->kv_heads;
+    const size_t end = *done + n < 2 * SDPA_BQ ? *done + n : 2 * SDPA_BQ;
+    for (size_t k = *done; k < end; k++) {
+        if (k < SDPA_BQ) {
+            if (k < blk->rows) {
+                const float *row = sdpa_o_row(o, d, blk->b, blk->head[k], blk->pos[k]);
+                for (size_t c = 0; c < d->v_head_dim; c += 16)
+                    __builtin_prefetch(row + c, 1, 2);
+            }
+        } else if (first + k < group_rows) {
+            const size_t R = first + k; /* row k - BQ of the next block */
+            const float *row = sdpa_q_row(q, d, blk->b, kvh * group + R % group, R / group);
+            for (size_t c = 0; c < d->head_dim; c += 16)
+                __builtin_prefetch(row + c, 0, 2);
+        }
+    }
+    *done = end;
+}
+
 /* Keys [lo, hi) some row of the block may see. */
 static inline peak_key_range sdpa_block_keys(const sdpa_block *blk)
 {
@@ -680,8 +708,13 @@ static inline void sdpa_tiles_run(float *o, const float *q, const float *k, cons
                 }
                 sdpa_block_start(&blk, &w, q);
                 const peak_key_range keys = sdpa_block_keys(&blk);
-                for (size_t t0 = keys.lo; t0 < keys.hi; t0 += SDPA_BC)
+                const size_t tiles = (keys.hi - keys.lo + SDPA_BC - 1) / SDPA_BC;
+                size_t ahead = 0;
+                for (size_t t0 = keys.lo; t0 < keys.hi; t0 += SDPA_BC) {
+                    sdpa_prefetch_rows_ahead(&blk, q, o, kvh, first, group_rows, &ahead,
+                                             (2 * SDPA_BQ + tiles - 1) / tiles);
                     sdpa_tile(&blk, &w, t0, keys.hi - t0 < SDPA_BC ? keys.hi - t0 : SDPA_BC);
+                }
                 sdpa_block_finish(&blk, &w, o);
             }
         }
