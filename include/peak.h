@@ -32,7 +32,7 @@
  *   thread stack; on x86-64 and AArch64: peak_embed_pe with PE on the fly
  *   69-71 KiB per token, 50-52 KiB for a batch of sequences; peak_pe_add on
  *   the fly 51 KiB; peak_pe_table 19-22 KiB; peak_softmax 18 KiB;
- *   peak_attention under 9 KiB).  A thread that calls peak must leave that
+ *   peak_attention under 11 KiB).  A thread that calls peak must leave that
  *   much free (musl's default thread stack is 128 KiB).
  *
  * @par Why descriptors

@@ -523,67 +523,130 @@ static inline void sdpa_prefetch_row(const float *k, size_t dh, const float *v, 
         __builtin_prefetch(v + c, 0, 3);
 }
 
-/* The same for `key` of row r, if the row sees it (masked keys are never
+/* One query row of the row path and its running softmax. */
+typedef struct sdpa_row_state {
+    const float *q;          /* the query row */
+    const float *k, *v;      /* key 0 of its kv head */
+    const uint8_t *keep;     /* element masks of the row, or NULL */
+    const float *bias;
+    size_t lo, hi, head, pos; /* keys [lo, hi) by the key-range masks */
+    float m, l;
+    float *acc;              /* round16(v_head_dim) floats */
+} sdpa_row_state;
+
+/* Prefetches `key` of row s if the row sees it (masked keys are never
    touched). */
-static inline void sdpa_prefetch_key(const sdpa_block *blk, size_t r, size_t key)
+static inline void sdpa_prefetch_key(const peak_attn_desc *d, const sdpa_row_state *s, size_t key)
 {
-    const peak_attn_desc *d = blk->d;
-    if (key < blk->hi[r] && peak_mask_visible(blk->keep[r], blk->bias[r], key))
-        sdpa_prefetch_row(blk->k + (ptrdiff_t)key * d->k_stride[1], d->head_dim,
-                          blk->v + (ptrdiff_t)key * d->v_stride[1], d->v_head_dim);
+    if (key >= s->lo && key < s->hi && peak_mask_visible(s->keep, s->bias, key))
+        sdpa_prefetch_row(s->k + (ptrdiff_t)key * d->k_stride[1], d->head_dim,
+                          s->v + (ptrdiff_t)key * d->v_stride[1], d->v_head_dim);
 }
 
 /* Keys whose scores the row path computes between two groups of
    prefetches for the next tile. */
 #define SDPA_ROW_CHUNK 8
 
-/* One row against its keys, vectorised along head_dim instead of rows: a
-   decode step (or a small MQA group) would fill 1 lane of SDPA_VW in the
-   tiled path.  m, l and the accumulator end where sdpa_block_finish reads
-   them (row r of m and l; acc in oacc, gathered there with stride BQ). */
-static inline void sdpa_row(const sdpa_block *blk, const sdpa_ws *w, const float *q, size_t r)
+/* Keys [t0, t1) (inside [lo, hi), at most BC) of one row, vectorised along
+   head_dim instead of rows: a decode step (or a small MQA group) would
+   fill 1 lane of SDPA_VW in the tiled path. */
+static inline void sdpa_row_tile(const peak_attn_desc *d, const sdpa_ws *w, sdpa_row_state *r,
+                                 size_t t0, size_t t1)
 {
-    const peak_attn_desc *d = blk->d;
-    const float *qr = sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r]);
-    float *acc = w->vpack, *s = w->st, *bias = w->bt;
-    float m = -INFINITY, l = 0.0f;
-    memset(acc, 0, sdpa_round16(d->v_head_dim) * sizeof(float));
-    for (size_t key = blk->lo[r]; key < blk->lo[r] + SDPA_BC; key++)
-        sdpa_prefetch_key(blk, r, key);
-    for (size_t t0 = blk->lo[r]; t0 < blk->hi[r]; t0 += SDPA_BC) {
-        const size_t n = blk->hi[r] - t0 < SDPA_BC ? blk->hi[r] - t0 : SDPA_BC;
-        for (size_t j = 0; j < n; j++) {
-            const size_t key = t0 + j;
-            const bool vis = peak_mask_visible(blk->keep[r], blk->bias[r], key);
-            bias[j] = !vis ? -INFINITY : blk->bias[r] ? blk->bias[r][key] : 0.0f;
-            w->kp[j] = blk->k + (ptrdiff_t)key * d->k_stride[1];
-            w->vp[j] = blk->v + (ptrdiff_t)key * d->v_stride[1];
-        }
-        /* The next tile's rows are requested a few at a time between the
-           scores, so that the misses stay in flight while this tile
-           computes (requested all at once, they stall on the line fill
-           buffers and the tile waits for them). */
-        float mt = -INFINITY;
-        for (size_t j0 = 0; j0 < n; j0 += SDPA_ROW_CHUNK) {
-            const size_t nc = n - j0 < SDPA_ROW_CHUNK ? n - j0 : SDPA_ROW_CHUNK;
-            const float mc = sdpa_row_scores(s + j0, qr, w->kp + j0, bias + j0, d->scale, nc,
-                                             d->head_dim);
-            mt = mc > mt ? mc : mt;
-            for (size_t j = j0; j < j0 + nc; j++)
-                sdpa_prefetch_key(blk, r, t0 + SDPA_BC + j);
-        }
-        const float mn = mt > m ? mt : m;
-        const float ms = mn == -INFINITY ? 0.0f : mn; /* as in the tiled path */
-        const float alpha = isnan(m) ? NAN : m == -INFINITY ? 0.0f : expf(m - ms);
-        const float sum = isa_row_exp(s, ms, n);
-        l = l * alpha + sum;
-        m = mn;
-        isa_row_pv(acc, alpha, s, w->vp, n, d->v_head_dim);
+    float *s = w->st, *bias = w->bt;
+    const size_t n = t1 - t0;
+    for (size_t j = 0; j < n; j++) {
+        const size_t key = t0 + j;
+        const bool vis = peak_mask_visible(r->keep, r->bias, key);
+        bias[j] = !vis ? -INFINITY : r->bias ? r->bias[key] : 0.0f;
+        w->kp[j] = r->k + (ptrdiff_t)key * d->k_stride[1];
+        w->vp[j] = r->v + (ptrdiff_t)key * d->v_stride[1];
     }
-    w->m[r] = m;
-    w->l[r] = l;
-    for (size_t c = 0; c < d->v_head_dim; c++)
-        w->oacc[c * SDPA_BQ + r] = acc[c];
+    /* The row's next tile is requested a few keys at a time between the
+       scores, so that the misses stay in flight while this tile computes
+       (requested all at once, they stall on the line fill buffers and the
+       tile waits for them). */
+    float mt = -INFINITY;
+    for (size_t j0 = 0; j0 < n; j0 += SDPA_ROW_CHUNK) {
+        const size_t nc = n - j0 < SDPA_ROW_CHUNK ? n - j0 : SDPA_ROW_CHUNK;
+        const float mc =
+            sdpa_row_scores(s + j0, r->q, w->kp + j0, bias + j0, d->scale, nc, d->head_dim);
+        mt = mc > mt ? mc : mt;
+        for (size_t j = j0; j < j0 + nc; j++)
+            sdpa_prefetch_key(d, r, t0 + SDPA_BC + j);
+    }
+    const float mn = mt > r->m ? mt : r->m;
+    const float ms = mn == -INFINITY ? 0.0f : mn; /* as in the tiled path */
+    const float alpha = isnan(r->m) ? NAN : r->m == -INFINITY ? 0.0f : expf(r->m - ms);
+    const float sum = isa_row_exp(s, ms, n);
+    r->l = r->l * alpha + sum;
+    r->m = mn;
+    isa_row_pv(r->acc, alpha, s, w->vp, n, d->v_head_dim);
+}
+
+/* The natural log-sum-exp of a finished row (-inf: it saw nothing). */
+static inline float sdpa_lse(float m, float l)
+{
+    return isnan(l) ? NAN : l == 0.0f ? -INFINITY : (float)((double)m + log((double)l));
+}
+
+/* Row states the row path keeps at once: kv heads are taken together, up
+   to this many rows, and walk their keys tile by tile in step.  In an
+   interleaved [B, L, H, D] cache the heads' rows of one key are adjacent,
+   so a decode step reads K and V as one sequential stream instead of one
+   pass per head over every row. */
+#define SDPA_ROW_STATES 32
+
+/* Rows first .. first + rows - 1 of each of kv heads kvh0 .. kvh0 + nkvh - 1
+   (nkvh * rows <= SDPA_ROW_STATES) by the row path, into O and lse. */
+static inline void sdpa_rows_run(const peak_attn_desc *d, const sdpa_ws *w, float *o,
+                                 const float *q, const float *k, const float *v, size_t b,
+                                 size_t kvh0, size_t nkvh, size_t first, size_t rows)
+{
+    const size_t group = d->heads / d->kv_heads, ldacc = sdpa_round16(d->v_head_dim);
+    sdpa_row_state st[SDPA_ROW_STATES];
+    size_t n = 0, lo = SIZE_MAX, hi = 0;
+    for (size_t kvh = kvh0; kvh < kvh0 + nkvh; kvh++)
+        for (size_t R = first; R < first + rows; R++, n++) {
+            sdpa_row_state *r = &st[n];
+            const peak_key_range kr = peak_mask_keys(&d->mask, b, R / group, d->q_len, d->kv_len);
+            r->head = kvh * group + R % group;
+            r->pos = R / group;
+            r->q = sdpa_q_row(q, d, b, r->head, r->pos);
+            r->k = k + (ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)kvh * d->k_stride[2];
+            r->v = v + (ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)kvh * d->v_stride[2];
+            r->keep = peak_mask_keep_row(&d->mask, b, r->head, r->pos);
+            r->bias = peak_mask_bias_row(&d->mask, b, r->head, r->pos);
+            r->lo = kr.lo;
+            r->hi = kr.hi;
+            r->m = -INFINITY;
+            r->l = 0.0f;
+            r->acc = w->vpack + n * ldacc;
+            memset(r->acc, 0, ldacc * sizeof(float));
+            for (size_t key = r->lo; key < r->lo + SDPA_BC; key++)
+                sdpa_prefetch_key(d, r, key);
+            if (r->lo < r->hi) {
+                lo = r->lo < lo ? r->lo : lo;
+                hi = r->hi > hi ? r->hi : hi;
+            }
+        }
+    for (size_t t = lo < hi ? lo / SDPA_BC * SDPA_BC : hi; t < hi; t += SDPA_BC)
+        for (size_t e = 0; e < n; e++) {
+            const size_t t0 = st[e].lo > t ? st[e].lo : t;
+            const size_t t1 = st[e].hi < t + SDPA_BC ? st[e].hi : t + SDPA_BC;
+            if (t0 < t1)
+                sdpa_row_tile(d, w, &st[e], t0, t1);
+        }
+    for (size_t e = 0; e < n; e++) {
+        const sdpa_row_state *r = &st[e];
+        float *orow = sdpa_o_row(o, d, b, r->head, r->pos);
+        /* As sdpa_block_finish: a division, +0 for a row that saw nothing. */
+        for (size_t c = 0; c < d->v_head_dim; c++)
+            orow[c] = r->l == 0.0f ? 0.0f : r->acc[c] / r->l;
+        if (d->lse)
+            d->lse[(ptrdiff_t)b * d->lse_stride[0] + (ptrdiff_t)r->head * d->lse_stride[1] +
+                   (ptrdiff_t)r->pos * d->lse_stride[2]] = sdpa_lse(r->m, r->l);
+    }
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -631,10 +694,7 @@ static inline void sdpa_block_finish(const sdpa_block *blk, const sdpa_ws *w, fl
                 const float l = w->l[r];
                 d->lse[(ptrdiff_t)blk->b * d->lse_stride[0] +
                        (ptrdiff_t)blk->head[r] * d->lse_stride[1] +
-                       (ptrdiff_t)blk->pos[r] * d->lse_stride[2]] =
-                    isnan(l)    ? NAN
-                    : l == 0.0f ? -INFINITY
-                                : (float)((double)w->m[r] + log((double)l));
+                       (ptrdiff_t)blk->pos[r] * d->lse_stride[2]] = sdpa_lse(w->m[r], l);
             }
     }
 }
@@ -688,6 +748,15 @@ static inline void sdpa_tiles_run(float *o, const float *q, const float *k, cons
     assert(d->kv_heads > 0 && d->heads % d->kv_heads == 0 && d->v_head_dim > 0);
     const sdpa_ws w = sdpa_ws_carve(workspace, d);
     const size_t group_rows = d->heads / d->kv_heads * d->q_len;
+    if (2 * group_rows < SDPA_VW) {
+        /* Decode: each kv head has a few rows, all for the row path. */
+        const size_t step = SDPA_ROW_STATES / group_rows;
+        for (size_t b = 0; b < d->batch; b++)
+            for (size_t kvh = 0; kvh < d->kv_heads; kvh += step)
+                sdpa_rows_run(d, &w, o, q, k, v, b, kvh,
+                              d->kv_heads - kvh < step ? d->kv_heads - kvh : step, 0, group_rows);
+        return;
+    }
     sdpa_block blk;
     blk.d = d;
     blk.elem_masks = d->mask.keep || d->mask.bias;
@@ -700,10 +769,8 @@ static inline void sdpa_tiles_run(float *o, const float *q, const float *k, cons
             for (size_t first = 0; first < group_rows; first += SDPA_BQ) {
                 blk.rows = group_rows - first < SDPA_BQ ? group_rows - first : SDPA_BQ;
                 sdpa_block_rows(&blk, kvh, first);
-                if (2 * blk.rows < SDPA_VW) {
-                    for (size_t r = 0; r < blk.rows; r++)
-                        sdpa_row(&blk, &w, q, r);
-                    sdpa_block_finish(&blk, &w, o);
+                if (2 * blk.rows < SDPA_VW) { /* the kv head's last few rows */
+                    sdpa_rows_run(d, &w, o, q, k, v, b, kvh, 1, first, blk.rows);
                     continue;
                 }
                 sdpa_block_start(&blk, &w, q);

@@ -32,10 +32,24 @@ static float table[4 * D], pe_rows[64 * D], out[N_TOK * D], x_add[2 * 2 * D];
 static float scores[(size_t)SM_ROWS * SM_KEYS];
 static float q[AT_H * AT_L * 64], k[AT_H * AT_L * 64], v[AT_H * AT_L * 64], o[AT_H * AT_L * 64];
 
-typedef enum call { NONE, PE_TABLE, EMBED_PER_TOKEN, EMBED_BATCH, PE_ADD, SOFTMAX, ATTENTION } call;
-static const char *const call_names[] = {"none", "peak_pe_table", "peak_embed_pe (fly, per token)",
-                                         "peak_embed_pe (fly, batch)", "peak_pe_add (fly)",
-                                         "peak_softmax (streamed)", "peak_attention"};
+typedef enum call {
+    NONE,
+    PE_TABLE,
+    EMBED_PER_TOKEN,
+    EMBED_BATCH,
+    PE_ADD,
+    SOFTMAX,
+    ATTENTION,
+    ATTENTION_DECODE
+} call;
+static const char *const call_names[] = {"none",
+                                         "peak_pe_table",
+                                         "peak_embed_pe (fly, per token)",
+                                         "peak_embed_pe (fly, batch)",
+                                         "peak_pe_add (fly)",
+                                         "peak_softmax (streamed)",
+                                         "peak_attention",
+                                         "peak_attention (decode, Lq 1)"};
 
 static peak_status embed(size_t seq_len)
 {
@@ -55,10 +69,11 @@ static peak_status softmax(void)
     return peak_softmax(scores, scores, &d);
 }
 
-static peak_status attention(void)
+/* q_len AT_L: the tiled path; 1: the row path (decode). */
+static peak_status attention(size_t q_len)
 {
     peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
-    d.batch = 1, d.heads = AT_H, d.q_len = d.kv_len = AT_L, d.head_dim = 64;
+    d.batch = 1, d.heads = AT_H, d.q_len = q_len, d.kv_len = AT_L, d.head_dim = 64;
     const ptrdiff_t st[3] = {AT_H * AT_L * 64, AT_H * 64, 64};
     for (int i = 0; i < 3; i++)
         d.q_stride[i] = d.k_stride[i] = d.v_stride[i] = d.o_stride[i] = st[i];
@@ -75,7 +90,8 @@ static void *run(void *arg)
     case EMBED_BATCH: s = embed(50); break;
     case PE_ADD: s = peak_pe_add(x_add, 2 * D, D, 2, 2, D, 0, NULL, 0, NULL); break;
     case SOFTMAX: s = softmax(); break;
-    case ATTENTION: s = attention(); break;
+    case ATTENTION: s = attention(AT_L); break;
+    case ATTENTION_DECODE: s = attention(1); break;
     }
     return (void *)(intptr_t)s;
 }
@@ -109,7 +125,7 @@ START_TEST(every_call_within_the_documented_stack)
 {
     const char *tier = peak_isa_name(peak_test_isa);
     const size_t base = stack_use(NONE);
-    for (call c = PE_TABLE; c <= ATTENTION; c++) {
+    for (call c = PE_TABLE; c <= ATTENTION_DECODE; c++) {
         const size_t used = stack_use(c), net = used > base ? used - base : 0;
         printf("%-7s %-32s %6zu bytes of stack\n", tier, call_names[c], net);
         ck_assert_msg(net <= PEAK_TEST_STACK_LIMIT, "%s: %s used %zu bytes of stack (limit %zu)",
