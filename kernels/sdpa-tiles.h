@@ -7,8 +7,10 @@
  *
  *   SDPA_VW  lanes per vector;   SDPA_BQ  query rows per block (a multiple
  *   of SDPA_VW, at most 64);     SDPA_BC  keys per tile;
- *   isa_scores(), isa_online_softmax(), isa_pv(), isa_rows_finite()
- *   (their contracts are stated at the first use below).
+ *   isa_scores(), isa_online_softmax(), isa_pv(), isa_pack_rows() and the
+ *   row path's isa_dot(), isa_row_exp(), isa_row_pv() (their contracts
+ *   are stated where they are declared below); optionally SDPA_T8X8_IN and
+ *   SDPA_T8X8_OUT, 8 x 8 transposes for the block start and finish.
  *
  * Design.  Flash-style: per kv head, blocks of SDPA_BQ query rows -- the
  * rows of every query head sharing that kv head (GQA), position-major, so
@@ -18,10 +20,14 @@
  * transposed, with query rows along the vector lanes:
  *   S^T[j][r] = sum_d K[j][d] Q^T[d][r]     (Q^T packed once per block)
  *   O^T[c][r] += sum_j V[j][c] P^T[j][r]
- * so K and V are read in place (one broadcast per element, any strides, no
- * packing, no column tails), the softmax over keys is element-wise across
- * the vectors of a tile (no horizontal reductions), and the per-row
- * rescale is one multiply per accumulator vector.
+ * so K and V enter as broadcasts (one per element, no column tails), the
+ * softmax over keys is element-wise across the vectors of a tile (no
+ * horizontal reductions), and the per-row rescale is one multiply per
+ * accumulator vector.  K and V tiles are copied contiguously first (any
+ * strides), and a kv head's whole tiles are kept for its next blocks (the
+ * tile cache, up to SDPA_CACHE_BYTES).  Decode -- a kv head with fewer
+ * than SDPA_VW / 2 rows -- takes the row path instead, vectorised along
+ * head_dim, several kv heads' rows walking the keys in step.
  *
  * Masks.  Each row's structural key range comes from mask.h.  A tile no
  * active row can see is skipped; rows whose vectors see nothing of the

@@ -843,17 +843,20 @@ END_TEST
 
 /* The packed K/V tiles a kv head's query blocks share (kernels/sdpa-tiles.h):
    case 0, 64 query heads on one kv head, causal, so each block is one
-   position and the cached tile grows by a key per block; case 1, an inf in
+   position and the cached tile grows by a key per block; case 2, Dh = Dv =
+   256 and 1100 keys, more than the cache holds (1024 of them), so the
+   blocks take their first tiles from it and pack the last two; case 1, an inf in
    a V row every row sees, in a tile cached by the first block and reused
    by the next three: each row's output is non-finite in that column and
    equals the oracle (computed with the inf replaced by 0) in the others. */
 START_TEST(kv_tile_cache_across_blocks)
 {
-    if (_i == 0) {
-        at_shape s = {1, 64, 1, 70, 70, 8, 8, 0, 0, 0, 1};
+    if (_i == 0 || _i == 2) {
+        at_shape s0 = {1, 64, 1, 70, 70, 8, 8, 0, 0, 0, 1};
+        at_shape s2 = {1, 1, 1, 70, 1100, 256, 256, 1, 0, 0, 1};
         at_problem p;
-        at_init(&p, &s, 2450);
-        p.d.mask.causal = 1;
+        at_init(&p, _i ? &s2 : &s0, 2450 + (uint64_t)_i);
+        p.d.mask.causal = _i == 0;
         at_finish(&p, 1.0f, 1.0f);
         return;
     }
@@ -1044,7 +1047,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, masked_nonfinite_kv_never_read, 0, 3);
     tcase_add_loop_test(tc, nonfinite_visible_score_poisons_row, 0, 2);
     tcase_add_loop_test(tc, huge_magnitudes, 0, 4);
-    tcase_add_loop_test(tc, kv_tile_cache_across_blocks, 0, 2);
+    tcase_add_loop_test(tc, kv_tile_cache_across_blocks, 0, 3);
     tcase_add_loop_test(tc, decode_matches_full_causal, 0, 4);
     tcase_add_loop_test(tc, issue_head_dims_across_tiles, 0, 9);
     tcase_add_loop_test(tc, lengths_to_300_sampled, 0, 6);
