@@ -747,9 +747,10 @@ static inline void sdpa_block_finish(const sdpa_block *blk, const sdpa_ws *w, fl
 }
 
 /* Requests rows [*done, *done + n) of 2 BQ into L2: first the block's O
-   rows (finish writes them), then the Q rows of the kv head's next block
-   (from first + BQ on).  Spread over the block's tiles, so that start and
-   finish find their strided rows in L2 instead of waiting on them. */
+   rows (finish writes them), then the Q rows of the next block (the kv
+   head's next, else the next kv head's first).  Spread over the block's
+   tiles, so that start and finish find their strided rows in L2 instead
+   of waiting on them. */
 static inline void sdpa_prefetch_rows_ahead(const sdpa_block *blk, const float *q, float *o,
                                             size_t kvh, size_t first, size_t group_rows,
                                             size_t *done, size_t n)
@@ -764,11 +765,16 @@ static inline void sdpa_prefetch_rows_ahead(const sdpa_block *blk, const float *
                 for (size_t c = 0; c < d->v_head_dim; c += 16)
                     __builtin_prefetch(row + c, 1, 2);
             }
-        } else if (first + k < group_rows) {
-            const size_t R = first + k; /* row k - BQ of the next block */
-            const float *row = sdpa_q_row(q, d, blk->b, kvh * group + R % group, R / group);
-            for (size_t c = 0; c < d->head_dim; c += 16)
-                __builtin_prefetch(row + c, 0, 2);
+        } else {
+            /* Row k - BQ of the next block: this kv head's, or the next kv
+               head's first (cross-attention: one block per kv head). */
+            const bool last = first + SDPA_BQ >= group_rows;
+            const size_t nkvh = last ? kvh + 1 : kvh, R = last ? k - SDPA_BQ : first + k;
+            if (nkvh < d->kv_heads && R < group_rows) {
+                const float *row = sdpa_q_row(q, d, blk->b, nkvh * group + R % group, R / group);
+                for (size_t c = 0; c < d->head_dim; c += 16)
+                    __builtin_prefetch(row + c, 0, 2);
+            }
         }
     }
     *done = end;
