@@ -72,8 +72,7 @@ typedef struct sdpa_ws {
     float *kpack; /* the tile's K rows [BC][round16(head_dim)]   */
     const float **kp, **vp; /* key rows of the tile [BC]      */
     /* The kv head's packed tiles, shared by its query blocks: tile t holds
-       keys t*BC .. t*BC + (cache_n[t] & SDPA_CACHE_KEYS) - 1, and
-       cache_n[t] & SDPA_CACHE_NONFINITE says one of their V is inf/NaN. */
+       keys t*BC .. t*BC + cache_n[t] - 1. */
     float *kcache, *vcache; /* [cache_tiles * BC][round16(head_dim or v_head_dim)] */
     uint32_t *cache_n;      /* [cache_tiles] */
     size_t cache_tiles;
@@ -83,8 +82,6 @@ typedef struct sdpa_ws {
    of Dh = Dv = 64, a core's L2 on current servers.  Beyond it a block packs
    its tiles itself, as without the cache. */
 #define SDPA_CACHE_BYTES ((size_t)2 << 20)
-#define SDPA_CACHE_KEYS 0xffffu
-#define SDPA_CACHE_NONFINITE 0x10000u
 
 /* The including file's micro-kernels (row ranges [r0, r1) are whole
    vectors; st, qt, oacc and bt are [.][BQ] with rows along the lanes). */
@@ -153,8 +150,10 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
 static float isa_dot(const float *a, const float *b, size_t n);
 /* s[j] = 2^((s[j] - m) log2 e) in place; returns their sum. */
 static float isa_row_exp(float *s, float m, size_t n);
-/* acc = acc * alpha + sum_j p[j] V[vp[j]] over p[j] != 0 (a masked key's
-   V is not read); acc holds round16(dv) floats. */
+/* acc = acc * alpha + sum_j p[j] V[vp[j]] over the keys with vp[j] != NULL
+   (a masked key's V is not read; a visible one's is, even where p[j] is 0,
+   so that a NaN there reaches the row as in the scalar tier); acc holds
+   round16(dv) floats. */
 static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
                        size_t dv);
 
@@ -417,14 +416,16 @@ static inline void sdpa_tile_mask(const sdpa_block *blk, const sdpa_ws *w, size_
     }
 }
 
-/* O^T += V^T P^T one weight at a time, skipping zero weights: the masked
-   tile whose V holds inf or NaN (rare, so plain C). */
+/* O^T += V^T P^T one weight at a time, skipping the keys each row does not
+   see (B^T = -inf): the masked tile whose V holds inf or NaN (rare, so
+   plain C).  A key the row sees contributes p * V even when p is 0, as in
+   the scalar tier: 0 * NaN is NaN. */
 static inline void sdpa_pv_exact(const sdpa_ws *w, size_t dv, size_t n, size_t r0, size_t r1)
 {
     for (size_t j = 0; j < n; j++)
         for (size_t r = r0; r < r1; r++) {
             const float p = w->st[j * SDPA_BQ + r];
-            if (p == 0.0f)
+            if (w->bt[j * SDPA_BQ + r] == -INFINITY)
                 continue;
             for (size_t c = 0; c < dv; c++)
                 w->oacc[c * SDPA_BQ + r] += p * w->vp[j][c];
@@ -432,7 +433,8 @@ static inline void sdpa_pv_exact(const sdpa_ws *w, size_t dv, size_t n, size_t r
 }
 
 /* Points kp[0 .. n-1] and vp[0 .. n-1] at contiguous copies of the rows
-   they point at; returns false if one of the V rows holds an inf or NaN.
+   they point at; returns false if one of the V rows holds an inf or NaN
+   (which matters to a masked tile only: sdpa_pv_exact).
    In place, rows a power-of-two stride apart (any [B, L, H, D] layout)
    fall into a few L1 sets, are evicted between the column passes of
    isa_pv, and the broadcasts of isa_scores wait on L2 (20% slower
@@ -452,15 +454,13 @@ static inline bool sdpa_tile_pack(const sdpa_block *blk, const sdpa_ws *w, size_
         kdst = w->kcache + t * SDPA_BC * ldk;
         vdst = w->vcache + t * SDPA_BC * ldv;
         /* A later block may see more of the tile (causal): append. */
-        const size_t have = w->cache_n[t] & SDPA_CACHE_KEYS;
-        uint32_t bad = w->cache_n[t] & SDPA_CACHE_NONFINITE;
+        const size_t have = w->cache_n[t];
         if (have < n) {
             isa_pack_rows(kdst + have * ldk, ldk, w->kp + have, n - have, d->head_dim);
-            if (!isa_pack_rows(vdst + have * ldv, ldv, w->vp + have, n - have, d->v_head_dim))
-                bad = SDPA_CACHE_NONFINITE;
-            w->cache_n[t] = (uint32_t)n | bad;
+            isa_pack_rows(vdst + have * ldv, ldv, w->vp + have, n - have, d->v_head_dim);
+            w->cache_n[t] = (uint32_t)n;
         }
-        finite = !bad;
+        finite = true; /* whole: P.V as it is */
     } else {
         isa_pack_rows(kdst, ldk, w->kp, n, d->head_dim);
         finite = isa_pack_rows(vdst, ldv, w->vp, n, d->v_head_dim);
@@ -537,7 +537,9 @@ static inline void sdpa_tile(const sdpa_block *blk, const sdpa_ws *w, size_t t0,
     /* Mask with B^T unless NULL, update m and l, rescale O^T by
        e^(m_old - m_new), and leave P^T in st. */
     isa_online_softmax(w, whole ? NULL : w->bt, d->v_head_dim, n, r0, r1);
-    if (finite)
+    /* A whole tile's keys are seen by all its rows: P.V as it is, whatever
+       V holds. */
+    if (finite || whole)
         isa_pv(w->oacc, w->vp[0], sdpa_round16(d->v_head_dim), w->st, d->v_head_dim, n, r0, r1);
     else
         sdpa_pv_exact(w, d->v_head_dim, n, r0, r1);
@@ -607,7 +609,7 @@ static inline void sdpa_row_tile(const peak_attn_desc *d, const sdpa_ws *w, sdpa
         const bool vis = peak_mask_visible(r->keep, r->bias, key);
         bias[j] = !vis ? -INFINITY : r->bias ? r->bias[key] : 0.0f;
         w->kp[j] = r->k + (ptrdiff_t)key * d->k_stride[1];
-        w->vp[j] = r->v + (ptrdiff_t)key * d->v_stride[1];
+        w->vp[j] = vis ? r->v + (ptrdiff_t)key * d->v_stride[1] : NULL;
     }
     /* The row's next tile is requested a few keys at a time between the
        scores, so that the misses stay in flight while this tile computes

@@ -9,6 +9,7 @@
  */
 #include "test-util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -892,6 +893,58 @@ START_TEST(kv_tile_cache_across_blocks)
 }
 END_TEST
 
+/* A key every row sees whose weight is 0 -- its score is -inf (K holds -inf,
+   q > 0) in cases 0 and 1, or it carries the finite bias -FLT_MAX in cases
+   2 and 3 -- with a NaN in one column of its V: as in the scalar tier (and
+   PyTorch), 0 * NaN reaches every row in that column, while the other
+   columns are the oracle's (the key adds 0 to them).  Cases 0 and 2 run
+   the tiled path (whole and masked tiles), 1 and 3 the row path. */
+START_TEST(zero_weight_nan_value_like_scalar)
+{
+    const int decode = _i & 1, biased = _i >> 1;
+    at_shape s = {1, 2, 2, decode ? 1 : 70, 100, 8, 8, 0, 0, 0, 1};
+    at_problem p;
+    at_init(&p, &s, 2460 + (uint64_t)_i);
+    if (biased)
+        at_add_bias(&p, 7, -1.0f, 1.0f, 0.0);
+    at_fill(&p, 1.0f, 1.0f);
+    const size_t j = 37, col = 3;
+    for (size_t i = 0; i < s.Lq; i++)
+        for (size_t h = 0; h < 2; h++)
+            for (size_t c = 0; c < 8; c++) { /* q > 0: q . k = -inf below */
+                float *qv = at(p.q, p.d.q_stride, 0, i, h) + c;
+                *qv = fabsf(*qv) + 0.01f;
+            }
+    for (size_t g = 0; g < 2; g++) {
+        if (biased)
+            p.bias[j] = -FLT_MAX;
+        else
+            at(p.k, p.d.k_stride, 0, j, g)[0] = -INFINITY;
+        at(p.v, p.d.v_stride, 0, j, g)[col] = NAN;
+    }
+    p.q0 = dup(p.q, p.nq);
+    p.k0 = dup(p.k, p.nk);
+    p.v0 = dup(p.v, p.nv);
+    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    double sc[100], ref[8], lse;
+    const double tol = ATTN_TOL * v_max(&p);
+    for (size_t h = 0; h < 2; h++)
+        for (size_t i = 0; i < s.Lq; i++) {
+            oracle_row(&p, 0, h, i, sc, ref, &lse);
+            const float *o = cat(p.o, p.d.o_stride, 0, i, h);
+            for (size_t c = 0; c < 8; c++) {
+                char where[200];
+                describe(&p, 0, h, i, c, where, sizeof where);
+                if (c == col)
+                    CHECK(isnan(o[c]), "%s: %.9g, should be NaN (0 * NaN)", where, (double)o[c]);
+                else
+                    expect_value(where, ROW_NORMAL, ref[c], o[c], tol);
+            }
+        }
+    at_free(&p);
+}
+END_TEST
+
 /* Scores of magnitude 1e4 (q, k in [-25, 25], scale 1, Dh 16), in rows
    longer than one tile. */
 START_TEST(scores_of_1e4)
@@ -1048,6 +1101,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, nonfinite_visible_score_poisons_row, 0, 2);
     tcase_add_loop_test(tc, huge_magnitudes, 0, 4);
     tcase_add_loop_test(tc, kv_tile_cache_across_blocks, 0, 3);
+    tcase_add_loop_test(tc, zero_weight_nan_value_like_scalar, 0, 4);
     tcase_add_loop_test(tc, decode_matches_full_causal, 0, 4);
     tcase_add_loop_test(tc, issue_head_dims_across_tiles, 0, 9);
     tcase_add_loop_test(tc, lengths_to_300_sampled, 0, 6);

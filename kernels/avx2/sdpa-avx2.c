@@ -245,8 +245,8 @@ static void row_pv_cols(float *acc, float alpha, const float *p, const float *co
         va[v] = _mm256_mul_ps(_mm256_maskload_ps(acc + (c < dv ? c : 0), k[v]), valpha);
     }
     for (size_t j = 0; j < n; j++) {
-        if (p[j] == 0.0f)
-            continue;
+        if (!vp[j])
+            continue; /* a masked key: its V row is not read */
         const __m256 vp_ = _mm256_set1_ps(p[j]);
         for (int v = 0; v < 4; v++) {
             const size_t c = c0 + (size_t)v * SDPA_VW;

@@ -276,8 +276,8 @@ static void row_pv_cols(float *acc, float alpha, const float *p, const float *co
         va[v] = _mm512_mul_ps(_mm512_maskz_load_ps(k[v] ? 0xffff : 0, acc + (k[v] ? c : 0)), valpha);
     }
     for (size_t j = 0; j < n; j++) {
-        if (p[j] == 0.0f)
-            continue;
+        if (!vp[j])
+            continue; /* a masked key: its V row is not read */
         const __m512 vp_ = _mm512_set1_ps(p[j]);
         for (int v = 0; v < 4; v++)
             va[v] = _mm512_fmadd_ps(vp_, _mm512_maskz_loadu_ps(k[v], vp[j] + c0 + (size_t)v * SDPA_VW),

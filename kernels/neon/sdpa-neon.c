@@ -295,7 +295,7 @@ INLINE void row_pv_cols(float *acc, float32x4_t valpha, const float *p, const fl
     UNROLL for (int v = 0; v < nv; v++)
         va[v] = vmulq_f32(vld1q_f32(acc + c0 + 4 * (size_t)v), valpha);
     for (size_t j = 0; j < n; j++) {
-        if (p[j] == 0.0f)
+        if (!vp[j])
             continue; /* a masked key: its V row is not read */
         const float *vj = vp[j] + c0;
         UNROLL for (int v = 0; v < nv; v++)
