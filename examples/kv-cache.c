@@ -82,9 +82,9 @@ static int attend(float *out, const float *q, size_t pos, size_t n, void *ws, si
 
 int main(void)
 {
-    /* Scratch memory: sized for the largest call of this run (on the scalar
-       tier it grows with kv_len; query it after any peak_isa_force), 64-byte
-       aligned, reused by every step. */
+    /* Scratch memory: sized for the largest call of this run (it grows with
+       kv_len, and on the SIMD tiers with the query rows per kv head; query
+       it after any peak_isa_force), 64-byte aligned, reused by every step. */
     peak_attn_desc largest = step_desc(0, TOTAL);
     size_t ws_size;
     if (peak_attention_workspace_size(&largest, &ws_size) != PEAK_OK)

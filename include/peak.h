@@ -546,8 +546,11 @@ typedef struct peak_attn_desc {
  * @brief Bytes of scratch memory peak_attention() needs for desc on the
  *        active tier (to be 64-byte aligned).
  *
- * The answer depends on the tier (query it again after peak_isa_force())
- * and, on the scalar tier, on Lk: see peak_attention() for the sizes.
+ * The answer depends on the tier (query it again after peak_isa_force()),
+ * on Lk and head_dim / v_head_dim, and on the SIMD tiers on whether a kv
+ * head has more than 64 query rows (Lq * heads / kv_heads): see
+ * peak_attention() for the sizes.  Query it for each shape; a workspace
+ * sized for decode (Lq = 1) is too small for a prefill.
  * @param desc        as for peak_attention() (validated the same way).
  * @param[out] bytes  receives the size.
  * @return PEAK_OK, or an error (below).
@@ -564,20 +567,25 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  *        masked as peak_mask says, g = heads / kv_heads.
  *
  * Fully masked rows give O = 0 (and lse = -inf); a visible +inf/NaN score
- * gives O = NaN (and lse = NaN).  Masked keys and values are never read.
+ * gives O = NaN (and lse = NaN).  A key a row sees contributes P V even
+ * where its weight P is 0, so an inf or NaN in its V reaches the row (0 *
+ * NaN = NaN, as in PyTorch); a masked key never affects the row.  K and V
+ * rows of keys that no query row of their kv head sees are never read (a
+ * key some rows of a 64-row block see is read for the block).
  * The extents of O and lse must not meet each other, Q, K, V or the mask's
  * arrays (checked; extents, so tensors that interleave in one buffer
  * without sharing an element are rejected too).
  *
  * Workspace by tier: scalar 8 (Lk + Dv) bytes.  AVX2, AVX-512 and NEON
- * (fused, flash-style: 64 query rows x 64 keys per tile): 256 (Dh' + Dv')
- * + 256 (Dh + Dv) + ~35 KiB for one tile, with Dh', Dv' rounded up to 16 --
- * 98 KiB for Dh = Dv = 64, 291 KiB for 256; and when a kv head has more
- * than 64 query rows (Lq * H / kv_heads > 64), the K and V rows its query
- * blocks share, packed once: 4 (Dh' + Dv') bytes per key for the first
- * keys, Lk rounded up to 64, up to 2 MiB -- 1.1 MiB in all for Dh = 64
- * and L = 2048, 2.1 MiB for any L >= 4096 (Dh = 64) and at most 2.3 MiB
- * (Dh = Dv = 256).  No other memory is used, whatever Lq and Lk.
+ * (fused, flash-style: 64 query rows x 64 keys per tile): 256 Dh' +
+ * 512 Dv' + 256 (Dh + Dv) + ~35 KiB for one tile, with Dh', Dv' rounded up
+ * to 16 -- 114 KiB for Dh = Dv = 64, 355 KiB for 256; and when a kv head
+ * has more than 64 query rows (Lq * H / kv_heads > 64), the K and V rows
+ * its query blocks share, packed once: 4 (Dh' + Dv') bytes per key for the
+ * first keys, Lk rounded up to 64, up to 2 MiB -- 1.1 MiB in all for
+ * Dh = 64 and L = 2048, 2.1 MiB for any L >= 4096 at Dh = 64, 2.3 MiB at
+ * Dh = Dv = 256 (the one-tile part grows with Dh, Dv beyond that: 3.3 MiB
+ * at 1024).  No other memory is used, whatever Lq and Lk.
  *
  * Accuracy, against the attention of the given floats computed exactly:
  * the scalar tier rounds once; AVX2, AVX-512 and NEON form the scores in
@@ -585,6 +593,10 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  * |bias|) * max|V| plus ~1e-6 * max|V|: measured (x86) <= 5e-6 * max|V| for q, k in
  * [-1, 1] and Dh <= 256, but up to 2.6e-5 * max|V| for q, k in [-8, 8]
  * (score spreads of hundreds), where the 1e-5 * max|V| target is not met.
+ * The running sums over keys are folded into a second level every 1024
+ * keys, so long rows stay within the bound: measured <= 1.3e-6 * max|V|
+ * for V = 1 +- 0.01 up to Lk = 262144, tiled and decode (without the fold
+ * it was 1.1e-5 at Lk = 65536).
  * lse within 4e-6 * (1 + |lse|).  These bounds need sum_d |q_d k_d| and
  * max|V| times the number of visible keys below FLT_MAX: the SIMD tiers
  * form q . k in float before scaling and accumulate P V in float, so beyond
