@@ -873,6 +873,21 @@ static inline void sdpa_unfold(const sdpa_ws *w, size_t dv)
             w->oacc[c * SDPA_BQ + r] += w->oacc2[c * SDPA_BQ + r] * s[r];
 }
 
+/* Requests cached tile t's K and V into L2 while the tile before it
+   computes: with Lk = 4096 at Dh = 64 the cache is the size of L2 and
+   lives partly in L3. */
+static inline void sdpa_prefetch_cached_tile(const sdpa_ws *w, const peak_attn_desc *d, size_t t)
+{
+    if (t >= w->cache_tiles || !w->cache_n[t])
+        return;
+    const size_t ldk = sdpa_round16(d->head_dim), ldv = sdpa_round16(d->v_head_dim);
+    const float *kt = w->kcache + t * SDPA_BC * ldk, *vt = w->vcache + t * SDPA_BC * ldv;
+    for (size_t e = 0; e < w->cache_n[t] * ldk; e += 16)
+        __builtin_prefetch(kt + e, 0, 2);
+    for (size_t e = 0; e < w->cache_n[t] * ldv; e += 16)
+        __builtin_prefetch(vt + e, 0, 2);
+}
+
 /* Keys [lo, hi) some row of the block may see. */
 static inline peak_key_range sdpa_block_keys(const sdpa_block *blk)
 {
@@ -934,6 +949,7 @@ static inline void sdpa_tiles_run(float *o, const float *q, const float *k, cons
                         folded = true;
                         since_fold = 1;
                     }
+                    sdpa_prefetch_cached_tile(&w, d, t0 / SDPA_BC + 1);
                     sdpa_tile(&blk, &w, t0, keys.hi - t0 < SDPA_BC ? keys.hi - t0 : SDPA_BC);
                 }
                 if (folded)
