@@ -63,23 +63,6 @@ static inline bool peak_emb_streams(size_t n_tokens, size_t d_model)
    wider rows take a slow path. */
 #define PEAK_EMB_SCRATCH (8192 + 16)
 
-/* One prefetch per cache line of p[0 .. n): for reading into L1, into L2
-   only, or for writing. */
-enum peak_emb_pf { PEAK_EMB_PF_L1, PEAK_EMB_PF_L2, PEAK_EMB_PF_WRITE };
-
-static inline void peak_emb_prefetch(const float *p, size_t n, enum peak_emb_pf how)
-{
-    const uintptr_t end = (uintptr_t)(p + n);
-    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) {
-        if (how == PEAK_EMB_PF_WRITE)
-            __builtin_prefetch((const void *)a, 1, 3);
-        else if (how == PEAK_EMB_PF_L2)
-            __builtin_prefetch((const void *)a, 0, 2);
-        else
-            __builtin_prefetch((const void *)a, 0, 3);
-    }
-}
-
 static inline const float *peak_emb_row_of(const peak_embed_desc *d, int32_t id)
 {
     return d->table + (ptrdiff_t)id * d->ld_table;
@@ -96,7 +79,7 @@ peak_embed_table_loop(float *out, ptrdiff_t ld_out, const int32_t *ids, const in
     for (size_t t = 0; t < n_tokens; t++) {
         const size_t ahead = t + PEAK_EMB_PREFETCH_TOKENS;
         if (ahead < n_tokens) {
-            peak_emb_prefetch(peak_emb_row_of(d, ids[ahead]), n, PEAK_EMB_PF_L1);
+            peak_prefetch(peak_emb_row_of(d, ids[ahead]), n, PEAK_PF_L1);
         }
         assert(pos[t] < 0 || (uint64_t)pos[t] < d->pe_rows);
         const float *pe = pos[t] < 0 ? NULL : d->pe + (size_t)pos[t] * n;
@@ -167,13 +150,13 @@ peak_embed_fly_block(const peak_emb_fly *f, size_t t0, size_t t1, size_t c0, siz
         const float *e = peak_emb_row_of(f->d, f->ids[t]);
         if (ahead < f->n_tokens) {
             if (c0 == 0)
-                peak_emb_prefetch(peak_emb_row_of(f->d, f->ids[ahead]), n, PEAK_EMB_PF_L1);
+                peak_prefetch(peak_emb_row_of(f->d, f->ids[ahead]), n, PEAK_PF_L1);
             if (!stream)
-                peak_emb_prefetch(f->out + (ptrdiff_t)ahead * f->ld_out + c0, n,
-                                  PEAK_EMB_PF_WRITE);
+                peak_prefetch(f->out + (ptrdiff_t)ahead * f->ld_out + c0, n,
+                                  PEAK_PF_WRITE);
         }
         if (c1 < d_model)
-            peak_emb_prefetch(e + c1, next, PEAK_EMB_PF_L2);
+            peak_prefetch(e + c1, next, PEAK_PF_L2);
         if (f->pos[t] >= 0)
             row(f->out + (ptrdiff_t)t * f->ld_out + c0, e + c0, f->d->scale,
                 f->scratch + (t - t0) * f->ld_scratch + c0, n, stream);

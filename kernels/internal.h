@@ -31,6 +31,23 @@ static inline bool peak_f32_is_zero(float v)
     return (b.u & 0x7fffffffu) == 0;
 }
 
+/* One prefetch per cache line of p[0 .. n): for reading into L1, into L2
+   only, or for writing.  A hint, nothing more: p need not be readable. */
+enum peak_pf { PEAK_PF_L1, PEAK_PF_L2, PEAK_PF_WRITE };
+
+static inline void peak_prefetch(const float *p, size_t n, enum peak_pf how)
+{
+    const uintptr_t end = (uintptr_t)(p + n);
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) {
+        if (how == PEAK_PF_WRITE)
+            __builtin_prefetch((const void *)a, 1, 3);
+        else if (how == PEAK_PF_L2)
+            __builtin_prefetch((const void *)a, 0, 2);
+        else
+            __builtin_prefetch((const void *)a, 0, 3);
+    }
+}
+
 /* ---- kernel signatures (arguments already validated) -------------------- */
 
 /* Rows pos0 .. pos0+n_pos-1 of the table into out (row stride ld_out).

@@ -305,16 +305,6 @@ static inline float *sdpa_o_row(float *o, const peak_attn_desc *d, size_t b, siz
            (ptrdiff_t)h * d->o_stride[2];
 }
 
-static inline void sdpa_prefetch_floats(const float *p, size_t n, int for_write)
-{
-    for (size_t c = 0; c < n; c += 16) {
-        if (for_write)
-            __builtin_prefetch(p + c, 1, 3);
-        else
-            __builtin_prefetch(p + c, 0, 3);
-    }
-}
-
 /* Q^T with zero columns past the block's rows (their scores are finite
    garbage, never stored), a zero accumulator, m = -inf and l = 0.  Eight
    rows at a time: through the including file's 8 x 8 transpose
@@ -323,14 +313,14 @@ static inline void sdpa_block_start(const sdpa_block *blk, const sdpa_ws *w, con
 {
     const peak_attn_desc *d = blk->d;
     for (size_t r = 0; r < SDPA_ROWS_AHEAD && r < blk->rows; r++)
-        sdpa_prefetch_floats(sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r]), d->head_dim, 0);
+        peak_prefetch(sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r]), d->head_dim, PEAK_PF_L1);
     for (size_t r8 = 0; r8 < SDPA_BQ; r8 += 8) {
         const float *rows[8];
         for (size_t k = 0; k < 8; k++) {
             const size_t r = r8 + k, ra = r + SDPA_ROWS_AHEAD;
             if (ra < blk->rows)
-                sdpa_prefetch_floats(sdpa_q_row(q, d, blk->b, blk->head[ra], blk->pos[ra]),
-                                     d->head_dim, 0);
+                peak_prefetch(sdpa_q_row(q, d, blk->b, blk->head[ra], blk->pos[ra]), d->head_dim,
+                              PEAK_PF_L1);
             rows[k] = r < blk->rows ? sdpa_q_row(q, d, blk->b, blk->head[r], blk->pos[r])
                                     : w->zero;
             w->m[r] = -INFINITY;
@@ -586,10 +576,8 @@ static inline float sdpa_row_scores(float *s, const float *q, const float *const
    follows them, and a decode step would wait on one miss at a time. */
 static inline void sdpa_prefetch_row(const float *k, size_t dh, const float *v, size_t dv)
 {
-    for (size_t c = 0; c < dh; c += 16)
-        __builtin_prefetch(k + c, 0, 3);
-    for (size_t c = 0; c < dv; c += 16)
-        __builtin_prefetch(v + c, 0, 3);
+    peak_prefetch(k, dh, PEAK_PF_L1);
+    peak_prefetch(v, dv, PEAK_PF_L1);
 }
 
 /* One query row of the row path and its running softmax. */
@@ -765,16 +753,16 @@ static inline void sdpa_block_finish(const sdpa_block *blk, const sdpa_ws *w, fl
     /* Eight rows at a time, through the including file's 8 x 8 transpose
        (SDPA_T8X8_OUT) when it has one and the group is whole. */
     for (size_t r = 0; r < SDPA_ROWS_AHEAD && r < blk->rows; r++)
-        sdpa_prefetch_floats(sdpa_o_row(o, d, blk->b, blk->head[r], blk->pos[r]), d->v_head_dim,
-                             1);
+        peak_prefetch(sdpa_o_row(o, d, blk->b, blk->head[r], blk->pos[r]), d->v_head_dim,
+                      PEAK_PF_WRITE);
     for (size_t r8 = 0; r8 < blk->rows; r8 += 8) {
         const size_t nr = blk->rows - r8 < 8 ? blk->rows - r8 : 8;
         float *rows[8];
         for (size_t k = 0; k < nr; k++) {
             const size_t r = r8 + k, ra = r + SDPA_ROWS_AHEAD;
             if (ra < blk->rows)
-                sdpa_prefetch_floats(sdpa_o_row(o, d, blk->b, blk->head[ra], blk->pos[ra]),
-                                     d->v_head_dim, 1);
+                peak_prefetch(sdpa_o_row(o, d, blk->b, blk->head[ra], blk->pos[ra]),
+                              d->v_head_dim, PEAK_PF_WRITE);
             rows[k] = sdpa_o_row(o, d, blk->b, blk->head[r], blk->pos[r]);
         }
         size_t c = 0;
@@ -811,21 +799,17 @@ static inline void sdpa_prefetch_rows_ahead(const sdpa_block *blk, const float *
     const size_t end = *done + n < 2 * SDPA_BQ ? *done + n : 2 * SDPA_BQ;
     for (size_t k = *done; k < end; k++) {
         if (k < SDPA_BQ) {
-            if (k < blk->rows) {
-                const float *row = sdpa_o_row(o, d, blk->b, blk->head[k], blk->pos[k]);
-                for (size_t c = 0; c < d->v_head_dim; c += 16)
-                    __builtin_prefetch(row + c, 1, 2);
-            }
+            if (k < blk->rows)
+                peak_prefetch(sdpa_o_row(o, d, blk->b, blk->head[k], blk->pos[k]), d->v_head_dim,
+                              PEAK_PF_WRITE);
         } else {
             /* Row k - BQ of the next block: this kv head's, or the next kv
                head's first (cross-attention: one block per kv head). */
             const bool last = first + SDPA_BQ >= group_rows;
             const size_t nkvh = last ? kvh + 1 : kvh, R = last ? k - SDPA_BQ : first + k;
-            if (nkvh < d->kv_heads && R < group_rows) {
-                const float *row = sdpa_q_row(q, d, blk->b, nkvh * group + R % group, R / group);
-                for (size_t c = 0; c < d->head_dim; c += 16)
-                    __builtin_prefetch(row + c, 0, 2);
-            }
+            if (nkvh < d->kv_heads && R < group_rows)
+                peak_prefetch(sdpa_q_row(q, d, blk->b, nkvh * group + R % group, R / group),
+                              d->head_dim, PEAK_PF_L2);
         }
     }
     *done = end;
@@ -881,11 +865,8 @@ static inline void sdpa_prefetch_cached_tile(const sdpa_ws *w, const peak_attn_d
     if (t >= w->cache_tiles || !w->cache_n[t])
         return;
     const size_t ldk = sdpa_round16(d->head_dim), ldv = sdpa_round16(d->v_head_dim);
-    const float *kt = w->kcache + t * SDPA_BC * ldk, *vt = w->vcache + t * SDPA_BC * ldv;
-    for (size_t e = 0; e < w->cache_n[t] * ldk; e += 16)
-        __builtin_prefetch(kt + e, 0, 2);
-    for (size_t e = 0; e < w->cache_n[t] * ldv; e += 16)
-        __builtin_prefetch(vt + e, 0, 2);
+    peak_prefetch(w->kcache + t * SDPA_BC * ldk, w->cache_n[t] * ldk, PEAK_PF_L2);
+    peak_prefetch(w->vcache + t * SDPA_BC * ldv, w->cache_n[t] * ldv, PEAK_PF_L2);
 }
 
 /* Keys [lo, hi) some row of the block may see. */

@@ -325,7 +325,7 @@ static void embed_prefetch_next(const int32_t *ids, size_t n_tokens, size_t t0,
                                 const peak_embed_desc *d)
 {
     for (size_t t = t0; t < t0 + PEAK_EMB_PREFETCH_TOKENS && t < n_tokens; t++)
-        peak_emb_prefetch(peak_emb_row_of(d, ids[t]), d->d_model, PEAK_EMB_PF_L1);
+        peak_prefetch(peak_emb_row_of(d, ids[t]), d->d_model, PEAK_PF_L1);
 }
 
 static bool embed_fly_batched(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
