@@ -719,11 +719,11 @@ static inline void sdpa_rows_run(const peak_attn_desc *d, const sdpa_ws *w, floa
         }
     for (size_t e = 0; e < n; e++) {
         sdpa_row_state *r = &st[e];
-        if (r->m2 != -INFINITY) { /* folded (a NaN m2 too): the last fold */
-            sdpa_row_fold(r, d->v_head_dim);
-            r->m = r->m2;
-            r->l = r->l2;
-            memcpy(r->acc, r->acc2, d->v_head_dim * sizeof(float));
+        if (r->m2 != -INFINITY) { /* folded (a NaN m2 too): as sdpa_unfold */
+            const float sc = sdpa_fold_scale(r->m2, r->m);
+            for (size_t c = 0; c < d->v_head_dim; c++)
+                r->acc[c] += r->acc2[c] * sc;
+            r->l += r->l2 * sc;
         }
         float *orow = sdpa_o_row(o, d, b, r->head, r->pos);
         /* As sdpa_block_finish: a division, +0 for a row that saw nothing. */
