@@ -9,8 +9,8 @@
  * name says pos0), scale sqrt(d_model).  fly:0 reads PE from a table
  * (peak_pe_table rows 0 .. P+S-1), fly:1 computes it on the fly
  * (desc.pe = NULL).  Shapes: the seed's 2 x 50 at d_model 512, BERT/GPT-2's
- * d_model 768 at 128, 512, 1024 and 4096 tokens, 64 x 512 tokens of 512
- * (64 MiB of output), and decode: one new token at position 2047 (after a
+ * d_model 768 at 128, 512, 1024 and 4096 tokens, 32 x 128 and 64 x 512
+ * tokens of 512 (8 and 64 MiB of output), and decode: one new token at position 2047 (after a
  * 2047-token cache) for 1 and for 32 sequences, at d_model 768.
  * Variants:
  *   scalar, avx2, avx512  peak_embed_pe with this tier forced
@@ -70,11 +70,13 @@ static const emb_variant emb_variants[] = {
 };
 
 /* {batch, seq_len, d_model, pos0}: the seed's in-cache batch (2 x 50: 200 KB
-   of output), BERT/GPT-2 sequences, one far out of cache (64 MiB), and
-   decode steps at position 2047. */
+   of output), BERT/GPT-2 sequences, a batch beyond L2 (32 x 128: 8 MiB of
+   output), one far out of cache (64 MiB), and decode steps at position
+   2047. */
 static const int64_t emb_shapes[][4] = {
-    {2, 50, 512, 0},    {1, 128, 768, 0},  {1, 512, 768, 0}, {1, 1024, 768, 0},
-    {1, 4096, 768, 0},  {64, 512, 512, 0}, {1, 1, 768, 2047}, {32, 1, 768, 2047}};
+    {2, 50, 512, 0},    {1, 128, 768, 0},  {1, 512, 768, 0},  {1, 1024, 768, 0},
+    {1, 4096, 768, 0},  {32, 128, 512, 0}, {64, 512, 512, 0}, {1, 1, 768, 2047},
+    {32, 1, 768, 2047}};
 
 /* The embedding table is built once: 94 MiB of random floats, read as
    [vocab, d_model] rows for every d_model up to EMB_D_MAX. */
