@@ -22,9 +22,10 @@
 
 /* out[j] = e[j] * scale + pe[j] (one multiply, then one add), or
    e[j] * scale when pe is NULL, for j < n.  out may equal pe.  stream: use
-   non-temporal stores where whole aligned vectors allow (the caller fences). */
+   non-temporal stores where whole aligned vectors allow (the caller fences).
+   next: an E row of n floats to prefetch into L1 meanwhile, or NULL. */
 typedef void (*peak_emb_row_fn)(float *out, const float *e, float scale, const float *pe,
-                                size_t n, bool stream);
+                                size_t n, bool stream, const float *next);
 /* x[j] += pe[j] for j < n. */
 typedef void (*peak_add_row_fn)(float *x, const float *pe, size_t n);
 /* The tier's peak_pe_rows__<isa>. */
@@ -37,7 +38,11 @@ typedef void (*peak_pe_rows_fn)(float *scratch, size_t scratch_rows, size_t ld_s
    enough that the lines are still in L1 when the row is reached.  Only E
    is prefetched: the PE rows are shared by every sequence of a batch and
    stay cached, and prefetching them too cost ~10% in cache and out
-   (measured). */
+   (measured).  The x86 rows issue the prefetches from their main loop, a
+   few lines an iteration, rather than in a loop of their own before the
+   row: in a standalone AVX2 loop over the seed's 2 x 50 tokens in L2 that
+   took 164-166 TSC cycles a token instead of 177-178 (no prefetch at all:
+   158). */
 #define PEAK_EMB_PREFETCH_TOKENS 4
 /* Rows the on-the-fly sink prefetches ahead within one column pass.  Not
    more: a pass reads the same 128 or 256 bytes of every 2 KiB row, which
@@ -63,6 +68,27 @@ static inline bool peak_emb_streams(size_t n_tokens, size_t d_model)
    wider rows take a slow path. */
 #define PEAK_EMB_SCRATCH (8192 + 16)
 
+/* A row's main loop calls this each iteration with the floats it covers
+   (a multiple of 16, known at compile time), so the prefetches of the next
+   row spread over the row's work: the lines that hold next[j + k] for
+   k = 0, 16, ...  An unaligned row's straddling lines are fetched by the
+   following iteration's first prefetch; the rest of the row, by
+   peak_emb_prefetch_rest after the loop. */
+static inline __attribute__((always_inline)) void
+peak_emb_prefetch_part(const float *next, size_t j, size_t floats)
+{
+    if (next)
+        for (size_t k = 0; k < floats; k += 16)
+            __builtin_prefetch(next + j + k, 0, 3);
+}
+
+static inline __attribute__((always_inline)) void
+peak_emb_prefetch_rest(const float *next, size_t j, size_t n)
+{
+    if (next && j < n)
+        peak_prefetch(next + j, n - j, PEAK_PF_L1);
+}
+
 static inline const float *peak_emb_row_of(const peak_embed_desc *d, int32_t id)
 {
     return d->table + (ptrdiff_t)id * d->ld_table;
@@ -78,12 +104,11 @@ peak_embed_table_loop(float *out, ptrdiff_t ld_out, const int32_t *ids, const in
     const size_t n = d->d_model;
     for (size_t t = 0; t < n_tokens; t++) {
         const size_t ahead = t + PEAK_EMB_PREFETCH_TOKENS;
-        if (ahead < n_tokens) {
-            peak_prefetch(peak_emb_row_of(d, ids[ahead]), n, PEAK_PF_L1);
-        }
+        const float *next = ahead < n_tokens ? peak_emb_row_of(d, ids[ahead]) : NULL;
         assert(pos[t] < 0 || (uint64_t)pos[t] < d->pe_rows);
         const float *pe = pos[t] < 0 ? NULL : d->pe + (size_t)pos[t] * n;
-        row(out + (ptrdiff_t)t * ld_out, peak_emb_row_of(d, ids[t]), d->scale, pe, n, stream);
+        row(out + (ptrdiff_t)t * ld_out, peak_emb_row_of(d, ids[t]), d->scale, pe, n, stream,
+            next);
     }
 }
 
@@ -159,7 +184,7 @@ peak_embed_fly_block(const peak_emb_fly *f, size_t t0, size_t t1, size_t c0, siz
             peak_prefetch(e + c1, next, PEAK_PF_L2);
         if (f->pos[t] >= 0)
             row(f->out + (ptrdiff_t)t * f->ld_out + c0, e + c0, f->d->scale,
-                f->scratch + (t - t0) * f->ld_scratch + c0, n, stream);
+                f->scratch + (t - t0) * f->ld_scratch + c0, n, stream, NULL);
     }
 }
 
@@ -175,7 +200,7 @@ peak_embed_fly_wide(float *out, ptrdiff_t ld_out, const int32_t *ids, const int6
         if (pos[t] < 0)
             continue;
         table(o, ld_out, 1, d->d_model, (size_t)pos[t], &d->pe_params);
-        row(o, peak_emb_row_of(d, ids[t]), d->scale, o, d->d_model, false);
+        row(o, peak_emb_row_of(d, ids[t]), d->scale, o, d->d_model, false, NULL);
     }
 }
 
@@ -190,7 +215,7 @@ peak_embed_fly_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64
     for (size_t t = 0; t < n_tokens; t++)
         if (pos[t] < 0)
             row(out + (ptrdiff_t)t * ld_out, peak_emb_row_of(d, ids[t]), d->scale, NULL,
-                d->d_model, false);
+                d->d_model, false, NULL);
     const size_t ld_s = peak_emb_scratch_ld(d->d_model);
     if (ld_s > PEAK_EMB_SCRATCH) {
         peak_embed_fly_wide(out, ld_out, ids, pos, n_tokens, d, row, table);

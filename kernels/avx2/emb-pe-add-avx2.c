@@ -53,27 +53,36 @@ static inline void store4(float *out, __m256 v0, __m256 v1, __m256 v2, __m256 v3
 /* Four vectors an iteration: two loads, a multiply, an add and a store per
    vector leave the loop overhead a small share.  Streaming stores need
    32-byte aligned addresses: the floats before the first boundary go
-   through an ordinary masked store. */
+   through an ordinary masked store.  Each iteration also prefetches the
+   matching lines of next (emb-pe-add.h); pf is where that stopped. */
 static inline __attribute__((always_inline)) void
-emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool stream)
+emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
+        const float *next)
 {
     const __m256 vscale = _mm256_set1_ps(scale);
-    size_t j = 0;
+    size_t j = 0, pf = 0;
     if (stream) {
         j = (32 - ((uintptr_t)out & 31)) / sizeof(float) & 7;
         j = j < n ? j : n;
         if (j)
             emb_part(out, e, vscale, pe, j);
+        for (; j + 16 <= n; j += 16, pf = j) {
+            peak_emb_prefetch_part(next, j, 16);
+            _mm256_stream_ps(out + j, scale_add8(e + j, vscale, pe ? pe + j : NULL));
+            _mm256_stream_ps(out + j + 8, scale_add8(e + j + 8, vscale, pe ? pe + j + 8 : NULL));
+        }
         for (; j + 8 <= n; j += 8)
             _mm256_stream_ps(out + j, scale_add8(e + j, vscale, pe ? pe + j : NULL));
     }
-    for (; j + 32 <= n; j += 32) {
+    for (; j + 32 <= n; j += 32, pf = j) {
+        peak_emb_prefetch_part(next, j, 32);
         const __m256 v0 = scale_add8(e + j, vscale, pe ? pe + j : NULL);
         const __m256 v1 = scale_add8(e + j + 8, vscale, pe ? pe + j + 8 : NULL);
         const __m256 v2 = scale_add8(e + j + 16, vscale, pe ? pe + j + 16 : NULL);
         const __m256 v3 = scale_add8(e + j + 24, vscale, pe ? pe + j + 24 : NULL);
         store4(out + j, v0, v1, v2, v3);
     }
+    peak_emb_prefetch_rest(next, pf, n);
     for (; j + 8 <= n; j += 8)
         _mm256_storeu_ps(out + j, scale_add8(e + j, vscale, pe ? pe + j : NULL));
     if (j < n)
@@ -82,12 +91,13 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool
 
 /* pe == NULL (a fairseq pad token) is rare: one predictable branch. */
 static inline __attribute__((always_inline)) void
-emb_row_avx2(float *out, const float *e, float scale, const float *pe, size_t n, bool stream)
+emb_row_avx2(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
+             const float *next)
 {
     if (pe)
-        emb_row(out, e, scale, pe, n, stream);
+        emb_row(out, e, scale, pe, n, stream, next);
     else
-        emb_row(out, e, scale, NULL, n, stream);
+        emb_row(out, e, scale, NULL, n, stream, next);
 }
 
 static inline __attribute__((always_inline)) void

@@ -37,21 +37,26 @@ static inline void emb_part(float *out, const float *e, __m512 vscale, const flo
 /* Four vectors an iteration: two loads, a multiply, an add and a store per
    vector leave the loop overhead a small share.  Streaming stores need
    64-byte aligned addresses: the floats before the first boundary go
-   through an ordinary masked store. */
+   through an ordinary masked store.  Each iteration also prefetches the
+   matching lines of next (emb-pe-add.h); pf is where that stopped. */
 static inline __attribute__((always_inline)) void
-emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool stream)
+emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
+        const float *next)
 {
     const __m512 vscale = _mm512_set1_ps(scale);
-    size_t j = 0;
+    size_t j = 0, pf = 0;
     if (stream) {
         j = (64 - ((uintptr_t)out & 63)) / sizeof(float) & 15;
         j = j < n ? j : n;
         if (j)
             emb_part(out, e, vscale, pe, j);
-        for (; j + 16 <= n; j += 16)
+        for (; j + 16 <= n; j += 16, pf = j) {
+            peak_emb_prefetch_part(next, j, 16);
             _mm512_stream_ps(out + j, scale_add16(e + j, vscale, pe ? pe + j : NULL));
+        }
     }
-    for (; j + 64 <= n; j += 64) {
+    for (; j + 64 <= n; j += 64, pf = j) {
+        peak_emb_prefetch_part(next, j, 64);
         const __m512 v0 = scale_add16(e + j, vscale, pe ? pe + j : NULL);
         const __m512 v1 = scale_add16(e + j + 16, vscale, pe ? pe + j + 16 : NULL);
         const __m512 v2 = scale_add16(e + j + 32, vscale, pe ? pe + j + 32 : NULL);
@@ -61,6 +66,7 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool
         _mm512_storeu_ps(out + j + 32, v2);
         _mm512_storeu_ps(out + j + 48, v3);
     }
+    peak_emb_prefetch_rest(next, pf, n);
     for (; j + 16 <= n; j += 16)
         _mm512_storeu_ps(out + j, scale_add16(e + j, vscale, pe ? pe + j : NULL));
     if (j < n)
@@ -69,12 +75,13 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool
 
 /* pe == NULL (a fairseq pad token) is rare: one predictable branch. */
 static inline __attribute__((always_inline)) void
-emb_row_avx512(float *out, const float *e, float scale, const float *pe, size_t n, bool stream)
+emb_row_avx512(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
+               const float *next)
 {
     if (pe)
-        emb_row(out, e, scale, pe, n, stream);
+        emb_row(out, e, scale, pe, n, stream, next);
     else
-        emb_row(out, e, scale, NULL, n, stream);
+        emb_row(out, e, scale, NULL, n, stream, next);
 }
 
 static inline __attribute__((always_inline)) void

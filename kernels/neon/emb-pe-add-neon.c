@@ -61,9 +61,11 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n)
 
 /* pe == NULL (a fairseq pad token) is rare: one predictable branch. */
 static inline __attribute__((always_inline)) void
-emb_row_neon(float *out, const float *e, float scale, const float *pe, size_t n, bool stream)
+emb_row_neon(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
+             const float *next)
 {
     (void)stream;
+    peak_emb_prefetch_rest(next, 0, n);
     if (pe)
         emb_row(out, e, scale, pe, n);
     else
