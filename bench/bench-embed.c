@@ -10,8 +10,9 @@
  * (peak_pe_table rows 0 .. P+S-1), fly:1 computes it on the fly
  * (desc.pe = NULL).  Shapes: the seed's 2 x 50 at d_model 512, BERT/GPT-2's
  * d_model 768 at 128, 512, 1024 and 4096 tokens, 32 x 128 and 64 x 512
- * tokens of 512 (8 and 64 MiB of output), and decode: one new token at position 2047 (after a
- * 2047-token cache) for 1 and for 32 sequences, at d_model 768.
+ * tokens of 512 (8 and 64 MiB of output), and decode: one new token at
+ * position 2047 (after a 2047-token cache) for 1 and for 32 sequences, at
+ * d_model 768.
  * Variants:
  *   scalar, avx2, avx512  peak_embed_pe with this tier forced
  *   dispatch       peak_embed_pe on the tier the dispatcher picks (label)

@@ -177,8 +177,7 @@ peak_embed_fly_block(const peak_emb_fly *f, size_t t0, size_t t1, size_t c0, siz
             if (c0 == 0)
                 peak_prefetch(peak_emb_row_of(f->d, f->ids[ahead]), n, PEAK_PF_L1);
             if (!stream)
-                peak_prefetch(f->out + (ptrdiff_t)ahead * f->ld_out + c0, n,
-                                  PEAK_PF_WRITE);
+                peak_prefetch(f->out + (ptrdiff_t)ahead * f->ld_out + c0, n, PEAK_PF_WRITE);
         }
         if (c1 < d_model)
             peak_prefetch(e + c1, next, PEAK_PF_L2);

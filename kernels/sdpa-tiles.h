@@ -305,6 +305,13 @@ static inline float *sdpa_o_row(float *o, const peak_attn_desc *d, size_t b, siz
            (ptrdiff_t)h * d->o_stride[2];
 }
 
+/* lse[b, h, i] (d->lse is not NULL). */
+static inline float *sdpa_lse_at(const peak_attn_desc *d, size_t b, size_t h, size_t i)
+{
+    return d->lse + (ptrdiff_t)b * d->lse_stride[0] + (ptrdiff_t)h * d->lse_stride[1] +
+           (ptrdiff_t)i * d->lse_stride[2];
+}
+
 /* Q^T with zero columns past the block's rows (their scores are finite
    garbage, never stored), a zero accumulator, m = -inf and l = 0.  Eight
    rows at a time: through the including file's 8 x 8 transpose
@@ -730,8 +737,7 @@ static inline void sdpa_rows_run(const peak_attn_desc *d, const sdpa_ws *w, floa
         for (size_t c = 0; c < d->v_head_dim; c++)
             orow[c] = r->l == 0.0f ? 0.0f : r->acc[c] / r->l;
         if (d->lse)
-            d->lse[(ptrdiff_t)b * d->lse_stride[0] + (ptrdiff_t)r->head * d->lse_stride[1] +
-                   (ptrdiff_t)r->pos * d->lse_stride[2]] = sdpa_lse(r->m, r->l);
+            *sdpa_lse_at(d, b, r->head, r->pos) = sdpa_lse(r->m, r->l);
     }
 }
 
@@ -775,13 +781,8 @@ static inline void sdpa_block_finish(const sdpa_block *blk, const sdpa_ws *w, fl
             for (size_t k = 0; k < nr; k++)
                 rows[k][c] = w->oacc[c * SDPA_BQ + r8 + k];
         if (d->lse)
-            for (size_t k = 0; k < nr; k++) {
-                const size_t r = r8 + k;
-                const float l = w->l[r];
-                d->lse[(ptrdiff_t)blk->b * d->lse_stride[0] +
-                       (ptrdiff_t)blk->head[r] * d->lse_stride[1] +
-                       (ptrdiff_t)blk->pos[r] * d->lse_stride[2]] = sdpa_lse(w->m[r], l);
-            }
+            for (size_t r = r8; r < r8 + nr; r++)
+                *sdpa_lse_at(d, blk->b, blk->head[r], blk->pos[r]) = sdpa_lse(w->m[r], w->l[r]);
     }
 }
 
