@@ -75,13 +75,17 @@ typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
                                const peak_pe_params *params);
 
 /* Positions are resolved by the caller (api.c) into pos[t] (int64, >= 0, or
-   -1 for "no PE", the fairseq pad token).  stream: the whole public call's
-   output is large (peak_emb_streams in emb-pe-add.h), so write it with non-temporal stores
-   where aligned vectors allow; the caller decides because it may split one
-   large call into many small kernel calls. */
+   -1 for "no PE", the fairseq pad token).  A call covers batch sequences of
+   n_tokens tokens that share those positions: token t of sequence b is
+   ids[b * seq_stride + t] and goes to out row b * seq_stride + t (batch 1:
+   a plain run of tokens, seq_stride unused).  Sharing lets a tier read a PE
+   row once for the whole batch.  stream: the whole public call's output is
+   large (peak_emb_streams in emb-pe-add.h), so write it with non-temporal
+   stores where aligned vectors allow; the caller decides because it may
+   split one large call into many small kernel calls. */
 typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                 const int64_t *pos, size_t n_tokens,
-                                 const peak_embed_desc *desc, bool stream);
+                                 const int64_t *pos, size_t n_tokens, size_t batch,
+                                 size_t seq_stride, const peak_embed_desc *desc, bool stream);
 
 typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc);
 
@@ -116,7 +120,8 @@ PEAK_INTERNAL void peak_f32_pe_add__scalar(float *x, ptrdiff_t batch_stride, ptr
                                            size_t pos0, const float *pe,
                                            const peak_pe_params *params);
 PEAK_INTERNAL void peak_f32_embed_pe__scalar(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                             const int64_t *pos, size_t n_tokens,
+                                             const int64_t *pos, size_t n_tokens, size_t batch,
+                                             size_t seq_stride,
                                              const peak_embed_desc *desc, bool stream);
 PEAK_INTERNAL void peak_f32_softmax__scalar(float *y, const float *x,
                                             const peak_softmax_desc *desc);
@@ -156,7 +161,8 @@ PEAK_INTERNAL void peak_f32_pe_add__avx2(float *x, ptrdiff_t batch_stride, ptrdi
                                          size_t pos0, const float *pe,
                                          const peak_pe_params *params);
 PEAK_INTERNAL void peak_f32_embed_pe__avx2(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                           const int64_t *pos, size_t n_tokens,
+                                           const int64_t *pos, size_t n_tokens, size_t batch,
+                                           size_t seq_stride,
                                            const peak_embed_desc *desc, bool stream);
 PEAK_INTERNAL void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum,
                                                 ptrdiff_t ld_sum, const float *x,
@@ -168,7 +174,8 @@ PEAK_INTERNAL void peak_f32_pe_add__avx512(float *x, ptrdiff_t batch_stride, ptr
                                            size_t pos0, const float *pe,
                                            const peak_pe_params *params);
 PEAK_INTERNAL void peak_f32_embed_pe__avx512(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                             const int64_t *pos, size_t n_tokens,
+                                             const int64_t *pos, size_t n_tokens, size_t batch,
+                                             size_t seq_stride,
                                              const peak_embed_desc *desc, bool stream);
 PEAK_INTERNAL void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum,
                                                   ptrdiff_t ld_sum, const float *x,
@@ -180,7 +187,8 @@ PEAK_INTERNAL void peak_f32_pe_add__neon(float *x, ptrdiff_t batch_stride, ptrdi
                                          size_t pos0, const float *pe,
                                          const peak_pe_params *params);
 PEAK_INTERNAL void peak_f32_embed_pe__neon(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                           const int64_t *pos, size_t n_tokens,
+                                           const int64_t *pos, size_t n_tokens, size_t batch,
+                                           size_t seq_stride,
                                            const peak_embed_desc *desc, bool stream);
 PEAK_INTERNAL void peak_f32_add_layernorm__neon(float *y, ptrdiff_t ld_y, float *sum,
                                                 ptrdiff_t ld_sum, const float *x,

@@ -218,7 +218,7 @@ static void run_tier(const peak_kernels *kern, const inputs *in, outputs *out)
     int64_t pos[EM_T];
     for (size_t t = 0; t < EM_T; t++)
         pos[t] = (int64_t)(in->pos0 + t % 4);
-    kern->embed_pe(out->embed, D, in->ids, pos, EM_T, &ed, false);
+    kern->embed_pe(out->embed, D, in->ids, pos, EM_T, 1, 0, &ed, false);
     peak_softmax_desc sd = softmax_desc(in);
     kern->softmax(out->softmax, in->scores, &sd);
     kern->exp(out->exp, in->ex, EX_N);

@@ -119,14 +119,16 @@ static void pe_add_sink(void *ctx, size_t s0, size_t s1, size_t c0, size_t c1)
 }
 
 void peak_f32_embed_pe__avx512(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                               const int64_t *pos, size_t n_tokens, const peak_embed_desc *desc, bool stream)
+                               const int64_t *pos, size_t n_tokens, size_t batch,
+                               size_t seq_stride, const peak_embed_desc *desc, bool stream)
 {
-    assert(out && ids && pos && desc && desc->table);
+    assert(out && ids && pos && desc && desc->table && batch > 0);
     if (desc->pe)
-        peak_embed_table_run(out, ld_out, ids, pos, n_tokens, desc, emb_row_avx512, stream);
+        peak_embed_table_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
+                             emb_row_avx512, stream);
     else
-        peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, desc, emb_row_avx512,
-                           peak_pe_rows__avx512, embed_sink, embed_sink_stream,
+        peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
+                           emb_row_avx512, peak_pe_rows__avx512, embed_sink, embed_sink_stream,
                            peak_f32_pe_table__avx512, stream);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();

@@ -98,15 +98,17 @@ static void pe_add_sink(void *ctx, size_t s0, size_t s1, size_t c0, size_t c1)
     peak_pe_add_fly_block(ctx, s0, s1, c0, c1, add_row_neon);
 }
 
-void peak_f32_embed_pe__neon(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
-                             size_t n_tokens, const peak_embed_desc *desc, bool stream)
+void peak_f32_embed_pe__neon(float *out, ptrdiff_t ld_out, const int32_t *ids,
+                             const int64_t *pos, size_t n_tokens, size_t batch, size_t seq_stride,
+                             const peak_embed_desc *desc, bool stream)
 {
-    assert(out && ids && pos && desc && desc->table);
+    assert(out && ids && pos && desc && desc->table && batch > 0);
     if (desc->pe)
-        peak_embed_table_run(out, ld_out, ids, pos, n_tokens, desc, emb_row_neon, stream);
+        peak_embed_table_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
+                             emb_row_neon, stream);
     else
-        peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, desc, emb_row_neon,
-                           peak_pe_rows__neon, embed_sink, embed_sink,
+        peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
+                           emb_row_neon, peak_pe_rows__neon, embed_sink, embed_sink,
                            peak_f32_pe_table__neon, stream);
 }
 

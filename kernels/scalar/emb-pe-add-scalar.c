@@ -85,27 +85,33 @@ static void scale_add_row(float *out, const float *e, float scale, const float *
     }
 }
 
+static void embed_token(float *o, const float *e, int64_t pos, const peak_embed_desc *desc)
+{
+    const size_t n = desc->d_model;
+    if (pos < 0) {
+        scale_row(o, e, desc->scale, n); /* fairseq pad token: no PE */
+    } else if (desc->pe) {
+        assert((uint64_t)pos < desc->pe_rows);
+        scale_add_row(o, e, desc->scale, desc->pe + (size_t)pos * n, n);
+    } else {
+        /* The output row is the scratch for the PE row: no buffer. */
+        peak_pe_row__scalar(o, (size_t)pos, n, &desc->pe_params);
+        scale_add_row(o, e, desc->scale, o, n);
+    }
+}
+
 /* stream is ignored: the reference has no non-temporal stores. */
 void peak_f32_embed_pe__scalar(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                               const int64_t *pos, size_t n_tokens, const peak_embed_desc *desc,
-                               bool stream)
+                               const int64_t *pos, size_t n_tokens, size_t batch,
+                               size_t seq_stride, const peak_embed_desc *desc, bool stream)
 {
     (void)stream;
-    assert(out && ids && pos && desc && desc->table);
-    const size_t n = desc->d_model;
-    for (size_t t = 0; t < n_tokens; t++) {
-        float *o = out + (ptrdiff_t)t * ld_out;
-        assert(ids[t] >= 0 && (size_t)ids[t] < desc->vocab && pos[t] >= -1);
-        const float *e = desc->table + (ptrdiff_t)ids[t] * desc->ld_table;
-        if (pos[t] < 0) {
-            scale_row(o, e, desc->scale, n); /* fairseq pad token: no PE */
-        } else if (desc->pe) {
-            assert((uint64_t)pos[t] < desc->pe_rows);
-            scale_add_row(o, e, desc->scale, desc->pe + (size_t)pos[t] * n, n);
-        } else {
-            /* The output row is the scratch for the PE row: no buffer. */
-            peak_pe_row__scalar(o, (size_t)pos[t], n, &desc->pe_params);
-            scale_add_row(o, e, desc->scale, o, n);
+    assert(out && ids && pos && desc && desc->table && batch > 0);
+    for (size_t b = 0; b < batch; b++)
+        for (size_t t = 0; t < n_tokens; t++) {
+            const size_t i = b * seq_stride + t;
+            assert(ids[i] >= 0 && (size_t)ids[i] < desc->vocab && pos[t] >= -1);
+            embed_token(out + (ptrdiff_t)i * ld_out,
+                        desc->table + (ptrdiff_t)ids[i] * desc->ld_table, pos[t], desc);
         }
-    }
 }
