@@ -90,8 +90,9 @@ typedef enum peak_status {
     PEAK_ERR_INVALID_ARG = 1,  /**< NULL pointer, zero or inconsistent size,
                                     bad stride, bad enum value, NaN parameter. */
     PEAK_ERR_OUT_OF_RANGE = 2, /**< Token id or position outside its table,
-                                    pos0 + n beyond PEAK_MAX_POSITION, a size
-                                    whose byte count would overflow size_t. */
+                                    pos0 + n beyond PEAK_MAX_POSITION, sizes
+                                    and strides whose extent in bytes would
+                                    exceed PTRDIFF_MAX. */
     PEAK_ERR_UNSUPPORTED = 3,  /**< ISA not available on this CPU/OS/build. */
     PEAK_ERR_WORKSPACE = 4,    /**< Caller-provided workspace too small. */
     PEAK_ERR_NO_MEMORY = 5     /**< Convenience path could not allocate. */
@@ -263,7 +264,7 @@ typedef struct peak_pe_params {
  * @errors PEAK_ERR_INVALID_ARG if out is NULL, n_pos or d_model is 0, or
  *   params holds an unknown layout/mode or a base that is not > 0 and finite;
  *   PEAK_ERR_OUT_OF_RANGE if pos0 + n_pos > PEAK_MAX_POSITION or
- *   n_pos * d_model * 4 bytes overflows size_t.
+ *   n_pos * d_model * 4 bytes exceeds PTRDIFF_MAX.
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
  * @source Vaswani et al. 2017, sec. 3.5; layouts as documented at
  *   peak_pe_layout.
@@ -297,7 +298,9 @@ PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, siz
  * @errors PEAK_ERR_INVALID_ARG for a NULL x, a zero size, ld_x < d_model,
  *   batch > 1 with batch_stride < d_model, x == pe, or bad params (on the
  *   fly); PEAK_ERR_OUT_OF_RANGE if pos0 + seq_len > pe_rows (table) or
- *   > PEAK_MAX_POSITION (on the fly).
+ *   > PEAK_MAX_POSITION (on the fly), or if x's extent (the last element
+ *   of row (batch-1, seq_len-1)) or the table's, in bytes, exceeds
+ *   PTRDIFF_MAX.
  * @threadsafety Reentrant: concurrent calls with distinct x are safe.
  * @source Vaswani et al. 2017, sec. 3.5 (the sum of embedding and PE).
  */
@@ -359,7 +362,11 @@ typedef struct peak_embed_desc {
  *   out's extent meeting the table, pe, ids or positions (all read while
  *   out is written), bad pe_params (on the fly);
  *   PEAK_ERR_OUT_OF_RANGE for an id outside [0, vocab), a position < 0 or
- *   >= pe_rows (table) or >= PEAK_MAX_POSITION (on the fly).
+ *   >= pe_rows (table) or >= PEAK_MAX_POSITION (on the fly), pos0 >=
+ *   PEAK_MAX_POSITION (positions NULL), or an extent of out, the table or
+ *   pe whose byte offset exceeds PTRDIFF_MAX.  Pad tokens have no position:
+ *   a call of pad tokens only is checked against none (any pos0 below
+ *   PEAK_MAX_POSITION).
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe
  *   (tables may be shared).
  * @source Vaswani et al. 2017, sec. 3.4-3.5; fairseq make_positions().

@@ -679,6 +679,31 @@ START_TEST(embed_invalid_arguments)
     d = p.d;
     d.pos0 = 1; /* tokens 0..5 at rows 1..6 of a 6-row table */
     em_reject_desc(&p, "pos0 + n beyond the table", range, &d);
+    d.pos0 = (size_t)PEAK_MAX_POSITION;
+    em_reject_desc(&p, "pos0 == PEAK_MAX_POSITION, table", range, &d);
+    d.pe = NULL;
+    em_reject_desc(&p, "pos0 == PEAK_MAX_POSITION, on the fly", range, &d);
+    em_free(&p);
+}
+END_TEST
+
+/* A call of pad tokens only uses no position: any pos0 below
+   PEAK_MAX_POSITION is valid, with a table as on the fly (the reverse was a
+   review finding: the table path compared pos0 with pe_rows). */
+START_TEST(embed_pads_only)
+{
+    em_problem p;
+    em_init(&p, 7, 16, 5, 1, 0, 550 + (uint64_t)_i);
+    p.d.padding_idx = 3;
+    for (size_t t = 0; t < 5; t++)
+        p.ids[t] = 3;
+    p.d.seq_len = 2;
+    p.d.pos0 = _i & 2 ? (size_t)(PEAK_MAX_POSITION - 1) : 100;
+    if (_i & 1)
+        em_add_table(&p, 4);
+    em_run(&p);
+    p.d.pos0 = (size_t)PEAK_MAX_POSITION;
+    em_reject_desc(&p, "pads only, pos0 == PEAK_MAX_POSITION", PEAK_ERR_OUT_OF_RANGE, &p.d);
     em_free(&p);
 }
 END_TEST
@@ -706,6 +731,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, embed_wide_rows, 0, (int)N_PE_VARIANTS);
     tcase_add_loop_test(tc, embed_kv_cache_decode, 0, 8);
     tcase_add_test(tc, embed_invalid_arguments);
+    tcase_add_loop_test(tc, embed_pads_only, 0, 4);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -285,9 +285,11 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
         (d->pe_rows && spans_meet(so, tensor_span(d->pe, &d->pe_rows, &ld_pe, 1, d->d_model,
                                                   sizeof(float)))))
         return PEAK_ERR_INVALID_ARG;
-    /* pos0 bounded first, so pos0 + index (+ padding_idx + 1) cannot wrap. */
+    /* pos0 bounded first, so pos0 + index (+ padding_idx + 1) cannot wrap.
+       Against PEAK_MAX_POSITION, not the table: a call of pad tokens only
+       uses no position, and is valid with a table as it is on the fly. */
     uint64_t limit = d->pe ? d->pe_rows : PEAK_MAX_POSITION;
-    if (!d->positions && d->pos0 >= limit)
+    if (!d->positions && d->pos0 >= PEAK_MAX_POSITION)
         return PEAK_ERR_OUT_OF_RANGE;
     /* Every id and position is checked before the first row is written. */
     pos_walk w = {d, ids, 0, 0, 0};

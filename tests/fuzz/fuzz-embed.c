@@ -190,9 +190,11 @@ static void fuzz_embed_pe(fz_in *in)
             if (fz_next(&rng) % 3 == 0)
                 ids[t] = pad;
     /* The largest position used decides the table's rows: peak.h's
-       numbering written out (pad tokens use none; if every token is a pad,
-       pos0 itself must still be below pe_rows). */
-    size_t max_pos = pos0;
+       numbering written out (pad tokens use none: if every token is a pad,
+       no position is checked against pe_rows, only pos0 against
+       PEAK_MAX_POSITION). */
+    size_t max_pos = 0;
+    int uses_pos = 0;
     if (pos_mode == 1) {
         const uint64_t lim = table ? 400 : PEAK_MAX_POSITION;
         max_pos = 0;
@@ -207,6 +209,7 @@ static void fuzz_embed_pe(fz_in *in)
             if (seq_len && in_seq == seq_len)
                 in_seq = non_pad = 0;
             size_t p = pad < 0 ? pos0 + in_seq : ids[t] == pad ? 0 : pos0 + (size_t)pad + 1 + non_pad++;
+            uses_pos |= pad < 0 || ids[t] != pad;
             in_seq++;
             if (p > max_pos)
                 max_pos = p;
@@ -269,11 +272,11 @@ static void fuzz_embed_pe(fz_in *in)
                                               : (table ? (int64_t)pe_rows
                                                        : (int64_t)PEAK_MAX_POSITION);
             } else {
-                c.pos0 = table ? pe_rows : PEAK_MAX_POSITION + fz_upto(in, 100);
+                c.pos0 = table && uses_pos ? pe_rows : PEAK_MAX_POSITION + fz_upto(in, 100);
             }
             break;
         default: /* pe_rows too small for the positions used */
-            if (table) {
+            if (table && (positions || uses_pos)) {
                 want = PEAK_ERR_OUT_OF_RANGE;
                 c.pe_rows = max_pos - fz_upto(in, max_pos);
             } else if (positions) { /* positions ignore pos0 */
