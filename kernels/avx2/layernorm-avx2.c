@@ -71,22 +71,20 @@ static float ln_guess(const peak_ln_row *w)
     return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
 
-/* y (and sum) for 8 lanes; m selects the lanes that exist. */
-static inline __m256 normalised(const peak_ln_row *w, size_t j, __m256 s, __m256i m,
-                                peak_ln_stats st)
+/* y for 8 lanes, from gamma and beta's lanes g and b. */
+static inline __m256 normalised(__m256 s, __m256 g, __m256 b, peak_ln_stats st)
 {
     const __m256 d = _mm256_sub_ps(_mm256_sub_ps(s, _mm256_set1_ps(st.shift)),
                                    _mm256_set1_ps(st.corr));
-    const __m256 v = _mm256_mul_ps(d, _mm256_set1_ps(st.rstd));
-    const __m256 g = w->gamma ? _mm256_maskload_ps(w->gamma + j, m) : _mm256_set1_ps(1.0f);
-    const __m256 b = w->beta ? _mm256_maskload_ps(w->beta + j, m) : _mm256_setzero_ps();
-    return _mm256_fmadd_ps(v, g, b);
+    return _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(st.rstd)), g, b);
 }
 
 static inline void norm_masked(const peak_ln_row *w, size_t j, __m256i m, peak_ln_stats st)
 {
     const __m256 s = load_s_masked(w, j, m);
-    const __m256 y = normalised(w, j, s, m, st);
+    const __m256 g = w->gamma ? _mm256_maskload_ps(w->gamma + j, m) : _mm256_set1_ps(1.0f);
+    const __m256 b = w->beta ? _mm256_maskload_ps(w->beta + j, m) : _mm256_setzero_ps();
+    const __m256 y = normalised(s, g, b, st);
     if (w->sum)
         _mm256_maskstore_ps(w->sum + j, m, s);
     _mm256_maskstore_ps(w->y + j, m, y);
@@ -98,7 +96,9 @@ static inline __attribute__((always_inline)) void
 norm8(const peak_ln_row *w, size_t j, peak_ln_stats st, bool stream)
 {
     const __m256 s = load_s(w, j);
-    const __m256 y = normalised(w, j, s, _mm256_set1_epi32(-1), st);
+    const __m256 g = w->gamma ? _mm256_loadu_ps(w->gamma + j) : _mm256_set1_ps(1.0f);
+    const __m256 b = w->beta ? _mm256_loadu_ps(w->beta + j) : _mm256_setzero_ps();
+    const __m256 y = normalised(s, g, b, st);
     if (stream) {
         if (w->sum)
             _mm256_stream_ps(w->sum + j, s);
