@@ -322,7 +322,10 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
    the per-token path's (tests/test-stack.c); a 32 KiB block measured ~6%
    faster on 64 x 512 tokens but took 67 KiB of stack on AVX-512.
    false: not this case, or rows wider than the block. */
-enum { EMBED_FLY_FLOATS = 4096, EMBED_FLY_ROWS = 64, EMBED_TABLE_ROWS = 256 };
+enum { EMBED_FLY_FLOATS = 4096, EMBED_FLY_ROWS = 64 };
+/* Positions per kernel call, resolved into an array on the stack so that
+   nothing is allocated (2 KiB). */
+enum { EMBED_POS_CHUNK = 256 };
 
 /* The kernel prefetches the E rows of the tokens a few places ahead of the
    one it works on, within its call; a block's first rows are requested
@@ -342,9 +345,9 @@ static bool embed_seq_batched(float *out, ptrdiff_t ld_out, const int32_t *ids, 
         (!d->pe && dm > EMBED_FLY_FLOATS))
         return false;
     const size_t full = n_tokens / seq, rest = n_tokens % seq;
-    size_t rows = EMBED_TABLE_ROWS;
+    size_t rows = EMBED_POS_CHUNK;
     _Alignas(64) float pe[EMBED_FLY_FLOATS];
-    int64_t pos[EMBED_TABLE_ROWS];
+    int64_t pos[EMBED_POS_CHUNK];
     peak_embed_desc block = *d;
     if (!d->pe) {
         rows = EMBED_FLY_FLOATS / dm < EMBED_FLY_ROWS ? EMBED_FLY_FLOATS / dm : EMBED_FLY_ROWS;
@@ -382,15 +385,12 @@ peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size
         return s;
     if (embed_seq_batched(out, ld_out, ids, n_tokens, desc))
         return PEAK_OK;
-    /* Positions are resolved here, a chunk at a time on the stack, so the
-       kernels see a plain array and nothing is allocated. */
-    enum { CHUNK = 256 };
-    int64_t pos[CHUNK];
+    int64_t pos[EMBED_POS_CHUNK];
     pos_walk w = {desc, ids, 0, 0, 0};
     peak_embed_pe_fn kernel = peak_active_kernels()->embed_pe;
     const bool stream = peak_emb_streams(n_tokens, desc->d_model);
-    for (size_t t0 = 0; t0 < n_tokens; t0 += CHUNK) {
-        size_t n = n_tokens - t0 < CHUNK ? n_tokens - t0 : CHUNK;
+    for (size_t t0 = 0; t0 < n_tokens; t0 += EMBED_POS_CHUNK) {
+        size_t n = n_tokens - t0 < EMBED_POS_CHUNK ? n_tokens - t0 : EMBED_POS_CHUNK;
         for (size_t t = 0; t < n; t++)
             pos[t] = pos_next(&w);
         kernel(out + t0 * (size_t)ld_out, ld_out, ids + t0, pos, n, 1, 0, desc, stream);

@@ -197,7 +197,6 @@ static void fuzz_embed_pe(fz_in *in)
     int uses_pos = 0;
     if (pos_mode == 1) {
         const uint64_t lim = table ? 400 : PEAK_MAX_POSITION;
-        max_pos = 0;
         for (size_t t = 0; t < n_tok; t++) {
             positions[t] = (int64_t)(fz_next(&rng) % lim);
             if ((size_t)positions[t] > max_pos)
