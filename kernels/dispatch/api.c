@@ -329,12 +329,15 @@ enum { EMBED_POS_CHUNK = 256 };
 
 /* The kernel prefetches the E rows of the tokens a few places ahead of the
    one it works on, within its call; a block's first rows are requested
-   here, before its PE rows are computed, so that work hides their latency. */
-static void embed_prefetch_block(const int32_t *ids, size_t s0, size_t seq, size_t batch,
-                                 const peak_embed_desc *d)
+   here, before its PE rows are computed, so that work hides their latency.
+   They are the first in the kernel's order: position by position, the
+   batch's tokens at each (the block is n positions of batch sequences). */
+static void embed_prefetch_block(const int32_t *ids, size_t s0, size_t n, size_t seq,
+                                 size_t batch, const peak_embed_desc *d)
 {
-    for (size_t b = 0; b < batch && b < PEAK_EMB_PREFETCH_TOKENS; b++)
-        peak_prefetch(peak_emb_row_of(d, ids[b * seq + s0]), d->d_model, PEAK_PF_L1);
+    for (size_t k = 0; k < PEAK_EMB_PREFETCH_TOKENS && k < n * batch; k++)
+        peak_prefetch(peak_emb_row_of(d, ids[k % batch * seq + s0 + k / batch]), d->d_model,
+                      PEAK_PF_L1);
 }
 
 static bool embed_seq_batched(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
@@ -360,7 +363,7 @@ static bool embed_seq_batched(float *out, ptrdiff_t ld_out, const int32_t *ids, 
     const bool stream = peak_emb_streams(n_tokens, dm);
     for (size_t s0 = 0; s0 < seq; s0 += rows) {
         const size_t n = seq - s0 < rows ? seq - s0 : rows;
-        embed_prefetch_block(ids, s0, seq, full, d);
+        embed_prefetch_block(ids, s0, n, seq, full, d);
         if (d->pe)
             for (size_t r = 0; r < n; r++)
                 pos[r] = (int64_t)(d->pos0 + s0 + r);
