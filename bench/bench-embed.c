@@ -23,6 +23,12 @@
  *                  (baseline-plain-loops.h); fly:0 only
  *   memcpy         memcpy moving as many bytes as the kernel reads and writes
  *                  from the table (fly:0) or on the fly (fly:1)
+ *   row_copy       memcpy of each token's E row into its output row: the
+ *                  gather's own traffic without PE rows or arithmetic, a
+ *                  floor for the kernel where memcpy (one contiguous copy)
+ *                  is not one; fly:0 only, and its bytes_per_second counts
+ *                  only what it moves (E and output rows, ids), 2/3 of the
+ *                  table path's bytes, so compare times
  * bytes_per_second counts bytes read and written: E rows, PE rows (table
  * only) and output rows (4 * d_model each), and the ids; memcpy counts its
  * source and its destination.  So "GB/s of the kernel / GB/s of memcpy" is
@@ -48,7 +54,14 @@
 #define EMB_VOCAB 32000
 #define EMB_D_MAX 768
 
-typedef enum emb_impl { EMB_TIER, EMB_DISPATCH, EMB_PLAIN, EMB_PLAIN_NOVEC, EMB_MEMCPY } emb_impl;
+typedef enum emb_impl {
+    EMB_TIER,
+    EMB_DISPATCH,
+    EMB_PLAIN,
+    EMB_PLAIN_NOVEC,
+    EMB_MEMCPY,
+    EMB_ROW_COPY
+} emb_impl;
 
 typedef struct emb_variant {
     const char *name;
@@ -68,6 +81,7 @@ static const emb_variant emb_variants[] = {
     {"plain_loop", EMB_PLAIN, PEAK_ISA_SCALAR},
     {"plain_loop_novec", EMB_PLAIN_NOVEC, PEAK_ISA_SCALAR},
     {"memcpy", EMB_MEMCPY, PEAK_ISA_SCALAR},
+    {"row_copy", EMB_ROW_COPY, PEAK_ISA_SCALAR},
 };
 
 /* {batch, seq_len, d_model, pos0}: the seed's in-cache batch (2 x 50: 200 KB
@@ -131,6 +145,11 @@ static peak_status emb_call(emb_run *r)
     case EMB_MEMCPY:
         memcpy(r->out, r->src, r->copy_bytes);
         return PEAK_OK;
+    case EMB_ROW_COPY:
+        for (size_t t = 0; t < r->n; t++)
+            memcpy(r->out + t * r->d, r->desc.table + (size_t)r->ids[t] * r->d,
+                   r->d * sizeof(float));
+        return PEAK_OK;
     }
     return PEAK_ERR_UNSUPPORTED;
 }
@@ -140,6 +159,13 @@ static const char *emb_check(const emb_run *r, char *msg, size_t len)
 {
     if (r->v->impl == EMB_MEMCPY)
         return memcmp(r->out, r->src, r->copy_bytes) ? "memcpy copied wrong bytes" : NULL;
+    if (r->v->impl == EMB_ROW_COPY) {
+        for (size_t t = 0; t < r->n; t++)
+            if (memcmp(r->out + t * r->d, r->desc.table + (size_t)r->ids[t] * r->d,
+                       r->d * sizeof(float)) != 0)
+                return "row_copy copied wrong rows";
+        return NULL;
+    }
     const size_t d = r->d;
     float *want = malloc(r->n * d * sizeof(float));
     if (!want)
@@ -163,8 +189,8 @@ static const char *emb_setup(emb_run *r)
     const emb_variant *v = r->v;
     if (v->impl == EMB_TIER && peak_isa_force(v->isa) != PEAK_OK)
         return "isa unsupported on this CPU/OS/build";
-    if ((v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC) && r->fly)
-        return "not measured: the plain loop reads a table";
+    if ((v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC || v->impl == EMB_ROW_COPY) && r->fly)
+        return "not measured: fly:0 only";
     peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
     d.table = emb_table();
     d.vocab = EMB_VOCAB;
@@ -224,7 +250,9 @@ static void emb_measure(gb_state *st, emb_run *r)
     }
     if (r->v->impl == EMB_DISPATCH)
         gb_set_label(st, peak_isa_name(peak_isa_active()));
-    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)emb_traffic(r->fly, r->n, r->d));
+    /* row_copy moves no PE rows: the traffic of the on-the-fly path. */
+    const int no_pe = r->fly || r->v->impl == EMB_ROW_COPY;
+    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)emb_traffic(no_pe, r->n, r->d));
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)r->n);
 }
 
@@ -270,7 +298,8 @@ void bench_register_embed(void)
         for (size_t i = 0; i < 2 * (sizeof emb_variants / sizeof emb_variants[0]); i++) {
             const emb_variant *v = &emb_variants[i / 2];
             const int64_t fly = (int64_t)(i % 2);
-            if (fly && (v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC))
+            if (fly && (v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC ||
+                        v->impl == EMB_ROW_COPY))
                 continue;
             /* pos0 0 stays out of the name (the names of the seed's shapes). */
             const int64_t pos0 = emb_shapes[s][3];

@@ -98,7 +98,7 @@ TIERS = ["scalar", "avx2", "avx512", "neon", "dispatch"]
 # Plain C loops: what a user writes without a library.
 PLAIN = {"libm_loop", "expf_loop", "plain_loop", "plain_loop_novec"}
 # Yardsticks that are not implementations of the kernel.
-NOT_AN_IMPL = {"memcpy"}
+NOT_AN_IMPL = {"memcpy", "row_copy"}
 # The summary's rows: (family, shape, what it stands for).
 HEADLINES = [
     ("pe_table", "seq_len:5000/d_model:512", "the seed's table"),
