@@ -121,11 +121,24 @@ typedef struct emb_run {
     size_t copy_bytes;
 } emb_run;
 
-/* Bytes a variant reads and writes per call. */
-static size_t emb_traffic(int fly, size_t n, size_t d)
+/* Whether the variant reads PE only from a table (fly:0 only). */
+static int emb_table_only(emb_impl impl)
+{
+    return impl == EMB_PLAIN || impl == EMB_PLAIN_NOVEC || impl == EMB_ROW_COPY;
+}
+
+/* Bytes a variant reads and writes per call; no_pe: it reads no PE rows
+   (on the fly, row_copy). */
+static size_t emb_traffic(int no_pe, size_t n, size_t d)
 {
     const size_t row = d * sizeof(float);
-    return n * ((fly ? 2 : 3) * row + sizeof(int32_t));
+    return n * ((no_pe ? 2 : 3) * row + sizeof(int32_t));
+}
+
+/* Token t's E row (ld_table is d_model here). */
+static const float *emb_e_row(const emb_run *r, size_t t)
+{
+    return r->desc.table + (size_t)r->ids[t] * r->d;
 }
 
 static peak_status emb_call(emb_run *r)
@@ -147,8 +160,7 @@ static peak_status emb_call(emb_run *r)
         return PEAK_OK;
     case EMB_ROW_COPY:
         for (size_t t = 0; t < r->n; t++)
-            memcpy(r->out + t * r->d, r->desc.table + (size_t)r->ids[t] * r->d,
-                   r->d * sizeof(float));
+            memcpy(r->out + t * r->d, emb_e_row(r, t), r->d * sizeof(float));
         return PEAK_OK;
     }
     return PEAK_ERR_UNSUPPORTED;
@@ -161,8 +173,7 @@ static const char *emb_check(const emb_run *r, char *msg, size_t len)
         return memcmp(r->out, r->src, r->copy_bytes) ? "memcpy copied wrong bytes" : NULL;
     if (r->v->impl == EMB_ROW_COPY) {
         for (size_t t = 0; t < r->n; t++)
-            if (memcmp(r->out + t * r->d, r->desc.table + (size_t)r->ids[t] * r->d,
-                       r->d * sizeof(float)) != 0)
+            if (memcmp(r->out + t * r->d, emb_e_row(r, t), r->d * sizeof(float)) != 0)
                 return "row_copy copied wrong rows";
         return NULL;
     }
@@ -189,7 +200,7 @@ static const char *emb_setup(emb_run *r)
     const emb_variant *v = r->v;
     if (v->impl == EMB_TIER && peak_isa_force(v->isa) != PEAK_OK)
         return "isa unsupported on this CPU/OS/build";
-    if ((v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC || v->impl == EMB_ROW_COPY) && r->fly)
+    if (emb_table_only(v->impl) && r->fly)
         return "not measured: fly:0 only";
     peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
     d.table = emb_table();
@@ -250,7 +261,6 @@ static void emb_measure(gb_state *st, emb_run *r)
     }
     if (r->v->impl == EMB_DISPATCH)
         gb_set_label(st, peak_isa_name(peak_isa_active()));
-    /* row_copy moves no PE rows: the traffic of the on-the-fly path. */
     const int no_pe = r->fly || r->v->impl == EMB_ROW_COPY;
     gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)emb_traffic(no_pe, r->n, r->d));
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)r->n);
@@ -298,8 +308,7 @@ void bench_register_embed(void)
         for (size_t i = 0; i < 2 * (sizeof emb_variants / sizeof emb_variants[0]); i++) {
             const emb_variant *v = &emb_variants[i / 2];
             const int64_t fly = (int64_t)(i % 2);
-            if (fly && (v->impl == EMB_PLAIN || v->impl == EMB_PLAIN_NOVEC ||
-                        v->impl == EMB_ROW_COPY))
+            if (fly && emb_table_only(v->impl))
                 continue;
             /* pos0 0 stays out of the name (the names of the seed's shapes). */
             const int64_t pos0 = emb_shapes[s][3];

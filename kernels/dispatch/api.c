@@ -288,10 +288,10 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
     /* pos0 bounded first, so pos0 + index (+ padding_idx + 1) cannot wrap.
        Against PEAK_MAX_POSITION, not the table: a call of pad tokens only
        uses no position, and is valid with a table as it is on the fly. */
-    uint64_t limit = d->pe ? d->pe_rows : PEAK_MAX_POSITION;
     if (!d->positions && d->pos0 >= PEAK_MAX_POSITION)
         return PEAK_ERR_OUT_OF_RANGE;
     /* Every id and position is checked before the first row is written. */
+    const uint64_t limit = d->pe ? d->pe_rows : PEAK_MAX_POSITION;
     pos_walk w = {d, ids, 0, 0, 0};
     for (size_t t = 0; t < n_tokens; t++) {
         int64_t pos = pos_next(&w);
