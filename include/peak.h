@@ -558,6 +558,11 @@ typedef struct peak_attn_desc {
  * head has more than 64 query rows (Lq * heads / kv_heads): see
  * peak_attention() for the sizes.  Query it for each shape; a workspace
  * sized for decode (Lq = 1) is too small for a prefill.
+ * Where the size does not fit in a size_t (only for shapes no buffer can
+ * hold: a head_dim or v_head_dim beyond 2^54, or on the scalar tier an Lk
+ * beyond 2^61 with zero key strides), bytes receives the
+ * sentinel SIZE_MAX rounded down to 64, which no allocator can satisfy:
+ * peak_attention() with a NULL workspace then returns PEAK_ERR_NO_MEMORY.
  * @param desc        as for peak_attention() (validated the same way).
  * @param[out] bytes  receives the size.
  * @return PEAK_OK, or an error (below).
@@ -579,9 +584,10 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  * NaN = NaN, as in PyTorch); a masked key never affects the row.  K and V
  * rows of keys that no query row of their kv head sees are never read (a
  * key some rows of a 64-row block see is read for the block).
- * The extents of O and lse must not meet each other, Q, K, V or the mask's
- * arrays (checked; extents, so tensors that interleave in one buffer
- * without sharing an element are rejected too).
+ * The extents of O, lse and the workspace (its first
+ * peak_attention_workspace_size() bytes) must not meet each other, Q, K, V
+ * or the mask's arrays (checked; extents, so tensors that interleave in one
+ * buffer without sharing an element are rejected too).
  *
  * Workspace by tier: scalar 8 (Lk + Dv) bytes.  AVX2, AVX-512 and NEON
  * (fused, flash-style: 64 query rows x 64 keys per tile): 256 Dh' +
@@ -622,10 +628,12 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
  *   not dividing heads, a negative stride, a stride that makes O's rows
- *   overlap, non-finite scale, O or lse meeting each other, Q, K, V or a
- *   mask array, a workspace not 64-byte aligned; PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the
- *   2^40 limits of peak_mask, an extent whose byte offset overflows
- *   ptrdiff_t; PEAK_ERR_WORKSPACE for a too small workspace;
+ *   overlap, non-finite scale, O, lse or the workspace meeting each other,
+ *   Q, K, V or a mask array, a workspace not 64-byte aligned;
+ *   PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the 2^40 limits of
+ *   peak_mask, an extent whose byte offset overflows ptrdiff_t;
+ *   PEAK_ERR_WORKSPACE for a too small workspace (checked before the
+ *   workspace's overlap);
  *   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails.
  * @threadsafety Reentrant: concurrent calls are safe with distinct outputs
  *   and distinct workspaces (one per thread).
@@ -657,6 +665,11 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
  * the normalised value's absolute error, ~1e-7, is multiplied by gamma; a
  * row with a deviation from its mean beyond ~1.8e19, a variance below
  * 2^-100 or an inf/NaN is computed as the scalar tier computes it).
+ * With eps = 0 a row of variance 0 (a constant row) has no defined
+ * normalisation: every tier writes NaN to all of its y elements (0 times
+ * 1/sqrt(0), as torch.nn.functional.layer_norm gives), still writes its
+ * sum, and returns PEAK_OK; the other rows are unaffected.  Pass eps > 0
+ * (for example 1e-5) to get beta for such rows.
  * @param[out] y    [rows, d_model] at y + t*ld_y; may equal x or r (then
  *                  with the same row stride).
  * @param ld_y      elements between rows of y (>= d_model).

@@ -143,7 +143,7 @@ static double oracle_y(const ln_problem *p, size_t t, size_t j, long double mean
 
 static void expect_close(const ln_problem *p, size_t t, size_t j, double ref, float got)
 {
-    CHECK(fabs((double)got - ref) <= LN_TOL * fmax(1.0, fabs(ref)),
+    CHECK(isnan(ref) ? isnan(got) : fabs((double)got - ref) <= LN_TOL * fmax(1.0, fabs(ref)),
                   "%s rows%zu d%zu use%u alias%d at [%zu,%zu]: expected %.9g, got %.9g",
                   peak_isa_name(peak_test_isa), p->s.rows, p->s.d, p->s.use, p->s.alias, t, j,
                   ref, (double)got);
@@ -412,6 +412,33 @@ START_TEST(zero_eps)
 }
 END_TEST
 
+/* eps = 0 on a constant row: var + eps = 0, so y = 0 * inf = NaN in every
+   element, as torch.nn.functional.layer_norm gives (peak.h); sum is still
+   x + r, and the row's neighbours are unaffected.  Rows 0 and 2 of 4 are
+   constant (at width 1 every row is), at widths covering one element, lane
+   tails and several vectors. */
+START_TEST(zero_eps_constant_rows)
+{
+    static const size_t widths[] = {1, 7, 8, 13, 16, 33, 64, 100};
+    ln_shape s = {4, widths[_i], 3, (size_t)_i % 4, USE_R | USE_GAMMA | USE_BETA | USE_SUM,
+                  ALIAS_NONE, 0.0f};
+    ln_problem p;
+    ln_init(&p, &s, 820 + (uint64_t)_i);
+    for (size_t t = 0; t < 4; t += 2)
+        for (size_t j = 0; j < s.d; j++) {
+            p.x[t * (size_t)p.ld + j] = 1.25f;
+            p.r[t * (size_t)p.ld + j] = -3.5f;
+        }
+    ln_run(&p); /* the oracle's own 0 * inf is NaN there */
+    for (size_t t = 0; t < 4; t++)
+        for (size_t j = 0; j < s.d; j++)
+            CHECK(!isnan(p.y[t * (size_t)p.ld + j]) == (t % 2 == 1 && s.d > 1),
+                  "%s d%zu: y[%zu,%zu] = %a", peak_isa_name(peak_test_isa), s.d, t, j,
+                  (double)p.y[t * (size_t)p.ld + j]);
+    ln_free(&p);
+}
+END_TEST
+
 /* ---- invalid arguments ------------------------------------------------------ */
 
 typedef struct ln_call {
@@ -564,6 +591,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, streaming_outputs, 0, 4);
     tcase_add_loop_test(tc, constant_rows, 0, 2);
     tcase_add_test(tc, zero_eps);
+    tcase_add_loop_test(tc, zero_eps_constant_rows, 0, 8);
     tcase_add_loop_test(tc, extreme_rows_as_the_reference, 0, 3);
     tcase_add_test(tc, invalid_arguments);
     tcase_add_test(tc, interleaved_buffers);

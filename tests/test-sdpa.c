@@ -1037,6 +1037,77 @@ START_TEST(workspace_caller_or_library)
 }
 END_TEST
 
+/* A caller workspace that meets Q, K, V, O, lse or the key_len mask is
+   rejected and nothing is written: the kernels write the workspace while
+   they read the inputs.  One arena holds every tensor, 64-byte aligned;
+   the workspace starts at a tensor (it covers the tensor's head) or ends
+   one byte into it (its tail covers the tensor's first byte).  A workspace
+   just past the last tensor is accepted and gives the bits of a separate
+   one. */
+START_TEST(workspace_must_not_overlap)
+{
+    enum { B = 1, H = 2, LQ = 5, LK = 33, D = 16, NT = 6 };
+    const size_t nq = B * LQ * H * D, nk = B * LK * H * D, nl = B * H * LQ;
+    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    d.batch = B, d.heads = H, d.q_len = LQ, d.kv_len = LK, d.head_dim = D;
+    const ptrdiff_t qs[3] = {LQ * H * D, H * D, D}, ks[3] = {LK * H * D, H * D, D},
+                    ls[3] = {H * LQ, LQ, 1};
+    memcpy(d.q_stride, qs, sizeof qs);
+    memcpy(d.o_stride, qs, sizeof qs);
+    memcpy(d.k_stride, ks, sizeof ks);
+    memcpy(d.v_stride, ks, sizeof ks);
+    memcpy(d.lse_stride, ls, sizeof ls);
+    size_t need = 0;
+    ck_assert_int_eq(peak_attention_workspace_size(&d, &need), PEAK_OK);
+    ck_assert(need > 0);
+    const size_t up = (need + 63) & ~(size_t)63;
+    /* byte offsets in the arena: room for a workspace before the tensors */
+    const size_t bytes[NT] = {nq * 4, nk * 4, nk * 4, nq * 4, nl * 4, B * 4};
+    size_t at[NT + 1];
+    at[0] = up + 64;
+    for (int t = 0; t < NT; t++)
+        at[t + 1] = at[t] + ((bytes[t] + 63) & ~(size_t)63);
+    const size_t total = at[NT] + up;
+    unsigned char *arena = aligned_alloc(64, total);
+    ck_assert(arena != NULL);
+    memset(arena, 0, total);
+    float *q = (float *)(arena + at[0]), *k = (float *)(arena + at[1]),
+          *v = (float *)(arena + at[2]), *o = (float *)(arena + at[3]);
+    uint64_t rng = 2100;
+    peak_test_fill_uniform(q, nq, &rng, -1.0f, 1.0f);
+    peak_test_fill_uniform(k, nk, &rng, -1.0f, 1.0f);
+    peak_test_fill_uniform(v, nk, &rng, -1.0f, 1.0f);
+    d.lse = (float *)(arena + at[4]);
+    const int32_t key_len = LK - 3;
+    memcpy(arena + at[5], &key_len, sizeof key_len);
+    d.mask.key_len = (const int32_t *)(arena + at[5]);
+
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_OK);
+    float *o_ref = dup(o, nq), *lse_ref = dup(d.lse, nl);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, arena + at[NT], need), PEAK_OK);
+    CHECK(peak_test_bytes_equal(o, o_ref, nq * 4) && peak_test_bytes_equal(d.lse, lse_ref, nl * 4),
+          "%s: a workspace after the tensors changed the result", peak_isa_name(peak_test_isa));
+
+    unsigned char *before = malloc(total);
+    for (int t = 0; t < NT; t++)
+        for (int tail = 0; tail < 2; tail++) {
+            const size_t start = tail ? (at[t] + 1 - need + 63) & ~(size_t)63 : at[t];
+            peak_test_fill_canary(o, nq);
+            peak_test_fill_canary(d.lse, nl);
+            memcpy(before, arena, total);
+            const peak_status got = peak_attention(o, q, k, v, &d, arena + start, need);
+            CHECK(got == PEAK_ERR_INVALID_ARG, "%s: workspace %s tensor %d: status %d",
+                  peak_isa_name(peak_test_isa), tail ? "ending in" : "starting at", t, (int)got);
+            CHECK(peak_test_bytes_equal(arena, before, total), "%s: workspace over tensor %d: "
+                  "memory written", peak_isa_name(peak_test_isa), t);
+        }
+    free(before);
+    free(o_ref);
+    free(lse_ref);
+    free(arena);
+}
+END_TEST
+
 /* ---- invalid arguments ------------------------------------------------------ */
 
 static void expect_rejected(const at_problem *p, const char *what, peak_status want, float *o,
@@ -1142,6 +1213,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, scores_of_1e4, 0, 4);
     tcase_add_loop_test(tc, decode_long_cache, 0, 2);
     tcase_add_test(tc, workspace_caller_or_library);
+    tcase_add_test(tc, workspace_must_not_overlap);
     tcase_add_test(tc, invalid_arguments);
     suite_add_tcase(s, tc);
     return s;

@@ -509,9 +509,11 @@ static peak_status attn_resolve(const peak_attn_desc *in, peak_attn_desc *d)
     return mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
 }
 
-/* O and lse must not overlap an input, the mask's arrays or each other. */
+/* O, lse and the workspace (its first ws_bytes; none when NULL) must not
+   overlap an input, the mask's arrays or each other: the kernels write all
+   three while they read Q, K, V and the mask. */
 static int attn_outputs_apart(const float *o, const float *q, const float *k, const float *v,
-                              const peak_attn_desc *d)
+                              const peak_attn_desc *d, const void *ws, size_t ws_bytes)
 {
     const size_t nq[3] = {d->batch, d->q_len, d->heads};
     const size_t nk[3] = {d->batch, d->kv_len, d->kv_heads};
@@ -519,11 +521,13 @@ static int attn_outputs_apart(const float *o, const float *q, const float *k, co
     const span in[3] = {tensor_span(q, nq, d->q_stride, 3, d->head_dim, sizeof(float)),
                         tensor_span(k, nk, d->k_stride, 3, d->head_dim, sizeof(float)),
                         tensor_span(v, nk, d->v_stride, 3, d->v_head_dim, sizeof(float))};
-    const span out[2] = {tensor_span(o, nq, d->o_stride, 3, d->v_head_dim, sizeof(float)),
-                         tensor_span(d->lse, nl, d->lse_stride, 3, 1, sizeof(float))};
-    if (spans_meet(out[0], out[1]))
-        return 0;
-    for (int j = 0; j < 2; j++) {
+    const span out[3] = {tensor_span(o, nq, d->o_stride, 3, d->v_head_dim, sizeof(float)),
+                         tensor_span(d->lse, nl, d->lse_stride, 3, 1, sizeof(float)),
+                         ws_bytes ? array_span(ws, ws_bytes, 1) : (span){0, 0}};
+    for (int j = 0; j < 3; j++) {
+        for (int i = j + 1; i < 3; i++)
+            if (spans_meet(out[j], out[i]))
+                return 0;
         for (int i = 0; i < 3; i++)
             if (spans_meet(out[j], in[i]))
                 return 0;
@@ -556,17 +560,18 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     peak_status s = attn_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
-    if (!attn_outputs_apart(o, q, k, v, &d))
-        return PEAK_ERR_INVALID_ARG;
     const peak_kernels *kern = peak_active_kernels();
     size_t need = kern->attention_ws(&d);
+    if (workspace && (uintptr_t)workspace % 64)
+        return PEAK_ERR_INVALID_ARG;
+    /* The size first: a workspace of at least `need` bytes is one whose
+       extent below cannot wrap around the address space. */
+    if (workspace && workspace_size < need)
+        return PEAK_ERR_WORKSPACE;
+    if (!attn_outputs_apart(o, q, k, v, &d, workspace, workspace ? need : 0))
+        return PEAK_ERR_INVALID_ARG;
     void *ws = workspace, *owned = NULL;
-    if (workspace) {
-        if ((uintptr_t)workspace % 64)
-            return PEAK_ERR_INVALID_ARG;
-        if (workspace_size < need)
-            return PEAK_ERR_WORKSPACE;
-    } else if (need) {
+    if (!workspace && need) {
         /* The convenience path; callers in a hot loop pass their own. */
         owned = ws = aligned_alloc(64, (need + 63) & ~(size_t)63);
         if (!owned)
