@@ -36,10 +36,18 @@ done
 echo "lint: cppcheck found nothing"
 
 echo "lint: [3/3] clang-tidy"
-x86=$(ls kernels/*/*.c | grep -v '^kernels/neon/')
-neon=$(ls kernels/neon/*.c 2>/dev/null || true)
+x86=""
+neon=""
+for f in kernels/*/*.c; do
+    case "$f" in
+    kernels/neon/*) neon="$neon $f" ;;
+    *) x86="$x86 $f" ;;
+    esac
+done
 # Two files at a time; -p gives each the flags of its target (ISA flags
-# included).  The NEON sources are checked as compiled for AArch64.
+# included).  The NEON sources are checked as compiled for AArch64, against
+# the AArch64 C library's headers in /usr/aarch64-linux-gnu/include
+# (libc6-dev-arm64-cross, installed by --reliability above).
 # shellcheck disable=SC2086
 printf '%s\n' $x86 | xargs -P 2 -n 1 clang-tidy -p "$dir" --quiet 2>/dev/null
 if [ -n "$neon" ]; then
