@@ -11,7 +11,7 @@
  */
 #include "emb-pe-add.h"
 
-#include <immintrin.h>
+#include "intrin-avx512.h"
 
 static inline __mmask16 tail_mask(size_t n)
 {

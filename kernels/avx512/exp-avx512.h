@@ -30,7 +30,7 @@
 
 #include "exp-poly.h"
 
-#include <immintrin.h>
+#include "intrin-avx512.h"
 
 /* e^r for |r| <= ln2/2 (and NaN). */
 static inline __m512 peak_avx512_exp_poly(__m512 vr)

@@ -11,7 +11,7 @@
  */
 #include "layernorm-rows.h"
 
-#include <immintrin.h>
+#include "intrin-avx512.h"
 
 static inline __mmask16 lanes(size_t left)
 {

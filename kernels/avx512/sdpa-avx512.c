@@ -18,7 +18,7 @@
 #include "exp-avx512.h"
 #include "internal.h"
 
-#include <immintrin.h>
+#include "intrin-avx512.h"
 
 #define SDPA_VW 16
 #define SDPA_BQ 64

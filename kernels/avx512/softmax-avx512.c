@@ -27,7 +27,7 @@
 #include "avx512/exp-avx512.h"
 
 #include <assert.h>
-#include <immintrin.h>
+#include "intrin-avx512.h"
 
 #define LANES 16
 

@@ -66,6 +66,19 @@ peak_isa peak_x86_decide(const peak_x86_regs *r, const char **why)
             w = "avx512: CPU has AVX-512 F/DQ/BW/VL and the OS saves opmask/ZMM state";
         }
     }
+#if PEAK_AVX512_EMULATED
+    /* The test suite's copy of the library (tests/avx512-emulated): its
+       avx512 kernels are the AVX-512 sources built against SIMDe for AVX2 +
+       FMA, so the AVX2 tier's requirements are theirs. */
+    if (isa == PEAK_ISA_AVX2)
+        w = "avx512 (emulated: AVX-512 kernels built on SIMDe for AVX2 + FMA, a test build); "
+            "the CPU lacks native AVX-512";
+    else if (isa == PEAK_ISA_AVX512)
+        w = "avx512 (emulated: AVX-512 kernels built on SIMDe for AVX2 + FMA, a test build); "
+            "the CPU has native AVX-512 too";
+    if (isa != PEAK_ISA_SCALAR)
+        isa = PEAK_ISA_AVX512;
+#endif
     if (why)
         *why = w;
     return isa;
