@@ -30,7 +30,11 @@
  *   exp        e^x for 2^23 float bit patterns spread over [-87.3, 88.7]
  *              (normal results), per tier, libm, SLEEF, libmvec
  *   softmax    rows of 128, 512, 2048 scores (spread ~3), no mask and
- *              causal; per tier, the expf loop, oneDNN (if built)
+ *              causal; per tier, the expf loop, oneDNN (if built).  And
+ *              "wide": rows whose scores spread over 88 below the maximum,
+ *              so that the probabilities reach down to FLT_MIN (max_ulp
+ *              over those >= FLT_MIN: below it a tier may flush, and only
+ *              max_abs counts them)
  *   embed      E[id] * sqrt(d) + PE(pos) for the seed's 2 x 50 x 512, PE
  *              from the table and on the fly; the exact PE is the oracle's
  *   pe_add     x + PE(pos), same shape, table and on the fly
@@ -410,6 +414,113 @@ static void acc_softmax(void)
     }
 }
 
+/* The probabilities of rows of L scores x * scale (formed in float, as
+   peak.h defines them), in long double. */
+static void sm_exact_scaled(long double *want, const float *x, size_t rows, size_t L,
+                            float scale)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * L;
+        long double m = -INFINITY, sum = 0.0L;
+        for (size_t j = 0; j < L; j++)
+            m = xr[j] * scale > m ? xr[j] * scale : m;
+        for (size_t j = 0; j < L; j++)
+            sum += expl((long double)(xr[j] * scale) - m);
+        for (size_t j = 0; j < L; j++)
+            want[r * L + j] = expl((long double)(xr[j] * scale) - m) / sum;
+    }
+}
+
+/* acc_add for the probabilities >= FLT_MIN; below it max_abs only. */
+static void acc_add_normal(err_acc *a, float got, long double want)
+{
+    if (want >= FLT_MIN) {
+        acc_add(a, got, want);
+        return;
+    }
+    a->n++;
+    const long double e = fabsl((long double)got - want);
+    if (e > a->max_abs)
+        a->max_abs = e;
+}
+
+/* The "wide" softmax: scores spread uniformly over 88 below each row's
+   maximum, so that the probabilities cover float's normal range down to
+   FLT_MIN (e^-87.3); row maxima either side of 0 and of 256 (where the SIMD
+   tiers switch from reducing s to reducing s - max, kernels/softmax-rows.h);
+   scale 1 and 0.37; lengths that leave every tail of 4, 8 and 16 lanes, and
+   long rows.  The baselines get x * scale already formed. */
+static void acc_softmax_wide(void)
+{
+    static const size_t lengths[] = {1,  2,  3,  5,  7,   8,   9,   13,  15,  16,
+                                     17, 31, 33, 63, 64,  65,  127, 128, 129, 509, 4096};
+    static const float tops[] = {0.0f, 2.5f, -30.0f, 255.0f, -255.5f, 256.0f, -400.0f, 1e4f};
+    static const float scales[] = {1.0f, 0.37f};
+    enum { NV = N_TIERS + 2 }; /* tiers, expf_loop, onednn */
+    err_acc acc[NV];
+    const char *impl = NULL;
+    memset(acc, 0, sizeof acc);
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        const size_t L = lengths[li];
+        const size_t rows = (quick ? 4096 : 65536) / L < 4 ? 4 : (quick ? 4096 : 65536) / L;
+        const size_t n = rows * L;
+        float *x = malloc(n * sizeof *x), *xs = malloc(n * sizeof *xs), *y = malloc(n * sizeof *y);
+        long double *want = malloc(n * sizeof *want);
+        if (!x || !xs || !y || !want) {
+            fprintf(stderr, "peak_accuracy: out of memory\n");
+            exit(1);
+        }
+        for (size_t ti = 0; ti < sizeof tops / sizeof tops[0]; ti++) {
+            for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++) {
+                const float scale = scales[si];
+                for (size_t k = 0; k < n; k++) {
+                    seed = seed * 6364136223846793005u + 1442695040888963407u;
+                    const float u = (float)(seed >> 40) * 0x1p-24f;
+                    x[k] = (tops[ti] - 88.0f * u) / scale;
+                    xs[k] = x[k] * scale;
+                }
+                sm_exact_scaled(want, x, rows, L, scale);
+                peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+                d.batch = d.heads = 1;
+                d.q_len = rows;
+                d.k_len = L;
+                d.x_stride[0] = d.y_stride[0] = d.x_stride[1] = d.y_stride[1] = (ptrdiff_t)n;
+                d.x_stride[2] = d.y_stride[2] = (ptrdiff_t)L;
+                d.scale = scale;
+                for (size_t t = 0; t < N_TIERS; t++) {
+                    const peak_kernels *kt = tier_kernels(&tiers[t]);
+                    if (!kt)
+                        continue;
+                    kt->softmax(y, x, &d);
+                    for (size_t k = 0; k < n; k++)
+                        acc_add_normal(&acc[t], y[k], want[k]);
+                }
+                bench_softmax_expf_loop(y, xs, rows, L, 0);
+                for (size_t k = 0; k < n; k++)
+                    acc_add_normal(&acc[N_TIERS], y[k], want[k]);
+#if PEAK_BENCH_ONEDNN
+                if (bench_softmax_onednn_once(y, xs, rows, L, &impl) == 0)
+                    for (size_t k = 0; k < n; k++)
+                        acc_add_normal(&acc[N_TIERS + 1], y[k], want[k]);
+#endif
+            }
+        }
+        free(want);
+        free(y);
+        free(xs);
+        free(x);
+    }
+    for (size_t t = 0; t < N_TIERS; t++)
+        if (tier_kernels(&tiers[t]))
+            emit("softmax", tiers[t].name, "wide", &acc[t], -1.0,
+                 "max_ulp over probabilities >= FLT_MIN");
+    emit("softmax", "expf_loop", "wide", &acc[N_TIERS], -1.0,
+         "max_ulp over probabilities >= FLT_MIN");
+    if (acc[N_TIERS + 1].n)
+        emit("softmax", "onednn", "wide", &acc[N_TIERS + 1], -1.0, impl);
+}
+
 /* ---- embed and pe_add ------------------------------------------------------------ */
 
 #define EP_B 2
@@ -664,6 +775,7 @@ int main(int argc, char **argv)
     acc_pe_table();
     acc_exp();
     acc_softmax();
+    acc_softmax_wide();
     acc_embed_pe_add();
     acc_layernorm();
     acc_attention();

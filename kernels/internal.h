@@ -89,7 +89,7 @@ typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *id
 
 typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc);
 
-/* y[j] = e^x[j] (peak_exp), or 2^x[j] for x[j] <= 1 as the softmax kernels
+/* y[j] = e^x[j] (peak_exp), or 2^x[j] for x[j] <= 1 as the attention kernels
    compute it (exp2: for the tests and benchmarks); y may equal x. */
 typedef void (*peak_exp_fn)(float *y, const float *x, size_t n);
 

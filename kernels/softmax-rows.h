@@ -15,9 +15,10 @@
  *      mask;
  *   2. if m is -inf (every visible score -inf or NaN): a zero row, or a
  *      NaN row if some visible score is NaN;
- *   3. e^(s - m) into the row's work area, and their sum in double; a NaN
+ *   3. the terms e_j = c e^(s_j - m) into the row's work area (c in
+ *      [1, 2), common to the row: below), then their sum in double; a NaN
  *      sum means a visible NaN or +inf (inf - inf): a NaN row;
- *   4. y = work * (1/sum);
+ *   4. y = work * (1/sum), rounded once;
  *   5. zeros over [0, lo) and [hi, k_len), by stores alone.
  * The work area is y[lo, hi) itself (step 4 scales in place), except for
  * outputs too large for any cache (PEAK_SM_STREAM_BYTES): there it is a
@@ -26,15 +27,48 @@
  * before overwriting it: a third less memory traffic for a kernel that,
  * at that size, waits on memory.
  *
- * e^(s - m) is computed as 2^t, t = (s - m) * log2(e): the exponential
- * needs no range reduction by ln 2 then (exp-poly.h).  The two roundings
- * of t cost a relative error of about |s - m| * 2^-23 in e^(s - m), which
- * stays below 5e-8 absolute in the probability because e^(s - m) shrinks
- * faster; and the maximum itself gets t = 0 and e^0 = 1 exactly, so the
- * sum is at least 1 and a row with one visible key gives exactly 1.
- * (Folding the subtraction into one FMA, t = s * log2(e) - m * log2(e),
- * would save an instruction but lose both exact properties, and measured
- * no faster: the loop is not bound by that instruction.)
+ * Accuracy: every probability of at least FLT_MIN within 4 ulp of the
+ * exact softmax of the float scores, relative however small (peak.h).
+ * Where the error goes, in u = 2^-24 (an ulp of y is u to 2u of y):
+ *   - the scores x * scale (+ bias): formed in float, as peak.h defines
+ *     them and as the oracle forms them: no error to count;
+ *   - s - m: never rounded.  fl(s - m) errs by up to half an ulp of
+ *     s - m, which e^(s - m) turns into as much relative error: 64 u where
+ *     s - m = -87, near FLT_MIN (the earlier 2^t, t = fl(fl(s - m) log2 e),
+ *     lost as much again in t: 16-28 ulp on probabilities near 1e-6, up
+ *     to 121 below).  So a row whose maximum is below PEAK_SM_SHIFT_MIN
+ *     (256) in magnitude subtracts nothing: its terms are 2^-k e^s,
+ *     k = floor(m log2(e)), which is e^(s - m) times c = 2^(m log2(e) - k),
+ *     a factor in [1, 2) that every term of the row shares and e_j / sum
+ *     cancels.  A row whose maximum is 256 or more in magnitude subtracts
+ *     it (k = 0, c = 1): every term not flushed to 0 has s within 88.03 of
+ *     m, so s and m are within a factor of 2 and s - m is exact
+ *     (Sterbenz);
+ *   - the exponential of that argument a (exp-poly.h): a Cody-Waite
+ *     reduction a - M ln2 in two FMAs, peak_exp's degree-6 polynomial
+ *     and an exact 2^(M - k): at most 1.29 u relative, measured
+ *     exhaustively over every float a in [-345, 256], the range both kinds
+ *     of row reach (a >= (k - 127) ln 2 >= -344.5 after the clamp);
+ *   - the sum: added in double, into 16 accumulators (2^-37 relative for
+ *     a million keys), so its error is its terms': a weighted mean of
+ *     theirs, at most 1.29 u.  (In float, a lane whose partial sum is large rounds each
+ *     small term added to it away: 7 ulp in tests/test-softmax.c's
+ *     wide_range_relative_ulp.)  One order of addition on every SIMD
+ *     tier, PEAK_SM_SUM_LANES;
+ *   - 1/sum: a double, split into two floats hi + lo, y = e * hi + e * lo
+ *     in one FMA: one rounding, 0.5 ulp, and 2^-47 for e * lo's (y =
+ *     e * (float)(1/sum) would round twice, 1 u more).
+ * Total: 0.5 ulp + (1.29 + 1.29) u y <= 3.08 ulp from the exact
+ * probability, so within 4 ulp of it rounded to float.  Measured: 2.47 ulp
+ * over 22M probabilities down to FLT_MIN (bench/accuracy.c, "wide").
+ *
+ * The terms below FLT_MIN: the clamp of exp-poly.h flushes a term to +0
+ * when M - k <= -127, i.e. when 2^-k e^s < 2^-126.5, so when
+ * e^(s - m) < 2^-127.5 at least (the factor above is below 2); a term of
+ * at least FLT_MIN stays a normal float (c >= 1), the others may be
+ * subnormal.  The largest term is 1 (e^0, exactly, when m is subtracted)
+ * or c e^0 in [1, 2) (less its rounding), so sum >= 1, and a row with one
+ * visible key gives exactly 1 (e * (hi + lo) is within 2^-47 of 1).
  *
  * Rows are processed in groups of up to PEAK_SM_GROUP, each step for every
  * row of the group before the next step: a short row is a chain of
@@ -45,6 +79,7 @@
 #ifndef PEAK_SOFTMAX_ROWS_H
 #define PEAK_SOFTMAX_ROWS_H
 
+#include "exp-poly.h"
 #include "internal.h"
 #include "mask.h"
 
@@ -56,6 +91,10 @@
 /* Forces inlining where a bool argument selects a specialisation: the
    scaled and unscaled loops must each be compiled with the test gone. */
 #define PEAK_SM_INLINE static inline __attribute__((always_inline))
+
+/* log2(e) and ln(2) in double, for the row constants. */
+#define PEAK_SM_LOG2E_D 1.4426950408889634
+#define PEAK_SM_LN2_D 0.6931471805599453
 
 /* One row and the part of the mask that applies to it. */
 typedef struct peak_sm_row {
@@ -155,6 +194,62 @@ static inline bool peak_sm_any_nan(const float *s, size_t n, float scale)
     return false;
 }
 
+/* ---- the exponentials' row constants --------------------------------- */
+
+/* Rows whose maximum is this large in magnitude subtract it from every
+   score (shift = max, k = 0); the others subtract nothing and take k from
+   the maximum instead (see the top of this file).  Any bound of at least
+   2 * 88.03 keeps s - max exact for every term that is not flushed; below
+   256, k stays within [-370, 369], which keeps the arguments in the
+   range whose error exp-poly.h measured. */
+#define PEAK_SM_SHIFT_MIN 256.0f
+
+/* What a tier's exponential needs of a row: e_j = 2^-k e^(s_j - shift),
+   +0 for s_j - shift <= lo. */
+typedef struct peak_sm_exp_row {
+    float shift; /* subtracted from every score: 0, or the row's maximum */
+    float lo;    /* (k - 127) ln 2: s - shift is clamped to >= lo, which gives +0 */
+    float magic; /* PEAK_EXP_ROUND_MAGIC_BIASED - k: n = M - k + 127 in its low bits */
+} peak_sm_exp_row;
+
+static inline peak_sm_exp_row peak_sm_exp_row_for(float max)
+{
+    peak_sm_exp_row e;
+    double k = 0.0;
+    if (fabsf(max) < PEAK_SM_SHIFT_MIN) {
+        e.shift = 0.0f;
+        k = floor((double)max * PEAK_SM_LOG2E_D);
+    } else {
+        e.shift = max; /* +inf too: every s - shift is then NaN or -inf */
+    }
+    e.lo = (float)((k - 127.0) * PEAK_SM_LN2_D);
+    e.magic = PEAK_EXP_ROUND_MAGIC_BIASED - (float)k;
+    return e;
+}
+
+/* A row's sum, in double and in one order on every SIMD tier (8, 16 or 4
+   lanes alike), so that their sums, and so their probabilities, are the
+   same bits: key j adds into accumulator j % PEAK_SM_SUM_LANES, in order
+   of j; then the accumulators fold pairwise, a[i] += a[i + 8] for i < 8,
+   then a[i] += a[i + 4], a[i + 2], a[i + 1] (the order of
+   _mm512_reduce_add_pd). */
+#define PEAK_SM_SUM_LANES 16
+
+/* 1/sum as two floats: y = e * hi + e * lo rounds once (an FMA), where
+   e * (float)(1/sum) would round twice. */
+typedef struct peak_sm_factor {
+    float hi, lo;
+} peak_sm_factor;
+
+static inline peak_sm_factor peak_sm_factor_for(double sum)
+{
+    const double f = 1.0 / sum;
+    peak_sm_factor r;
+    r.hi = (float)f;
+    r.lo = (float)(f - (double)r.hi);
+    return r;
+}
+
 /* ---- the row algorithm, over one tier's passes ------------------------- */
 
 /* A tier's vector loops.  `scaled` false means scale == 1 (the multiply is
@@ -167,12 +262,13 @@ typedef struct peak_sm_passes {
     /* A masked row's scores into work[lo, hi), -inf where masked; their
        max. */
     float (*scores_masked)(const peak_sm_row *r, bool scaled);
-    /* dst[j] = e^(s[j] * scale - max) for j < n, as 2^t (see the top of
-       this file); returns the sum, in double. */
-    double (*exp_store_sum)(float *dst, const float *s, size_t n, float scale, float max,
-                            bool scaled);
-    /* y[j] = src[j] * factor for j < n (src may be y). */
-    void (*scale_store)(float *y, const float *src, size_t n, float factor, bool stream);
+    /* dst[j] = 2^-k e^(s[j] * scale - shift) for j < n with the row's
+       constants (peak_sm_exp_row); returns the sum, in double. */
+    double (*exp_store_sum)(float *dst, const float *s, size_t n, float scale,
+                            const peak_sm_exp_row *e, bool scaled);
+    /* y[j] = src[j] * (f.hi + f.lo), rounded once, for j < n (src may be
+       y). */
+    void (*scale_store)(float *y, const float *src, size_t n, peak_sm_factor f, bool stream);
     void (*store_zeros)(float *y, size_t n, bool stream);
 } peak_sm_passes;
 
@@ -206,9 +302,10 @@ PEAK_SM_INLINE double peak_sm_exp_sum(const peak_sm_row *r, const peak_sm_passes
     float *dst = r->work + r->lo;
     const float *s = peak_sm_scores(r);
     const size_t n = r->hi - r->lo;
+    const peak_sm_exp_row e = peak_sm_exp_row_for(max);
     scaled = scaled && !r->keep && !r->bias;
-    return scaled ? p->exp_store_sum(dst, s, n, r->scale, max, true)
-                  : p->exp_store_sum(dst, s, n, 1.0f, max, false);
+    return scaled ? p->exp_store_sum(dst, s, n, r->scale, &e, true)
+                  : p->exp_store_sum(dst, s, n, 1.0f, &e, false);
 }
 
 /* Steps 1 to 5 for each of the n rows of a group, step by step. */
@@ -230,12 +327,12 @@ PEAK_SM_INLINE void peak_sm_group_steps(const peak_sm_row *rows, size_t n,
         else if (isnan(sum[k] = peak_sm_exp_sum(r, p, scaled, max[k])))
             peak_sm_fill_visible(r, NAN);
     }
-    /* sum >= 1: the maximum contributes e^0 = 1. */
+    /* sum >= 1: the largest term is at least 1 (the top of this file). */
     for (size_t k = 0; k < n; k++) {
         const peak_sm_row *r = &rows[k];
         if (!isnan(sum[k]))
             p->scale_store(r->y + r->lo, r->work + r->lo, r->hi - r->lo,
-                           (float)(1.0 / sum[k]), stream);
+                           peak_sm_factor_for(sum[k]), stream);
     }
     for (size_t k = 0; k < n; k++) {
         p->store_zeros(rows[k].y, rows[k].lo, stream);

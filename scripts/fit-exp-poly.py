@@ -8,9 +8,10 @@ Two fits, both minimising the maximum relative error p(r)/f(r) - 1 by the
 Remez exchange algorithm in 40-digit arithmetic:
 
   e^r on [-ln2/2, ln2/2], degree 6, 1 + r + r^2/2 pinned
-      (peak_exp: e^x = 2^n e^r after a Cody-Waite reduction)
+      (peak_exp: e^x = 2^n e^r after a Cody-Waite reduction; the softmax's
+      2^-k e^a too)
   2^r on [0, 1), degree 5, p(0) = 1 pinned
-      (the softmax: 2^t = 2^floor(t) 2^r)
+      (attention: 2^t = 2^floor(t) 2^r)
 
 Coefficients are rounded to float one at a time, lowest degree first, and
 the remaining ones refitted after each rounding, so that the later free

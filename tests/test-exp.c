@@ -1,5 +1,5 @@
 /*
- * test-exp.c - peak_exp, and the softmax kernels' internal 2^t, on one tier
+ * test-exp.c - peak_exp, and the attention kernels' internal 2^t, on one tier
  * (argv[1]) against double-precision exp/exp2 and against the scalar tier,
  * which runs the same algorithm and must give the same bits.
  *
@@ -23,7 +23,7 @@
             ck_abort_msg(__VA_ARGS__);                                           \
     } while (0)
 
-/* peak.h's bound for e^x; the softmax's 2^t is a degree-5 fit (exhaustive
+/* peak.h's bound for e^x; attention's 2^t is a degree-5 fit (exhaustive
    maxima 2.88 ULP on AVX-512, 2.53 on the other tiers: exp-avx512.h). */
 #define EXP_ULP_TOL 1
 #define EXP2_ULP_TOL 3
@@ -212,14 +212,14 @@ START_TEST(exp_invalid_arguments)
 }
 END_TEST
 
-/* ---- the softmax's 2^t ------------------------------------------------------------- */
+/* ---- attention's 2^t ------------------------------------------------------------- */
 
 /* 2^t for t <= 1: within EXP2_ULP_TOL of exp2 where 2^t >= FLT_MIN, +0
    where t < -126 (flushed, on every tier), 2^0 = 1, -inf -> +0, NaN ->
    NaN, never negative.  Not bit-identical across tiers: VREDUCEPS rounds
    r = t - floor(t) down where AVX2 and the scalar tier round to nearest
    (t in (-1/2, 0)); the values then differ by at most one ULP. */
-START_TEST(exp2_softmax_variant)
+START_TEST(exp2_attention_variant)
 {
     size_t n;
     /* every 211th float from 0 up to 1 and from -0 down to -inf */
@@ -263,7 +263,7 @@ START_TEST(exp2_softmax_variant)
     CHECK(y[total - 5] == 0x1p-126f && to_bits(y[total - 4]) == 0 && y[total - 3] == 2.0f,
           "%s: 2^-126 = %a, 2^(-126 - ulp) = %a, 2^1 = %a", peak_isa_name(peak_test_isa),
           (double)y[total - 5], (double)y[total - 4], (double)y[total - 3]);
-    printf("exp2 (softmax) %s: max error %.3f ulp\n", peak_isa_name(peak_test_isa), worst);
+    printf("exp2 (attention) %s: max error %.3f ulp\n", peak_isa_name(peak_test_isa), worst);
     fflush(stdout);
     peak_test_free(xp);
     peak_test_free(xn);
@@ -282,7 +282,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, exp_subnormal_results);
     tcase_add_loop_test(tc, exp_same_bits_as_scalar_every_length, 0, 2);
     tcase_add_test(tc, exp_invalid_arguments);
-    tcase_add_test(tc, exp2_softmax_variant);
+    tcase_add_test(tc, exp2_attention_variant);
     suite_add_tcase(s, tc);
     return s;
 }

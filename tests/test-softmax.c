@@ -11,6 +11,8 @@
  *
  * Every finished row is also checked to sum to 1 within SM_SUM_TOL, and the
  * largest errors seen are reported by accuracy_report (meson test -v).
+ * wide_range_relative_ulp holds the rows whose probabilities reach down to
+ * FLT_MIN, where the bound is hardest to keep.
  */
 #include "test-util.h"
 
@@ -29,26 +31,25 @@
             ck_abort_msg(__VA_ARGS__);                                           \
     } while (0)
 
-/* A visible probability passes if it is within SM_ULP_TOL units in the last
-   place of the oracle or within SM_ABS_TOL absolutely (tiny probabilities,
-   where exp's relative error is larger than a few ULP of the result). */
+/* A visible probability in float's normal range passes if it is within
+   SM_ULP_TOL units in the last place of the oracle's, rounded to float:
+   relative, however small the probability (peak.h).  Below FLT_MIN a
+   probability may be flushed to 0 (peak.h): it passes within FLT_MIN. */
 #define SM_ULP_TOL 4
-#define SM_ABS_TOL 1e-7
 /* Each row with any visible finite score sums to 1 within this. */
 #define SM_SUM_TOL 1e-6
 
 /* The largest errors seen in this process (each Check test runs in its own
-   fork, so accuracy_report gathers its own). */
+   fork, so accuracy_report and wide_range_relative_ulp gather their own). */
 typedef struct sm_stats {
-    int64_t max_ulp;      /* over probabilities >= SM_STATS_MIN_P */
-    int64_t max_ulp_top;  /* over probabilities >= 1/4 */
-    double max_abs;       /* over all probabilities */
-    double max_budget;    /* error / max(SM_ULP_TOL ulp, SM_ABS_TOL) */
-    double max_sum_err;   /* |row sum - 1| */
-    size_t rows;
+    int64_t max_ulp;     /* over probabilities >= FLT_MIN */
+    int64_t max_ulp_top; /* over probabilities >= 1/4 */
+    double max_real_ulp; /* |y - oracle| / ulp(oracle), probabilities >= FLT_MIN */
+    double min_p;        /* the smallest probability >= FLT_MIN checked */
+    double max_sum_err;  /* |row sum - 1| */
+    size_t rows, probs;  /* rows, and probabilities >= FLT_MIN, checked */
 } sm_stats;
-#define SM_STATS_MIN_P 1e-3
-static sm_stats sm_seen;
+static sm_stats sm_seen = {0, 0, 0.0, 1.0, 0.0, 0, 0};
 
 /* ---- problem set-up ------------------------------------------------------ */
 
@@ -185,14 +186,22 @@ static int oracle_row(const peak_softmax_desc *d, const float *x, size_t b, size
 
 /* ---- checking ------------------------------------------------------------ */
 
+/* Whether a probability is within the bound of peak.h: SM_ULP_TOL ulp of
+   the oracle for ref >= FLT_MIN, FLT_MIN absolutely below. */
+static int prob_ok(double ref, float got)
+{
+    if (ref < (double)FLT_MIN)
+        return fabs((double)got - ref) <= (double)FLT_MIN;
+    return peak_test_ulp_diff(got, (float)ref) <= SM_ULP_TOL;
+}
+
 static int entry_ok(int kind, int vis, double ref, float got)
 {
     if (!vis || kind == ROW_ZERO)
         return got == 0.0f && !signbit(got);
     if (kind == ROW_NAN)
         return isnan(got);
-    return fabs((double)got - ref) <= SM_ABS_TOL ||
-           peak_test_ulp_diff(got, (float)ref) <= SM_ULP_TOL;
+    return prob_ok(ref, got);
 }
 
 static void expect_entry(const sm_problem *p, int kind, int vis, double ref, float got,
@@ -207,21 +216,41 @@ static void expect_entry(const sm_problem *p, int kind, int vis, double ref, flo
                  vis ? ref : 0.0, (double)got, (long long)peak_test_ulp_diff(got, (float)ref));
 }
 
+/* The unit in the last place of floats of ref's binade (ref >= FLT_MIN). */
+static double ulp_of(double ref)
+{
+    int e;
+    frexp(ref, &e);
+    return ldexp(1.0, e - 24 > -149 ? e - 24 : -149);
+}
+
 static void note_entry(double ref, float got)
 {
-    const double err = fabs((double)got - ref);
-    if (err > sm_seen.max_abs)
-        sm_seen.max_abs = err;
+    if (ref < (double)FLT_MIN)
+        return;
     const int64_t ulp = peak_test_ulp_diff(got, (float)ref);
-    if (ref >= SM_STATS_MIN_P && ulp > sm_seen.max_ulp)
+    if (ulp > sm_seen.max_ulp)
         sm_seen.max_ulp = ulp;
     if (ref >= 0.25 && ulp > sm_seen.max_ulp_top)
         sm_seen.max_ulp_top = ulp;
-    const float r = (float)ref;
-    const double ulp_size = (double)nextafterf(r, INFINITY) - (double)r;
-    const double allowed = fmax(SM_ULP_TOL * ulp_size, SM_ABS_TOL);
-    if (err / allowed > sm_seen.max_budget)
-        sm_seen.max_budget = err / allowed;
+    const double real = fabs((double)got - ref) / ulp_of(ref);
+    if (real > sm_seen.max_real_ulp)
+        sm_seen.max_real_ulp = real;
+    if (ref < sm_seen.min_p)
+        sm_seen.min_p = ref;
+    sm_seen.probs++;
+}
+
+/* The largest errors seen, on stdout (meson test -v). */
+static void print_stats(const char *what)
+{
+    printf("softmax %s, %s: %zu rows, %zu probabilities in [%.3g, 1]: max error %lld ulp "
+           "(%.2f ulp from the exact value), %lld ulp for probabilities >= 1/4 (tolerance "
+           "%d ulp); max |row sum - 1| %.3g\n",
+           peak_isa_name(peak_test_isa), what, sm_seen.rows, sm_seen.probs, sm_seen.min_p,
+           (long long)sm_seen.max_ulp, sm_seen.max_real_ulp, (long long)sm_seen.max_ulp_top,
+           SM_ULP_TOL, sm_seen.max_sum_err);
+    fflush(stdout);
 }
 
 /* A normal row's probabilities add up to 1. */
@@ -760,11 +789,11 @@ START_TEST(underflowing_terms_are_zero_on_every_tier)
     ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
     ck_assert(y[1] == 0.0f && !signbit(y[1]));
     ck_assert(y[2] == 0.0f && !signbit(y[2]));
-    /* e^-87 = 1.65e-38 is a normal float: kept (its relative error is
-       large -- t = (s - max) log2 e is rounded in float -- but far inside
-       the absolute tolerance of 1e-7). */
-    ck_assert_msg(y[3] >= FLT_MIN && fabs((double)y[3] - exp(-87.0)) <= 1e-7, "y[3] = %a",
-                  (double)y[3]);
+    /* e^-87 = 1.65e-38 is a normal float: kept, and as accurate as any
+       other probability. */
+    const double want = exp(-87.0) / (1.0 + exp(-100.0) + exp(-88.0) + exp(-87.0));
+    ck_assert_msg(y[3] >= FLT_MIN && peak_test_ulp_diff(y[3], (float)want) <= SM_ULP_TOL,
+                  "y[3] = %a, want %a", (double)y[3], want);
     ck_assert(y[0] == 1.0f);
 }
 END_TEST
@@ -892,13 +921,108 @@ START_TEST(accuracy_report)
             sm_free(&p);
         }
     }
-    printf("softmax %s: %zu rows: max error %lld ulp for probabilities >= 1/4, %lld ulp "
-           ">= %g; max abs error %.3g; largest error %.0f%% of the tolerance "
-           "max(%d ulp, %g); max |row sum - 1| %.3g\n",
-           peak_isa_name(peak_test_isa), sm_seen.rows, (long long)sm_seen.max_ulp_top,
-           (long long)sm_seen.max_ulp, SM_STATS_MIN_P, sm_seen.max_abs,
-           100.0 * sm_seen.max_budget, SM_ULP_TOL, SM_ABS_TOL, sm_seen.max_sum_err);
-    fflush(stdout);
+    print_stats("accuracy_report");
+}
+END_TEST
+
+/* ---- probabilities down to FLT_MIN ------------------------------------------ */
+
+/* The row maxima of wide_range_relative_ulp: either side of 256, where the
+   SIMD tiers switch from reducing s to reducing s - max
+   (kernels/softmax-rows.h), and of 0. */
+static const float wide_max[] = {0.0f, 0.75f, -3.5f, 41.0f, -97.0f, 255.5f, -255.9f, 256.0f,
+                                 -300.25f, 1e4f};
+#define N_WIDE_MAX (sizeof wide_max / sizeof wide_max[0])
+
+/* Scores spread over 88 below a maximum near wide_max[_i], so that the
+   probabilities cover float's normal range down to FLT_MIN (e^-87.3):
+   unmasked, with a keep mask and with a bias; scale 1, 0.37 and 8 (x is
+   the score divided by the scale); every row length 1..70 (each tail of
+   both vector widths), 127..129 and 4096.  And rows of one key at the
+   maximum and the rest 5.9e-8 (2^-24) below it, in place or not: summed
+   in float, a lane of such terms rounds each of them away (the sum was off
+   by 7 ulp).  Every probability >= FLT_MIN within SM_ULP_TOL ulp. */
+START_TEST(wide_range_relative_ulp)
+{
+    static const float scales[] = {1.0f, 0.37f, 8.0f};
+    const float top = wide_max[_i];
+    for (size_t k = 0; k < N_LENGTHS; k++) {
+        const size_t lk = length_at(k);
+        if (lk == 4096 && peak_test_quick())
+            continue;
+        for (int kind = 0; kind < 4; kind++) {
+            sm_shape s = {1, 1, lk == 4096 ? 2 : 5, lk, 0, 0, k % 7, (int)(k & 1), 0};
+            sm_problem p;
+            sm_init(&p, &s, 3000 + (uint64_t)_i * 1000 + k * 4 + (uint64_t)kind);
+            const float scale = scales[(k + (size_t)kind) % 3];
+            p.d.scale = scale;
+            if (kind == 1)
+                sm_add_keep(&p, 0, 0.7);
+            if (kind == 2) /* bias in [-8, 0): the scores spread 8 more */
+                sm_add_bias(&p, 0, -8.0f, 0.0f, 0.2);
+            if (kind == 3) { /* one key at the top, the rest 2^-24 below it */
+                const float t = (float)log(0.99 * 0x1p-24);
+                for (size_t i = 0; i < s.Lq; i++)
+                    for (size_t j = 0; j < lk; j++)
+                        p.x[i * lk + j] = (j == i % lk ? top : top + t) / scale;
+            } else {
+                sm_fill_visible(&p, (top - 88.0f) / scale, top / scale);
+            }
+            sm_run(&p);
+            sm_free(&p);
+        }
+    }
+    print_stats("wide_range_relative_ulp");
+}
+END_TEST
+
+/* ---- the SIMD tiers agree bit for bit ---------------------------------------- */
+
+/* Bits equal, or both NaN. */
+static int same_float(float a, float b)
+{
+    return (isnan(a) && isnan(b)) || peak_test_bytes_equal(&a, &b, sizeof a);
+}
+
+/* The SIMD tiers compute the same exponentials and add them in one order
+   (kernels/softmax-rows.h), so they give the same bits (peak.h).  On a SIMD
+   tier: every other SIMD tier this CPU runs gives the same y, for every
+   row length of length_at() with each mask kind, wide-range scores, scale
+   0.37 and 1, and a NaN in some rows.  (A CPU with one SIMD tier has
+   nothing to compare it with.) */
+START_TEST(simd_tiers_same_bits)
+{
+    static const peak_isa simd[] = {PEAK_ISA_AVX2, PEAK_ISA_AVX512, PEAK_ISA_NEON};
+    const peak_isa other = simd[_i];
+    if (peak_test_isa == PEAK_ISA_SCALAR || other == peak_test_isa ||
+        !peak_isa_supported(other))
+        return;
+    for (size_t k = 0; k < N_LENGTHS; k++) {
+        const size_t lk = length_at(k);
+        for (int kind = 0; kind < N_KINDS; kind++) {
+            sm_shape s = {1, 2, 3, lk, 1, 2, k % 5, 0, 0};
+            sm_problem p;
+            sm_init(&p, &s, 4000 + k * N_KINDS + (uint64_t)kind);
+            p.d.scale = (k & 1) ? 0.37f : 1.0f;
+            set_mask_kind(&p, kind);
+            const float top = wide_max[(k + (size_t)kind) % N_WIDE_MAX];
+            sm_fill_visible(&p, top - 88.0f, top);
+            if (k % 3 == 0)
+                p.x[lk / 2] = NAN; /* row 0: a NaN row, or a masked NaN */
+            float *y0 = malloc(p.ny * sizeof *y0);
+            ck_assert_int_eq(peak_softmax(p.y, p.x, &p.d), PEAK_OK);
+            memcpy(y0, p.y, p.ny * sizeof *y0);
+            ck_assert_int_eq(peak_isa_force(other), PEAK_OK);
+            ck_assert_int_eq(peak_softmax(p.y, p.x, &p.d), PEAK_OK);
+            ck_assert_int_eq(peak_isa_force(peak_test_isa), PEAK_OK);
+            for (size_t e = 0; e < p.ny; e++)
+                CHECK(same_float(p.y[e], y0[e]), "%s and %s, Lk %zu kind %d: y[%zu] %a and %a",
+                      peak_isa_name(peak_test_isa), peak_isa_name(other), lk, kind, e,
+                      (double)y0[e], (double)p.y[e]);
+            free(y0);
+            sm_free(&p);
+        }
+    }
 }
 END_TEST
 
@@ -927,8 +1051,7 @@ START_TEST(decode_rows_match_full_causal)
             ck_assert_int_eq(peak_softmax(y, full.x0 + t * L, &d), PEAK_OK);
             for (size_t j = 0; j < d.k_len; j++) {
                 float want = full.y[t * L + j];
-                CHECK(peak_test_ulp_diff(y[j], want) <= SM_ULP_TOL ||
-                                  fabs((double)y[j] - want) <= SM_ABS_TOL,
+                CHECK(prob_ok(want, y[j]),
                               "%s L%zu t%zu align %d key %zu: decode %.9g, full %.9g",
                               peak_isa_name(peak_test_isa), L, t, align, j, (double)y[j],
                               (double)want);
@@ -1059,6 +1182,8 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, subnormal_scale_under_daz);
     tcase_add_test(tc, infinite_x_subnormal_scale_under_daz);
     tcase_add_test(tc, accuracy_report);
+    tcase_add_loop_test(tc, wide_range_relative_ulp, 0, (int)N_WIDE_MAX);
+    tcase_add_loop_test(tc, simd_tiers_same_bits, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

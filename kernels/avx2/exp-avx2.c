@@ -1,5 +1,5 @@
 /*
- * exp-avx2.c - peak_exp and the softmax's 2^t over arrays, 8 at a time
+ * exp-avx2.c - peak_exp and attention's 2^t over arrays, 8 at a time
  * (the functions themselves, their method and accuracy: exp-avx2.h).
  * The tail is a VMASKMOVPS load and store: nothing past x[n-1] is read,
  * and y == x works since each vector is read before it is written.

@@ -1,9 +1,9 @@
 /*
  * exp-avx2.h - e^x on 8 floats (AVX2 + FMA), for the AVX2 softmax, peak_exp
- * and, later, attention.  Header-only and static inline: an out-of-line call
- * per vector would cost as much as the exponential.
+ * and attention.  Header-only and static inline: an out-of-line call per
+ * vector would cost as much as the exponential.
  *
- * Method (constants and their derivation: ../exp-poly.h): the same two
+ * Method (constants and their derivation: ../exp-poly.h): the same three
  * functions, range reductions and polynomials as exp-avx512.h; only 2^n
  * differs, since AVX2 has no VSCALEFPS.  2^n is built by shifting n + 127
  * into the exponent field, which covers normal powers only, so:
@@ -11,9 +11,10 @@
  *     normal powers for every |n| <= 150, and multiplies p by them in turn.
  *     The first product is exact, the second rounds once: bit for bit the
  *     AVX-512 results (+inf on overflow, gradual underflow to +0).
- *   - peak_avx2_exp2_ftz(t) (the softmax) takes one power; results below
- *     FLT_MIN are +0, as in peak_avx512_exp2 (../exp-poly.h).
- * Both: -inf -> +0, NaN -> NaN, e^0 = 2^0 = 1 exactly, never negative.
+ *   - peak_avx2_exp_sm(a) (the softmax's 2^-k e^a) and peak_avx2_exp2_ftz(t)
+ *     (attention's 2^t) take one power; their results below FLT_MIN are
+ *     +0 or subnormal as ../exp-poly.h says, as on the AVX-512 tier.
+ * All: -inf -> +0, NaN -> NaN, e^0 = 2^0 = 1 exactly, never negative.
  */
 #ifndef PEAK_EXP_AVX2_H
 #define PEAK_EXP_AVX2_H
@@ -94,6 +95,18 @@ static inline __m256 peak_avx2_exp2_ftz(__m256 vt)
     const __m256 vbiased = _mm256_add_ps(vn, _mm256_set1_ps(PEAK_EXP_ROUND_MAGIC_BIASED));
     const __m256 vp = peak_avx2_exp2_poly(_mm256_sub_ps(vt, vn));
     return _mm256_mul_ps(vp, peak_avx2_pow2_biased(_mm256_castps_si256(vbiased)));
+}
+
+/* 2^-k e^s for the softmax, given its row's constants lo and magic =
+   PEAK_EXP_ROUND_MAGIC_BIASED - k (../exp-poly.h, ../softmax-rows.h): the
+   reduction and polynomial of peak_avx2_exp, with 2^(M - k) one power
+   built from exponent bits.  +0 for s <= lo or -inf, NaN for NaN. */
+static inline __m256 peak_avx2_exp_sm(__m256 vs, __m256 vlo, __m256 vmagic)
+{
+    vs = _mm256_max_ps(vlo, vs);
+    const __m256 vn = _mm256_fmadd_ps(vs, _mm256_set1_ps(PEAK_EXP_LOG2E), vmagic);
+    const __m256 vp = peak_avx2_exp_poly(peak_avx2_exp_reduce(vs, _mm256_sub_ps(vn, vmagic)));
+    return _mm256_mul_ps(vp, peak_avx2_pow2_biased(_mm256_castps_si256(vn)));
 }
 
 #endif /* PEAK_EXP_AVX2_H */

@@ -3,18 +3,16 @@
  * (peak_softmax in peak.h; the row algorithm, its special rows, the row
  * groups and the streamed outputs: ../softmax-rows.h).
  *
- * The AVX-512 tier's passes (softmax-avx512.c) with 8 lanes.  The
- * exponential is the same 2^t with 2^floor(t) built from exponent bits
- * (exp-avx2.h); as on AVX-512, results below FLT_MIN are flushed to +0,
- * which moves no probability by more than 1.2e-38.
+ * The AVX-512 tier's passes (softmax-avx512.c) with 8 lanes, and the same
+ * exponential (exp-avx2.h, ../exp-poly.h): the same bits.
  *
  * Tails use VMASKMOVPS with a mask from a sliding window over a table: no
  * byte outside a row, no masked score, and no keep byte or bias behind a
  * masked key is read.  (A masked-off lane of VMASKMOVPS never faults.)
  *
- * Accuracy: the sum is accumulated in float over at most SUM_BLOCK terms
- * per lane, then in double; measured as for AVX-512 (at most 2.52 ULP,
- * 0.63 of the tolerance).
+ * Accuracy (the budget: ../softmax-rows.h): within 3.08 ULP of the exact
+ * softmax for every probability >= FLT_MIN; measured at most 2.47 ULP over
+ * 22M probabilities down to FLT_MIN (bench/accuracy.c, "wide").
  */
 #include "internal.h"
 #include "softmax-rows.h"
@@ -25,9 +23,6 @@
 #include <string.h>
 
 #define LANES 8
-
-/* Vectors summed in float before the partial sum moves to double. */
-#define SUM_BLOCK 8
 
 /* Lane masks for the first n lanes, n = 0..8: 8 - n entries into this. */
 static const int32_t tail_table[2 * LANES] = {-1, -1, -1, -1, -1, -1, -1, -1,
@@ -131,12 +126,32 @@ PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
 
 /* ---- pass 2: exponentials and their sum ------------------------------------ */
 
-static inline __m256d widen_sum(__m256 v)
+/* 2^-k e^(s - shift) (shifted) or 2^-k e^s (not: shift is 0). */
+PEAK_SM_INLINE __m256 exp_of(__m256 vs, __m256 vshift, __m256 vlo, __m256 vmagic, bool shifted)
 {
-    return _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
-                         _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    return peak_avx2_exp_sm(shifted ? _mm256_sub_ps(vs, vshift) : vs, vlo, vmagic);
 }
 
+PEAK_SM_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
+                              const peak_sm_exp_row *e, bool scaled, bool shifted)
+{
+    const __m256 vscale = _mm256_set1_ps(scale);
+    const __m256 vshift = _mm256_set1_ps(e->shift);
+    const __m256 vlo = _mm256_set1_ps(e->lo);
+    const __m256 vmagic = _mm256_set1_ps(e->magic);
+    size_t j = 0;
+    for (; j + LANES <= n; j += LANES) {
+        const __m256 vs = score(_mm256_loadu_ps(x + j), vscale, scaled);
+        _mm256_storeu_ps(dst + j, exp_of(vs, vshift, vlo, vmagic, shifted));
+    }
+    if (j < n) {
+        const __m256i vk = first_lanes(n - j);
+        const __m256 vs = score(_mm256_maskload_ps(x + j, vk), vscale, scaled);
+        _mm256_maskstore_ps(dst + j, vk, exp_of(vs, vshift, vlo, vmagic, shifted));
+    }
+}
+
+/* v[0] + v[1] + v[2] + v[3] as (v[0] + v[2]) + (v[1] + v[3]). */
 static inline double hsum(__m256d v)
 {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
@@ -144,42 +159,41 @@ static inline double hsum(__m256d v)
     return _mm_cvtsd_f64(s);
 }
 
-/* The 2^t argument for e^(s - max) (../softmax-rows.h). */
-static inline __m256 exponent(__m256 vs, __m256 vmax)
+/* src[0 .. n) summed in double in the order of ../softmax-rows.h
+   (PEAK_SM_SUM_LANES accumulators, key j into j % 16). */
+static inline double sum_double(const float *src, size_t n)
 {
-    return _mm256_mul_ps(_mm256_sub_ps(vs, vmax), _mm256_set1_ps(PEAK_EXP_LOG2E));
+    __m256d vacc0 = _mm256_setzero_pd(), vacc1 = vacc0, vacc2 = vacc0, vacc3 = vacc0;
+    size_t j = 0;
+    for (; j + 2 * LANES <= n; j += 2 * LANES) {
+        vacc0 = _mm256_add_pd(vacc0, _mm256_cvtps_pd(_mm_loadu_ps(src + j)));
+        vacc1 = _mm256_add_pd(vacc1, _mm256_cvtps_pd(_mm_loadu_ps(src + j + 4)));
+        vacc2 = _mm256_add_pd(vacc2, _mm256_cvtps_pd(_mm_loadu_ps(src + j + 8)));
+        vacc3 = _mm256_add_pd(vacc3, _mm256_cvtps_pd(_mm_loadu_ps(src + j + 12)));
+    }
+    if (j < n) { /* masked-off lanes load +0, which adds nothing */
+        const __m256 v0 = _mm256_maskload_ps(src + j, first_lanes(n - j < LANES ? n - j : LANES));
+        const __m256 v1 = _mm256_maskload_ps(src + j + LANES,
+                                             first_lanes(n - j > LANES ? n - j - LANES : 0));
+        vacc0 = _mm256_add_pd(vacc0, _mm256_cvtps_pd(_mm256_castps256_ps128(v0)));
+        vacc1 = _mm256_add_pd(vacc1, _mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1)));
+        vacc2 = _mm256_add_pd(vacc2, _mm256_cvtps_pd(_mm256_castps256_ps128(v1)));
+        vacc3 = _mm256_add_pd(vacc3, _mm256_cvtps_pd(_mm256_extractf128_ps(v1, 1)));
+    }
+    /* The fold: i + 8, i + 4, then hsum's i + 2 and i + 1. */
+    return hsum(_mm256_add_pd(_mm256_add_pd(vacc0, vacc2), _mm256_add_pd(vacc1, vacc3)));
 }
 
-/* dst[j] = e^(x[j] * scale - max) for j < n (dst: the row's work area);
-   returns the sum in double. */
-PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale, float max,
-                                    bool scaled)
+/* dst[j] = 2^-k e^(x[j] * scale - shift) for j < n (dst: the row's work
+   area; ../softmax-rows.h); returns their sum, in double. */
+PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
+                                    const peak_sm_exp_row *e, bool scaled)
 {
-    const __m256 vscale = _mm256_set1_ps(scale);
-    const __m256 vmax = _mm256_set1_ps(max);
-    __m256d vsum = _mm256_setzero_pd();
-    size_t j = 0;
-    while (j + LANES <= n) {
-        const size_t full = (n - j) / LANES;
-        const size_t end = j + LANES * (full < SUM_BLOCK ? full : SUM_BLOCK);
-        __m256 vacc = _mm256_setzero_ps();
-        for (; j < end; j += LANES) {
-            const __m256 vs = score(_mm256_loadu_ps(x + j), vscale, scaled);
-            const __m256 ve = peak_avx2_exp2_ftz(exponent(vs, vmax));
-            _mm256_storeu_ps(dst + j, ve);
-            vacc = _mm256_add_ps(vacc, ve);
-        }
-        vsum = _mm256_add_pd(vsum, widen_sum(vacc));
-    }
-    if (j < n) {
-        const __m256i vk = first_lanes(n - j);
-        const __m256 vs = score(_mm256_maskload_ps(x + j, vk), vscale, scaled);
-        const __m256 ve = _mm256_and_ps(peak_avx2_exp2_ftz(exponent(vs, vmax)),
-                                        _mm256_castsi256_ps(vk));
-        _mm256_maskstore_ps(dst + j, vk, ve);
-        vsum = _mm256_add_pd(vsum, widen_sum(ve));
-    }
-    return hsum(vsum);
+    if (e->shift != 0.0f)
+        exp_store(dst, x, n, scale, e, scaled, true);
+    else
+        exp_store(dst, x, n, scale, e, scaled, false);
+    return sum_double(dst, n);
 }
 
 /* ---- pass 3 and the masked-out keys ----------------------------------------- */
@@ -193,33 +207,40 @@ static inline size_t to_line(const float *y, size_t n)
     return head < n ? head : n;
 }
 
+/* src * (hi + lo), rounded once. */
+static inline __m256 times_factor(__m256 v, __m256 vhi, __m256 vlo)
+{
+    return _mm256_fmadd_ps(v, vhi, _mm256_mul_ps(v, vlo));
+}
+
 /* y[j] = src[j] * factor for j < n, at most 8: VMASKMOVPS both ways. */
-static inline void scale_store_short(float *y, const float *src, size_t n, __m256 vf)
+static inline void scale_store_short(float *y, const float *src, size_t n, __m256 vhi, __m256 vlo)
 {
     const __m256i vk = first_lanes(n);
-    _mm256_maskstore_ps(y, vk, _mm256_mul_ps(_mm256_maskload_ps(src, vk), vf));
+    _mm256_maskstore_ps(y, vk, times_factor(_mm256_maskload_ps(src, vk), vhi, vlo));
 }
 
 /* y[j] = src[j] * factor for j < n.  Streaming: non-temporal stores from
    the first 64-byte line boundary on, masked plain stores before it and
    for the tail. */
-PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, float factor, bool stream)
+PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_factor f,
+                                bool stream)
 {
-    const __m256 vf = _mm256_set1_ps(factor);
+    const __m256 vhi = _mm256_set1_ps(f.hi), vlo = _mm256_set1_ps(f.lo);
     size_t j = 0;
     if (stream) {
         const size_t head = to_line(y, n);
         for (; j < head; j += LANES)
-            scale_store_short(y + j, src + j, head - j < LANES ? head - j : LANES, vf);
+            scale_store_short(y + j, src + j, head - j < LANES ? head - j : LANES, vhi, vlo);
         j = head;
         for (; j + LANES <= n; j += LANES)
-            _mm256_stream_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), vf));
+            _mm256_stream_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo));
     } else {
         for (; j + LANES <= n; j += LANES)
-            _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), vf));
+            _mm256_storeu_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo));
     }
     if (j < n)
-        scale_store_short(y + j, src + j, n - j, vf);
+        scale_store_short(y + j, src + j, n - j, vhi, vlo);
 }
 
 /* The same for zeros. */

@@ -1,5 +1,5 @@
 /*
- * exp-avx512.c - peak_exp and the softmax's 2^t over arrays, 16 at a time
+ * exp-avx512.c - peak_exp and attention's 2^t over arrays, 16 at a time
  * (the functions themselves, their method and accuracy: exp-avx512.h).
  * The tail is a masked load and store: nothing past x[n-1] is read, and
  * y == x works since each vector is read before it is written.

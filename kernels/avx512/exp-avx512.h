@@ -1,6 +1,6 @@
 /*
  * exp-avx512.h - exponentials on 16 floats (AVX-512F/DQ) for the AVX-512
- * softmax, peak_exp and, later, attention.  Header-only and static inline:
+ * softmax, peak_exp and attention.  Header-only and static inline:
  * an out-of-line call per vector would cost as much as the function.
  * Constants and their derivation: ../exp-poly.h.
  *
@@ -13,17 +13,19 @@
  * normal results; subnormal results within 0.88 of a subnormal step of
  * e^x (98% of them e^x correctly rounded).
  *
- * peak_avx512_exp2(t) = 2^t for t <= 1 (the softmax computes
+ * peak_avx512_exp_sm(a) = 2^-k e^a for the softmax (../softmax-rows.h),
+ * exp-avx2.h's peak_avx2_exp_sm operation for operation: the same bits.
+ *
+ * peak_avx512_exp2(t) = 2^t for t <= 1 (attention computes
  * t = (s - max) * log2(e) itself).  VREDUCEPS gives r = t - floor(t) in one
  * instruction, a degree-5 polynomial 2^r, and VSCALEFPS multiplies by
  * 2^floor(t): 9 instructions per 16 values, against 12 for e^x.
- * Exhaustively: <= 2.88 ULP (the degree-5 fit; the softmax's 4-ULP budget
- * is for the quotient, see ../softmax-rows.h).  2^t below FLT_MIN is +0,
+ * Exhaustively: <= 2.88 ULP (the degree-5 fit).  2^t below FLT_MIN is +0,
  * as on the AVX2 tier.  Not bit for bit the AVX2 values, though: VREDUCEPS
  * rounds an inexact r (t in (-1/2, 0)) down, AVX2's subtraction to
  * nearest (2.53 ULP there); the two differ by at most one ULP.
  *
- * Both: -inf -> +0, NaN -> NaN, e^0 = 2^0 = 1 exactly, never negative.
+ * All: -inf -> +0, NaN -> NaN, e^0 = 2^0 = 1 exactly, never negative.
  */
 #ifndef PEAK_EXP_AVX512_H
 #define PEAK_EXP_AVX512_H
@@ -85,6 +87,22 @@ static inline __m512 peak_avx512_exp2_maskz(__mmask16 k, __m512 vt)
 static inline __m512 peak_avx512_exp2(__m512 vt)
 {
     return peak_avx512_exp2_maskz((__mmask16)0xffff, vt);
+}
+
+/* 2^-k e^a for the softmax, given its row's constants lo and magic =
+   PEAK_EXP_ROUND_MAGIC_BIASED - k (../exp-poly.h): exp-avx2.h's
+   peak_avx2_exp_sm operation for operation, 2^(M - k) built from exponent
+   bits as there.  (VSCALEFPS would need a compare and a mask as well: at
+   the clamp, M - k = -127, it gives a subnormal where +0 is due.) */
+static inline __m512 peak_avx512_exp_sm(__m512 vs, __m512 vlo, __m512 vmagic)
+{
+    vs = _mm512_max_ps(vlo, vs);
+    const __m512 vn = _mm512_fmadd_ps(vs, _mm512_set1_ps(PEAK_EXP_LOG2E), vmagic);
+    const __m512 vm = _mm512_sub_ps(vn, vmagic);
+    __m512 vr = _mm512_fmadd_ps(vm, _mm512_set1_ps(PEAK_EXP_MINUS_LN2_HI), vs);
+    vr = _mm512_fmadd_ps(vm, _mm512_set1_ps(PEAK_EXP_MINUS_LN2_LO), vr);
+    const __m512 vpow = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(vn), 23));
+    return _mm512_mul_ps(peak_avx512_exp_poly(vr), vpow);
 }
 
 #endif /* PEAK_EXP_AVX512_H */

@@ -3,11 +3,13 @@
  * peak.h; the row algorithm, its special rows, the row groups and the
  * streamed outputs: ../softmax-rows.h).
  *
- * Three passes per row over the visible range only: max, then e^(s - max)
- * stored and summed, then the scaling by 1/sum.  One exponential per
- * visible score: 2^t, t = (s - max) log2(e), by VREDUCEPS, a degree-5
- * polynomial and VSCALEFPS (exp-avx512.h), 12 instructions per 16 scores
- * with the load, subtraction, multiply, store and sum.  A row stays in L1
+ * Passes per row over the visible range only: max, then the terms
+ * 2^-k e^(s - shift) stored, their sum, then the scaling by 1/sum.  One
+ * exponential per visible score (exp-avx512.h, ../exp-poly.h): a clamp,
+ * a rounding FMA, a Cody-Waite reduction in two FMAs, a degree-6
+ * polynomial and a power of two from exponent bits, 13 instructions per
+ * 16 scores besides the load and store; the sum reads them back, 16 at a
+ * time into two vectors of doubles (6 instructions).  A row stays in L1
  * between passes.  Masked keys outside the range cost one store each, so
  * a causal softmax does about half the work of a full one.
  *
@@ -15,12 +17,11 @@
  * masked score, keep byte behind a masked structural key or bias behind a
  * false keep byte, is ever read.
  *
- * Accuracy: the sum is accumulated in float over at most SUM_BLOCK terms
- * per lane, then in double, so its relative error stays near 2^-24 for
- * any row length; y = e * (1/sum) adds two roundings.  Measured by
- * tests/test-softmax.c (accuracy_report) and an outside review over 15M
- * random rows: at most 2.52 ULP from the double-precision softmax
- * (0.63 of the tolerance max(4 ULP, 1e-7)).
+ * Accuracy (the budget: ../softmax-rows.h): within 3.08 ULP of the exact
+ * softmax for every probability >= FLT_MIN.  The same bits as the AVX2
+ * and NEON tiers (the same operations, the sum in the same order), so
+ * measured there and on the emulated AVX-512 tier of tests/: at most 2.47
+ * ULP.  This CPU's own AVX-512 was not available to run it.
  */
 #include "internal.h"
 #include "softmax-rows.h"
@@ -30,10 +31,6 @@
 #include "intrin-avx512.h"
 
 #define LANES 16
-
-/* Vectors summed in float before the partial sum moves to double: each
-   lane then adds at most 8 terms in float. */
-#define SUM_BLOCK 8
 
 /* The first n lanes, 0 <= n <= 16. */
 static inline __mmask16 first_lanes(size_t n)
@@ -113,48 +110,57 @@ PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
 
 /* ---- pass 2: exponentials and their sum ------------------------------------ */
 
-static inline __m512d widen_sum(__m512 v)
+/* 2^-k e^(s - shift) (shifted) or 2^-k e^s (not: shift is 0). */
+PEAK_SM_INLINE __m512 exp_of(__m512 vs, __m512 vshift, __m512 vlo, __m512 vmagic, bool shifted)
 {
-    return _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)),
-                         _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+    return peak_avx512_exp_sm(shifted ? _mm512_sub_ps(vs, vshift) : vs, vlo, vmagic);
 }
 
-/* The 2^t argument for e^(s - max) (../softmax-rows.h). */
-static inline __m512 exponent(__m512 vs, __m512 vmax)
-{
-    return _mm512_mul_ps(_mm512_sub_ps(vs, vmax), _mm512_set1_ps(PEAK_EXP_LOG2E));
-}
-
-/* dst[j] = e^(x[j] * scale - max) for j < n (dst: the row's work area);
-   returns the sum in double.  One float accumulator is enough: the
-   exponential, not the add's latency, bounds each iteration. */
-PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale, float max,
-                                    bool scaled)
+PEAK_SM_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
+                              const peak_sm_exp_row *e, bool scaled, bool shifted)
 {
     const __m512 vscale = _mm512_set1_ps(scale);
-    const __m512 vmax = _mm512_set1_ps(max);
-    __m512d vsum = _mm512_setzero_pd();
+    const __m512 vshift = _mm512_set1_ps(e->shift);
+    const __m512 vlo = _mm512_set1_ps(e->lo);
+    const __m512 vmagic = _mm512_set1_ps(e->magic);
     size_t j = 0;
-    while (j + LANES <= n) {
-        const size_t full = (n - j) / LANES;
-        const size_t end = j + LANES * (full < SUM_BLOCK ? full : SUM_BLOCK);
-        __m512 vacc = _mm512_setzero_ps();
-        for (; j < end; j += LANES) {
-            const __m512 vs = score(_mm512_loadu_ps(x + j), vscale, scaled);
-            const __m512 ve = peak_avx512_exp2(exponent(vs, vmax));
-            _mm512_storeu_ps(dst + j, ve);
-            vacc = _mm512_add_ps(vacc, ve);
-        }
-        vsum = _mm512_add_pd(vsum, widen_sum(vacc));
+    for (; j + LANES <= n; j += LANES) {
+        const __m512 vs = score(_mm512_loadu_ps(x + j), vscale, scaled);
+        _mm512_storeu_ps(dst + j, exp_of(vs, vshift, vlo, vmagic, shifted));
     }
     if (j < n) {
         const __mmask16 k = first_lanes(n - j);
         const __m512 vs = score(_mm512_maskz_loadu_ps(k, x + j), vscale, scaled);
-        const __m512 ve = peak_avx512_exp2_maskz(k, exponent(vs, vmax));
-        _mm512_mask_storeu_ps(dst + j, k, ve);
-        vsum = _mm512_add_pd(vsum, widen_sum(ve));
+        _mm512_mask_storeu_ps(dst + j, k, exp_of(vs, vshift, vlo, vmagic, shifted));
     }
-    return _mm512_reduce_add_pd(vsum);
+}
+
+/* src[0 .. n) summed in double in the order of ../softmax-rows.h (key j
+   into accumulator j % 16: lanes 0-7 one vector, 8-15 the other). */
+static inline double sum_double(const float *src, size_t n)
+{
+    __m512d vacc0 = _mm512_setzero_pd(), vacc1 = vacc0;
+    size_t j = 0;
+    for (; j < n; j += LANES) {
+        const __mmask16 k = first_lanes(n - j < LANES ? n - j : LANES);
+        const __m512 v = _mm512_maskz_loadu_ps(k, src + j); /* +0 past n adds nothing */
+        vacc0 = _mm512_add_pd(vacc0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        vacc1 = _mm512_add_pd(vacc1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+    }
+    /* The fold: i + 8 here, then i + 4, i + 2, i + 1. */
+    return _mm512_reduce_add_pd(_mm512_add_pd(vacc0, vacc1));
+}
+
+/* dst[j] = 2^-k e^(x[j] * scale - shift) for j < n (dst: the row's work
+   area; ../softmax-rows.h); returns their sum, in double. */
+PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
+                                    const peak_sm_exp_row *e, bool scaled)
+{
+    if (e->shift != 0.0f)
+        exp_store(dst, x, n, scale, e, scaled, true);
+    else
+        exp_store(dst, x, n, scale, e, scaled, false);
+    return sum_double(dst, n);
 }
 
 /* ---- pass 3 and the masked-out keys ----------------------------------------- */
@@ -167,28 +173,36 @@ static inline size_t to_line(const float *y, size_t n)
     return head < n ? head : n;
 }
 
+/* src * (hi + lo), rounded once. */
+static inline __m512 times_factor(__m512 v, __m512 vhi, __m512 vlo)
+{
+    return _mm512_fmadd_ps(v, vhi, _mm512_mul_ps(v, vlo));
+}
+
 /* y[j] = src[j] * factor for j < n.  Streaming: non-temporal stores for
    the whole 64-byte lines of y (VMOVNTPS needs them aligned), plain masked
    stores for the partial lines at either end. */
-PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, float factor, bool stream)
+PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_factor f,
+                                bool stream)
 {
-    const __m512 vf = _mm512_set1_ps(factor);
+    const __m512 vhi = _mm512_set1_ps(f.hi), vlo = _mm512_set1_ps(f.lo);
     size_t j = 0;
     if (stream) {
         j = to_line(y, n);
         if (j) {
             const __mmask16 k = first_lanes(j);
-            _mm512_mask_storeu_ps(y, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, src), vf));
+            _mm512_mask_storeu_ps(y, k, times_factor(_mm512_maskz_loadu_ps(k, src), vhi, vlo));
         }
         for (; j + LANES <= n; j += LANES)
-            _mm512_stream_ps(y + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), vf));
+            _mm512_stream_ps(y + j, times_factor(_mm512_loadu_ps(src + j), vhi, vlo));
     } else {
         for (; j + LANES <= n; j += LANES)
-            _mm512_storeu_ps(y + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), vf));
+            _mm512_storeu_ps(y + j, times_factor(_mm512_loadu_ps(src + j), vhi, vlo));
     }
     if (j < n) {
         const __mmask16 k = first_lanes(n - j);
-        _mm512_mask_storeu_ps(y + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, src + j), vf));
+        _mm512_mask_storeu_ps(y + j, k,
+                              times_factor(_mm512_maskz_loadu_ps(k, src + j), vhi, vlo));
     }
 }
 

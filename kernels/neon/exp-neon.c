@@ -1,5 +1,5 @@
 /*
- * exp-neon.c - peak_exp and the softmax's 2^t over arrays on AdvSIMD (the
+ * exp-neon.c - peak_exp and attention's 2^t over arrays on AdvSIMD (the
  * functions themselves, their method and accuracy: exp-neon.h).  Same bits
  * as the scalar and x86 tiers.
  *

@@ -1,6 +1,6 @@
 /*
- * exp-neon.h - e^x and the softmax's 2^t on 4 floats (AArch64 AdvSIMD), for
- * the NEON softmax, attention and peak_exp.  Header-only and static inline:
+ * exp-neon.h - e^x, the softmax's 2^-k e^a and attention's 2^t on 4 floats
+ * (AArch64 AdvSIMD), for the NEON softmax, attention and peak_exp.  Header-only and static inline:
  * an out-of-line call per vector would cost as much as the exponential.
  *
  * Method (constants and their derivation: ../exp-poly.h): the AVX2 tier's
@@ -11,7 +11,9 @@
  *     first product exact, the second rounded once).  Each step is one
  *     correctly rounded FMLA/FMUL where the scalar tier has one fmaf/`*`,
  *     so the results are the scalar and x86 tiers' bits.
- *   - peak_neon_exp2_ftz(t) (the softmax) takes one power; results below
+ *   - peak_neon_exp_sm(a) (the softmax) takes one power, exp-avx2.h's
+ *     peak_avx2_exp_sm operation for operation: the x86 tiers' bits.
+ *   - peak_neon_exp2_ftz(t) (attention) takes one power; results below
  *     FLT_MIN are +0.  FRINTM is floor() and r = t - floor(t) is exact, so
  *     these are the scalar tier's bits too.
  * NaN: FMIN/FMAX return NaN if either operand is NaN (unlike MINPS, whose
@@ -20,8 +22,9 @@
  * matter.  -inf -> +0, e^0 = 2^0 = 1 exactly, never negative.
  *
  * Expected on a Neoverse V1/V2 (4 x 128-bit FP/ASIMD pipes, FMA latency
- * 4): peak_neon_exp is 21 FP/ASIMD instructions per 4 floats and
- * peak_neon_exp2_ftz 11, plus a register MOV per Horner step (FMLA
+ * 4): peak_neon_exp is 21 FP/ASIMD instructions per 4 floats,
+ * peak_neon_exp_sm 13 and peak_neon_exp2_ftz 11, plus a register MOV per
+ * Horner step (FMLA
  * overwrites its addend, here a constant), which the renamer may absorb.
  * With 2 to 4 vectors in flight, so that the Horner chains (7 and 5
  * dependent FMAs) overlap, that is ~1.3 and ~0.7 cycle per float: e^x
@@ -100,6 +103,20 @@ static inline float32x4_t peak_neon_exp2_ftz(float32x4_t vt)
     const float32x4_t vbiased = vaddq_f32(vn, vdupq_n_f32(PEAK_EXP_ROUND_MAGIC_BIASED));
     const float32x4_t vp = peak_neon_exp2_poly(vsubq_f32(vt, vn));
     return vmulq_f32(vp, peak_neon_pow2_biased(vreinterpretq_s32_f32(vbiased)));
+}
+
+/* 2^-k e^a for the softmax, given its row's constants lo and magic =
+   PEAK_EXP_ROUND_MAGIC_BIASED - k (../exp-poly.h): avx2/exp-avx2.h's
+   peak_avx2_exp_sm operation for operation, so the same bits.  FMAX
+   returns NaN for a NaN a, which the polynomial carries through. */
+static inline float32x4_t peak_neon_exp_sm(float32x4_t vs, float32x4_t vlo, float32x4_t vmagic)
+{
+    vs = vmaxq_f32(vs, vlo);
+    const float32x4_t vn = vfmaq_f32(vmagic, vs, vdupq_n_f32(PEAK_EXP_LOG2E));
+    const float32x4_t vm = vsubq_f32(vn, vmagic);
+    float32x4_t vr = vfmaq_f32(vs, vm, vdupq_n_f32(PEAK_EXP_MINUS_LN2_HI));
+    vr = vfmaq_f32(vr, vm, vdupq_n_f32(PEAK_EXP_MINUS_LN2_LO));
+    return vmulq_f32(peak_neon_exp_poly(vr), peak_neon_pow2_biased(vreinterpretq_s32_f32(vn)));
 }
 
 #endif /* PEAK_EXP_NEON_H */

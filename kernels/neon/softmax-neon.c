@@ -3,16 +3,16 @@
  * (peak_softmax in peak.h; the row algorithm, its special rows and the row
  * groups: ../softmax-rows.h).
  *
- * The x86 tiers' passes with 4 lanes: max, then e^(s - max) stored and
- * summed, then the scaling by 1/sum, over the visible range only.  The
- * exponential is exp-neon.h's 2^t, t = (s - max) log2(e), the scalar
- * tier's bits; results below FLT_MIN are flushed to +0 as on every tier.
+ * The x86 tiers' passes with 4 lanes: max, then the terms
+ * 2^-k e^(s - shift) stored, their sum, then the scaling by 1/sum, over
+ * the visible range only.  The exponential is exp-neon.h's
+ * peak_neon_exp_sm, the x86 tiers' bits.
  * The maximum uses FMAXNM, which drops a NaN operand (as MAXPS does with
  * the running maximum second): a NaN score is caught by the sum instead.
  *
  * AdvSIMD has no masked loads.  Row tails (n % 4 keys) take the same
- * operations one float at a time, or through a 4-float stack buffer for
- * the exponential.  In a row with element masks a group of 4 keys is
+ * operations one float at a time, or through a stack buffer for the
+ * exponential and the sum.  In a row with element masks a group of 4 keys is
  * loaded as a vector only when all 4 are visible; otherwise lane by lane,
  * reading x (and bias) at the visible keys only: no byte outside a row, no
  * masked score, and no keep byte or bias behind a masked key is read, as
@@ -23,18 +23,19 @@
  * and Neoverse cores stop allocating a stream of full-line writes by
  * themselves (write streaming mode).
  *
- * Accuracy: the sum is accumulated in float over at most SUM_BLOCK terms
- * per lane, then in double, as on x86 (measured there: at most 2.52 ULP,
- * 0.63 of the tolerance); tests/test-softmax.c checks this tier the same
- * way.
+ * Accuracy (the budget: ../softmax-rows.h): the x86 tiers' bits, the same
+ * exponentials added in the same order (checked under qemu against AVX2's
+ * outputs, 1.2M probabilities), so their bound: at most 2.47 ULP measured,
+ * 3.08 ULP in the worst case.
  *
  * Expected on a Neoverse V1/V2 (4 x 128-bit FP/ASIMD pipes): the
- * exponential pass is 14 FP/ASIMD instructions per 4 scores (FSUB, FMUL,
- * 2^t's 11, FADD into the sum) besides a load and a store, ~0.9 cycle per
- * score with two vectors in flight; the max and scale passes add ~0.1.  An
- * unmasked row of 128 keys: ~130-160 cycles, about an AVX2 core's cycles
- * (the same 16 float lanes a cycle: four 128-bit pipes against two
- * 256-bit ports).  Not measured: no AArch64 hardware here, only qemu.
+ * exponential pass is 13 FP/ASIMD instructions per 4 scores (exp-neon.h's
+ * peak_neon_exp_sm) besides a load and a store, the sum 4 more (two
+ * FCVTLs and two FADDs into doubles), ~1.1 cycle per score with two
+ * vectors in flight; the max and scale passes add ~0.15.  An unmasked row
+ * of 128 keys: ~160-190 cycles, about an AVX2 core's cycles (the same 16
+ * float lanes a cycle: four 128-bit pipes against two 256-bit ports).  Not
+ * measured: no AArch64 hardware here, only qemu.
  */
 #include "internal.h"
 #include "softmax-rows.h"
@@ -44,10 +45,6 @@
 #include <string.h>
 
 #define LANES 4
-
-/* Iterations (of two vectors each) summed in float before the partial sum
-   moves to double: each lane of each accumulator adds at most 8 terms. */
-#define SUM_BLOCK 8
 
 /* ---- pass 1: the maximum -------------------------------------------------- */
 
@@ -156,81 +153,112 @@ PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
 
 /* ---- pass 2: exponentials and their sum ------------------------------------ */
 
-static inline float64x2_t widen_sum(float32x4_t v)
+/* 2^-k e^(s - shift) (shifted) or 2^-k e^s (not: shift is 0). */
+PEAK_SM_INLINE float32x4_t exp_of(float32x4_t vs, float32x4_t vshift, float32x4_t vlo,
+                                  float32x4_t vmagic, bool shifted)
 {
-    return vaddq_f64(vcvt_f64_f32(vget_low_f32(v)), vcvt_high_f64_f32(v));
+    return peak_neon_exp_sm(shifted ? vsubq_f32(vs, vshift) : vs, vlo, vmagic);
 }
 
-/* The 2^t of e^(s - max) (../softmax-rows.h). */
-static inline float32x4_t exp_of(float32x4_t vs, float32x4_t vmax)
-{
-    const float32x4_t vt = vmulq_f32(vsubq_f32(vs, vmax), vdupq_n_f32(PEAK_EXP_LOG2E));
-    return peak_neon_exp2_ftz(vt);
-}
-
-/* dst[j] = e^(x[j] * scale - max) for j < n (dst: the row's work area);
-   returns the sum in double.  Two vectors an iteration, two float
-   accumulators: the exponentials of the two overlap. */
-PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale, float max,
-                                    bool scaled)
+/* Two vectors an iteration: the exponentials of the two overlap. */
+PEAK_SM_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
+                              const peak_sm_exp_row *e, bool scaled, bool shifted)
 {
     const float32x4_t vscale = vdupq_n_f32(scale);
-    const float32x4_t vmax = vdupq_n_f32(max);
-    float64x2_t vsum = vdupq_n_f64(0.0);
+    const float32x4_t vshift = vdupq_n_f32(e->shift);
+    const float32x4_t vlo = vdupq_n_f32(e->lo);
+    const float32x4_t vmagic = vdupq_n_f32(e->magic);
     size_t j = 0;
-    while (j + 2 * LANES <= n) {
-        const size_t full = (n - j) / (2 * LANES);
-        const size_t end = j + 2 * LANES * (full < SUM_BLOCK ? full : SUM_BLOCK);
-        float32x4_t vacc0 = vdupq_n_f32(0.0f), vacc1 = vdupq_n_f32(0.0f);
-        for (; j < end; j += 2 * LANES) {
-            const float32x4_t ve0 = exp_of(score(vld1q_f32(x + j), vscale, scaled), vmax);
-            const float32x4_t ve1 =
-                exp_of(score(vld1q_f32(x + j + LANES), vscale, scaled), vmax);
-            vst1q_f32(dst + j, ve0);
-            vst1q_f32(dst + j + LANES, ve1);
-            vacc0 = vaddq_f32(vacc0, ve0);
-            vacc1 = vaddq_f32(vacc1, ve1);
-        }
-        vsum = vaddq_f64(vsum, vaddq_f64(widen_sum(vacc0), widen_sum(vacc1)));
+    for (; j + 2 * LANES <= n; j += 2 * LANES) {
+        const float32x4_t ve0 =
+            exp_of(score(vld1q_f32(x + j), vscale, scaled), vshift, vlo, vmagic, shifted);
+        const float32x4_t ve1 =
+            exp_of(score(vld1q_f32(x + j + LANES), vscale, scaled), vshift, vlo, vmagic, shifted);
+        vst1q_f32(dst + j, ve0);
+        vst1q_f32(dst + j + LANES, ve1);
     }
     if (j + LANES <= n) {
-        const float32x4_t ve = exp_of(score(vld1q_f32(x + j), vscale, scaled), vmax);
-        vst1q_f32(dst + j, ve);
-        vsum = vaddq_f64(vsum, widen_sum(ve));
+        vst1q_f32(dst + j,
+                  exp_of(score(vld1q_f32(x + j), vscale, scaled), vshift, vlo, vmagic, shifted));
         j += LANES;
     }
-    double sum = vaddvq_f64(vsum);
-    if (j < n) {
-        /* The tail through a buffer; its unused lanes are not summed. */
+    if (j < n) { /* the tail through a buffer */
         float buf[LANES] = {0.0f, 0.0f, 0.0f, 0.0f};
         memcpy(buf, x + j, (n - j) * sizeof(float));
-        vst1q_f32(buf, exp_of(score(vld1q_f32(buf), vscale, scaled), vmax));
-        for (size_t l = 0; l < n - j; l++) {
-            dst[j + l] = buf[l];
-            sum += (double)buf[l];
-        }
+        vst1q_f32(buf, exp_of(score(vld1q_f32(buf), vscale, scaled), vshift, vlo, vmagic, shifted));
+        memcpy(dst + j, buf, (n - j) * sizeof(float));
     }
-    return sum;
+}
+
+/* acc[0..1] += v[0..1], acc[2..3] += v[2..3], in double. */
+static inline void add_widened(float64x2_t *acc, float32x4_t v)
+{
+    acc[0] = vaddq_f64(acc[0], vcvt_f64_f32(vget_low_f32(v)));
+    acc[1] = vaddq_f64(acc[1], vcvt_high_f64_f32(v));
+}
+
+/* src[0 .. n) summed in double in the order of ../softmax-rows.h (key j
+   into accumulator j % 16: eight pairs of lanes). */
+static inline double sum_double(const float *src, size_t n)
+{
+    float64x2_t vacc[PEAK_SM_SUM_LANES / 2];
+    for (size_t i = 0; i < PEAK_SM_SUM_LANES / 2; i++)
+        vacc[i] = vdupq_n_f64(0.0);
+    size_t j = 0;
+    for (; j + PEAK_SM_SUM_LANES <= n; j += PEAK_SM_SUM_LANES)
+        for (size_t q = 0; q < PEAK_SM_SUM_LANES / LANES; q++)
+            add_widened(vacc + 2 * q, vld1q_f32(src + j + q * LANES));
+    if (j < n) { /* the tail through a buffer: +0 past n adds nothing */
+        float buf[PEAK_SM_SUM_LANES] = {0.0f};
+        memcpy(buf, src + j, (n - j) * sizeof(float));
+        for (size_t q = 0; q < PEAK_SM_SUM_LANES / LANES; q++)
+            add_widened(vacc + 2 * q, vld1q_f32(buf + q * LANES));
+    }
+    /* The fold: pair q holds lanes 2q and 2q + 1, so i + 8 is q + 4, i + 4
+       is q + 2, i + 2 is q + 1, and i + 1 the pair's own two lanes. */
+    for (size_t w = PEAK_SM_SUM_LANES / 4; w >= 1; w /= 2)
+        for (size_t q = 0; q < w; q++)
+            vacc[q] = vaddq_f64(vacc[q], vacc[q + w]);
+    return vaddvq_f64(vacc[0]);
+}
+
+/* dst[j] = 2^-k e^(x[j] * scale - shift) for j < n (dst: the row's work
+   area; ../softmax-rows.h); returns their sum, in double. */
+PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
+                                    const peak_sm_exp_row *e, bool scaled)
+{
+    if (e->shift != 0.0f)
+        exp_store(dst, x, n, scale, e, scaled, true);
+    else
+        exp_store(dst, x, n, scale, e, scaled, false);
+    return sum_double(dst, n);
 }
 
 /* ---- pass 3 and the masked-out keys ----------------------------------------- */
 
+/* src * (hi + lo), rounded once. */
+static inline float32x4_t times_factor(float32x4_t v, float32x4_t vhi, float32x4_t vlo)
+{
+    return vfmaq_f32(vmulq_f32(v, vlo), v, vhi);
+}
+
 /* y[j] = src[j] * factor for j < n (src may be y). */
-PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, float factor, bool stream)
+PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_factor f,
+                                bool stream)
 {
     (void)stream;
-    const float32x4_t vf = vdupq_n_f32(factor);
+    const float32x4_t vhi = vdupq_n_f32(f.hi), vlo = vdupq_n_f32(f.lo);
     size_t j = 0;
     for (; j + 2 * LANES <= n; j += 2 * LANES) {
-        const float32x4_t v0 = vmulq_f32(vld1q_f32(src + j), vf);
-        const float32x4_t v1 = vmulq_f32(vld1q_f32(src + j + LANES), vf);
+        const float32x4_t v0 = times_factor(vld1q_f32(src + j), vhi, vlo);
+        const float32x4_t v1 = times_factor(vld1q_f32(src + j + LANES), vhi, vlo);
         vst1q_f32(y + j, v0);
         vst1q_f32(y + j + LANES, v1);
     }
     for (; j + LANES <= n; j += LANES)
-        vst1q_f32(y + j, vmulq_f32(vld1q_f32(src + j), vf));
+        vst1q_f32(y + j, times_factor(vld1q_f32(src + j), vhi, vlo));
     for (; j < n; j++)
-        y[j] = src[j] * factor;
+        y[j] = fmaf(src[j], f.hi, src[j] * f.lo);
 }
 
 PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)

@@ -1,5 +1,5 @@
 /*
- * exp-scalar.c - peak_exp and the softmax's 2^t on the scalar tier.
+ * exp-scalar.c - peak_exp and attention's 2^t on the scalar tier.
  *
  * The SIMD tiers' algorithms (exp-poly.h) one float at a time, so that
  * every tier returns the same bits: fmaf is the C library's correctly

@@ -69,9 +69,10 @@ static float row_max(const softmax_row *r, bool *poisoned)
     return m;
 }
 
-/* e^(s - m), with terms below FLT_MIN taken as 0: the SIMD tiers' 2^t flushes
-   there (an underflowing float exponential), and every tier must give the
-   same special values, so the reference flushes at the same point. */
+/* e^(s - m), with terms below FLT_MIN taken as 0 (peak.h): every tier
+   keeps a term of at least FLT_MIN and drops one below 2^-127.5; the SIMD
+   tiers may keep those in between as subnormals, which moves a probability
+   below FLT_MIN by less than FLT_MIN. */
 static double row_exp(float s, float m)
 {
     double e = exp((double)s - (double)m);

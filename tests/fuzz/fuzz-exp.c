@@ -6,7 +6,7 @@
  * -0x1.9fe36ap+6 down, never negative, NaN for NaN.  Under FTZ/DAZ the
  * subnormal results become +0 and subnormal inputs count as 0.
  *
- * Also the softmax kernels' internal 2^t (the table's exp2 slot, for
+ * Also the attention kernels' internal 2^t (the table's exp2 slot, for
  * t <= 1): within 1 ULP of the scalar tier's (see tests/test-exp.c), +0
  * below -126, never negative.
  */
@@ -123,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         (double)ref[k], fz_bits(ref[k]));
     }
 
-    /* The softmax's 2^t, straight through each tier's table row, on
+    /* Attention's 2^t, straight through each tier's table row, on
        t = min(x, 1) (its domain). */
     if (want == PEAK_OK) {
         for (int t = 0; t < fz_ntiers; t++) {
