@@ -34,77 +34,83 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum ln_impl { LN_TIER, LN_DISPATCH, LN_PLAIN, LN_PLAIN_NOVEC, LN_MEMCPY } ln_impl;
+typedef enum layernorm_impl {
+    LAYERNORM_TIER,
+    LAYERNORM_DISPATCH,
+    LAYERNORM_PLAIN,
+    LAYERNORM_PLAIN_NOVEC,
+    LAYERNORM_MEMCPY
+} layernorm_impl;
 
-typedef struct ln_variant {
+typedef struct layernorm_variant {
     const char *name;
-    ln_impl impl;
-    peak_isa isa; /* LN_TIER */
-} ln_variant;
+    layernorm_impl impl;
+    peak_isa isa; /* LAYERNORM_TIER */
+} layernorm_variant;
 
-static const ln_variant ln_variants[] = {
-    {"scalar", LN_TIER, PEAK_ISA_SCALAR},
+static const layernorm_variant layernorm_variants[] = {
+    {"scalar", LAYERNORM_TIER, PEAK_ISA_SCALAR},
 #if defined(__x86_64__)
-    {"avx2", LN_TIER, PEAK_ISA_AVX2},
-    {"avx512", LN_TIER, PEAK_ISA_AVX512},
+    {"avx2", LAYERNORM_TIER, PEAK_ISA_AVX2},
+    {"avx512", LAYERNORM_TIER, PEAK_ISA_AVX512},
 #elif defined(__aarch64__)
-    {"neon", LN_TIER, PEAK_ISA_NEON},
+    {"neon", LAYERNORM_TIER, PEAK_ISA_NEON},
 #endif
-    {"dispatch", LN_DISPATCH, PEAK_ISA_SCALAR},
-    {"plain_loop", LN_PLAIN, PEAK_ISA_SCALAR},
-    {"plain_loop_novec", LN_PLAIN_NOVEC, PEAK_ISA_SCALAR},
-    {"memcpy", LN_MEMCPY, PEAK_ISA_SCALAR},
+    {"dispatch", LAYERNORM_DISPATCH, PEAK_ISA_SCALAR},
+    {"plain_loop", LAYERNORM_PLAIN, PEAK_ISA_SCALAR},
+    {"plain_loop_novec", LAYERNORM_PLAIN_NOVEC, PEAK_ISA_SCALAR},
+    {"memcpy", LAYERNORM_MEMCPY, PEAK_ISA_SCALAR},
 };
 
 /* The seed's 2 x 50 tokens of 512; BERT/GPT-2 sequences of 128, 512 and
    1024 tokens of 768; 4096 rows (within the last-level cache); 65536 rows
    (out of it). */
-static const int64_t ln_shapes[][2] = {{100, 512},   {128, 768},   {512, 768},
-                                       {1024, 768},  {4096, 512},  {4096, 768},
-                                       {65536, 512}, {65536, 768}};
+static const int64_t layernorm_shapes[][2] = {{100, 512},  {128, 768},  {512, 768},   {1024, 768},
+                                              {4096, 512}, {4096, 768}, {65536, 512}, {65536, 768}};
 
-#define LN_EPS 1e-5f
-#define LN_TOL 2e-6
+#define LAYERNORM_EPS 1e-5f
+#define LAYERNORM_TOL 2e-6
 
-typedef struct ln_run {
-    const ln_variant *v;
+typedef struct layernorm_run {
+    const layernorm_variant *v;
     size_t rows, d;
     float *x, *r, *y, *gamma, *beta;
     void *src, *dst; /* memcpy */
     size_t copy_bytes;
-} ln_run;
+} layernorm_run;
 
-static size_t ln_traffic(size_t rows, size_t d)
+static size_t layernorm_traffic(size_t rows, size_t d)
 {
     return (3 * rows * d + 2 * d) * sizeof(float);
 }
 
-static peak_status ln_call(ln_run *w)
+static peak_status layernorm_call(layernorm_run *w)
 {
     switch (w->v->impl) {
-    case LN_TIER:
-    case LN_DISPATCH:
+    case LAYERNORM_TIER:
+    case LAYERNORM_DISPATCH:
         return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
-                                  (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LN_EPS);
-    case LN_PLAIN:
-        bench_ln_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+                                  (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
+    case LAYERNORM_PLAIN:
+        bench_ln_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
         return PEAK_OK;
-    case LN_PLAIN_NOVEC:
-        bench_ln_plain_loop_novec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+    case LAYERNORM_PLAIN_NOVEC:
+        bench_ln_plain_loop_novec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d,
+                                  LAYERNORM_EPS);
         return PEAK_OK;
-    case LN_MEMCPY:
+    case LAYERNORM_MEMCPY:
         memcpy(w->dst, w->src, w->copy_bytes);
         return PEAK_OK;
     }
     return PEAK_ERR_UNSUPPORTED;
 }
 
-static float *ln_alloc(size_t n)
+static float *layernorm_alloc(size_t n)
 {
     return aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
 }
 
-static void ln_fill(float *p, size_t n, uint64_t *s, float lo, float hi)
+static void layernorm_fill(float *p, size_t n, uint64_t *s, float lo, float hi)
 {
     for (size_t k = 0; k < n; k++) {
         *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -112,12 +118,12 @@ static void ln_fill(float *p, size_t n, uint64_t *s, float lo, float hi)
     }
 }
 
-static const char *ln_setup(ln_run *w)
+static const char *layernorm_setup(layernorm_run *w)
 {
-    if (w->v->impl == LN_TIER && peak_isa_force(w->v->isa) != PEAK_OK)
+    if (w->v->impl == LAYERNORM_TIER && peak_isa_force(w->v->isa) != PEAK_OK)
         return "isa unsupported on this CPU/OS/build";
-    if (w->v->impl == LN_MEMCPY) {
-        w->copy_bytes = ln_traffic(w->rows, w->d) / 2;
+    if (w->v->impl == LAYERNORM_MEMCPY) {
+        w->copy_bytes = layernorm_traffic(w->rows, w->d) / 2;
         w->src = aligned_alloc(64, (w->copy_bytes + 63) / 64 * 64);
         w->dst = aligned_alloc(64, (w->copy_bytes + 63) / 64 * 64);
         if (!w->src || !w->dst)
@@ -127,34 +133,34 @@ static const char *ln_setup(ln_run *w)
         return NULL;
     }
     const size_t n = w->rows * w->d;
-    w->x = ln_alloc(n);
-    w->r = ln_alloc(n);
-    w->y = ln_alloc(n);
-    w->gamma = ln_alloc(w->d);
-    w->beta = ln_alloc(w->d);
+    w->x = layernorm_alloc(n);
+    w->r = layernorm_alloc(n);
+    w->y = layernorm_alloc(n);
+    w->gamma = layernorm_alloc(w->d);
+    w->beta = layernorm_alloc(w->d);
     if (!w->x || !w->r || !w->y || !w->gamma || !w->beta)
         return "out of memory";
     uint64_t s = 0x13198a2e03707344ull;
-    ln_fill(w->x, n, &s, -2.0f, 3.0f);
-    ln_fill(w->r, n, &s, -1.0f, 1.0f);
-    ln_fill(w->gamma, w->d, &s, 0.5f, 1.5f);
-    ln_fill(w->beta, w->d, &s, -1.0f, 1.0f);
+    layernorm_fill(w->x, n, &s, -2.0f, 3.0f);
+    layernorm_fill(w->r, n, &s, -1.0f, 1.0f);
+    layernorm_fill(w->gamma, w->d, &s, 0.5f, 1.5f);
+    layernorm_fill(w->beta, w->d, &s, -1.0f, 1.0f);
     return NULL;
 }
 
-static const char *ln_check(const ln_run *w, char *msg, size_t len)
+static const char *layernorm_check(const layernorm_run *w, char *msg, size_t len)
 {
-    if (w->v->impl == LN_MEMCPY)
+    if (w->v->impl == LAYERNORM_MEMCPY)
         return memcmp(w->dst, w->src, w->copy_bytes) ? "memcpy copied wrong bytes" : NULL;
     const size_t n = w->rows * w->d;
-    float *want = ln_alloc(n);
+    float *want = layernorm_alloc(n);
     if (!want)
         return "out of memory";
-    bench_ln_plain_loop_vec(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LN_EPS);
+    bench_ln_plain_loop_vec(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
     const char *bad = NULL;
     for (size_t k = 0; k < n && !bad; k++) {
         const double ref = want[k];
-        if (!(fabs((double)w->y[k] - ref) <= LN_TOL * fmax(1.0, fabs(ref)))) {
+        if (!(fabs((double)w->y[k] - ref) <= LAYERNORM_TOL * fmax(1.0, fabs(ref)))) {
             snprintf(msg, len, "wrong output: row %zu col %zu is %.9g, want %.9g", k / w->d,
                      k % w->d, (double)w->y[k], ref);
             bad = msg;
@@ -164,43 +170,43 @@ static const char *ln_check(const ln_run *w, char *msg, size_t len)
     return bad;
 }
 
-static void ln_measure(gb_state *st, ln_run *w)
+static void layernorm_measure(gb_state *st, layernorm_run *w)
 {
     if (w->y)
         for (size_t k = 0; k < w->rows * w->d; k++)
             w->y[k] = NAN;
-    const peak_status status = ln_call(w);
+    const peak_status status = layernorm_call(w);
     if (status != PEAK_OK) {
         gb_skip_with_error(st, peak_status_string(status));
         return;
     }
     char msg[160];
-    const char *bad = ln_check(w, msg, sizeof msg);
+    const char *bad = layernorm_check(w, msg, sizeof msg);
     if (bad) {
         gb_skip_with_error(st, bad);
         return;
     }
     while (gb_keep_running(st)) {
-        ln_call(w);
+        layernorm_call(w);
         gb_do_not_optimize(w->y ? (void *)w->y : w->dst);
     }
-    if (w->v->impl == LN_DISPATCH)
+    if (w->v->impl == LAYERNORM_DISPATCH)
         gb_set_label(st, peak_isa_name(peak_isa_active()));
-    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)ln_traffic(w->rows, w->d));
+    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)layernorm_traffic(w->rows, w->d));
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)w->rows);
 }
 
 static void bench_layernorm(gb_state *st, void *user)
 {
-    ln_run w = {0};
+    layernorm_run w = {0};
     w.v = user;
     w.rows = (size_t)gb_range(st, 0);
     w.d = (size_t)gb_range(st, 1);
-    const char *why = ln_setup(&w);
+    const char *why = layernorm_setup(&w);
     if (why)
         gb_skip_with_error(st, why);
     else
-        ln_measure(st, &w);
+        layernorm_measure(st, &w);
     peak_isa_reset();
     free(w.x);
     free(w.r);
@@ -215,11 +221,11 @@ void bench_register_layernorm(void)
 {
     static const char *const arg_names[] = {"rows", "d_model"};
     char name[64];
-    for (size_t s = 0; s < sizeof ln_shapes / sizeof ln_shapes[0]; s++) {
-        for (size_t i = 0; i < sizeof ln_variants / sizeof ln_variants[0]; i++) {
-            snprintf(name, sizeof name, "layernorm/%s", ln_variants[i].name);
-            gb_bench *b = gb_register(name, bench_layernorm, (void *)&ln_variants[i]);
-            b = gb_args(b, ln_shapes[s], 2);
+    for (size_t s = 0; s < sizeof layernorm_shapes / sizeof layernorm_shapes[0]; s++) {
+        for (size_t i = 0; i < sizeof layernorm_variants / sizeof layernorm_variants[0]; i++) {
+            snprintf(name, sizeof name, "layernorm/%s", layernorm_variants[i].name);
+            gb_bench *b = gb_register(name, bench_layernorm, (void *)&layernorm_variants[i]);
+            b = gb_args(b, layernorm_shapes[s], 2);
             b = gb_arg_names(b, arg_names, 2);
             b = gb_unit(b, GB_MICROSECOND);
             if (gb_use_real_time(b) == NULL) {

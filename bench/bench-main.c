@@ -36,9 +36,9 @@ int main(int argc, char **argv)
 
     bench_register_pe_table();
     bench_register_softmax();
-    bench_register_embed();
+    bench_register_embedding();
     bench_register_layernorm();
-    bench_register_sdpa();
+    bench_register_attention();
     bench_register_exp();
     bench_register_pe_add();
     bench_register_limits();

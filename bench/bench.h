@@ -21,14 +21,14 @@ void bench_register_pe_table(void);
    variant and shape (bench-softmax.c). */
 void bench_register_softmax(void);
 
-/* Registers embed/<variant>/batch:<B>/seq_len:<S>/... (bench-embed.c) and
+/* Registers embedding/<variant>/batch:<B>/seq_len:<S>/... (bench-embedding.c) and
    layernorm/<variant>/rows:<R>/d_model:<D> (bench-layernorm.c). */
-void bench_register_embed(void);
+void bench_register_embedding(void);
 void bench_register_layernorm(void);
 
-/* Registers sdpa/<variant>/H:<h>/Lq:<n>/Lk:<n>/causal:<0|1>/cold:<0|1> and
-   fma_peak/<isa> (bench-sdpa.c). */
-void bench_register_sdpa(void);
+/* Registers attention/<variant>/H:<h>/Lq:<n>/Lk:<n>/causal:<0|1>/cold:<0|1> and
+   fma_peak/<isa> (bench-attention.c). */
+void bench_register_attention(void);
 
 /* Registers exp/<variant>/n:<n> (bench-exp.c) and
    pe_add/<variant>/batch:<B>/seq_len:<S>/d_model:<D>/fly:<0|1>

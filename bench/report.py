@@ -39,7 +39,7 @@ def softmax_visible(L, causal, heads=8):
     return heads * (L * (L + 1) // 2 if causal else L * L)
 
 
-def sdpa_visible(a):
+def attention_visible(a):
     lq, lk = a["Lq"], a["Lk"]
     if not a["causal"]:
         return lq * lk
@@ -57,7 +57,7 @@ def model(family, a):
     if family == "exp":
         n = a["n"]
         return dict(elems=n, bytes=8 * n, flops=TRANSCENDENTAL_FLOPS * n, size=n)
-    if family == "embed":
+    if family == "embedding":
         tok = a["batch"] * a["seq_len"]
         n = tok * a["d_model"]
         rows = 2 if a["fly"] else 3
@@ -75,10 +75,10 @@ def model(family, a):
     if family == "layernorm":
         n = a["rows"] * a["d_model"]
         return dict(elems=n, bytes=12 * n + 8 * a["d_model"], flops=8 * n, size=n)
-    if family == "sdpa":
+    if family == "attention":
         h, lq, lk = a["H"], a["Lq"], a["Lk"]
         full = 4 * lq * lk * DH * h
-        vis = 4 * sdpa_visible(a) * DH * h
+        vis = 4 * attention_visible(a) * DH * h
         return dict(elems=lq * h, bytes=4 * h * DH * (2 * lq + 2 * lk), flops=full,
                     flops_visible=vis, size=lq * lk * h)
     return None
@@ -86,14 +86,14 @@ def model(family, a):
 
 FAMILY_TITLE = {
     "pe_table": "Sinusoid table (peak_pe_table)",
-    "embed": "Embedding + PE (peak_embed_pe)",
+    "embedding": "Embedding + PE (peak_embed_pe)",
     "pe_add": "x += PE (peak_pe_add, the seed's forward)",
     "softmax": "Masked softmax (peak_softmax), H heads of L x L",
     "layernorm": "Residual + LayerNorm (peak_add_layernorm)",
     "exp": "Vector exp (peak_exp)",
-    "sdpa": "Attention (peak_attention), head_dim 64",
+    "attention": "Attention (peak_attention), head_dim 64",
 }
-FAMILY_ORDER = ["pe_table", "embed", "pe_add", "softmax", "layernorm", "exp", "sdpa"]
+FAMILY_ORDER = ["pe_table", "embedding", "pe_add", "softmax", "layernorm", "exp", "attention"]
 TIERS = ["scalar", "avx2", "avx512", "neon", "dispatch"]
 # Plain C loops: what a user writes without a library.
 PLAIN = {"libm_loop", "expf_loop", "plain_loop", "plain_loop_novec"}
@@ -102,8 +102,8 @@ NOT_AN_IMPL = {"memcpy", "row_copy"}
 # The summary's rows: (family, shape, what it stands for).
 HEADLINES = [
     ("pe_table", "seq_len:5000/d_model:512", "the seed's table"),
-    ("embed", "batch:2/seq_len:50/d_model:512/fly:0", "the seed's 2 x 50 batch"),
-    ("embed", "batch:1/seq_len:1/d_model:768/pos0:2047/fly:0", "decode, 1 token at 2047"),
+    ("embedding", "batch:2/seq_len:50/d_model:512/fly:0", "the seed's 2 x 50 batch"),
+    ("embedding", "batch:1/seq_len:1/d_model:768/pos0:2047/fly:0", "decode, 1 token at 2047"),
     ("pe_add", "batch:2/seq_len:50/d_model:512/fly:0", "the seed's forward()"),
     ("pe_add", "batch:1/seq_len:4096/d_model:768/fly:0", "long context"),
     ("softmax", "heads:12/L:512/causal:0", "BERT-base"),
@@ -111,20 +111,30 @@ HEADLINES = [
     ("softmax", "heads:12/L:4096/causal:1", "long context, causal"),
     ("layernorm", "rows:512/d_model:768", "BERT-base, 512 tokens"),
     ("exp", "n:65536", "in L2"),
-    ("sdpa", "H:12/Lq:512/Lk:512/causal:0/cold:0", "BERT-base"),
-    ("sdpa", "H:12/Lq:1024/Lk:1024/causal:1/cold:0", "GPT-2 small, causal"),
-    ("sdpa", "H:8/Lq:4096/Lk:4096/causal:1/cold:0", "long context, causal"),
-    ("sdpa", "H:8/Lq:1/Lk:2048/causal:0/cold:1", "decode, 2048 cache, cold"),
+    ("attention", "H:12/Lq:512/Lk:512/causal:0/cold:0", "BERT-base"),
+    ("attention", "H:12/Lq:1024/Lk:1024/causal:1/cold:0", "GPT-2 small, causal"),
+    ("attention", "H:8/Lq:4096/Lk:4096/causal:1/cold:0", "long context, causal"),
+    ("attention", "H:8/Lq:1/Lk:2048/causal:0/cold:1", "decode, 2048 cache, cold"),
 ]
 
 
 # ---- loading ---------------------------------------------------------------------------
 
+# Family names of earlier versions of bench_peak, torch-bench.py and
+# peak_accuracy, read as today's: raw files kept from before the rename
+# still make a report.
+OLD_FAMILY = {"embed": "embedding", "sdpa": "attention"}
+
+
+def family_name(family):
+    return OLD_FAMILY.get(family, family)
+
+
 def split_name(name):
     parts = [p for p in name.split("/") if p != "real_time"]
     if len(parts) < 2 or ":" in parts[1]:  # memcpy/bytes:N: no variant
-        return parts[0], "", "/".join(parts[1:])
-    return parts[0], parts[1], "/".join(parts[2:])
+        return family_name(parts[0]), "", "/".join(parts[1:])
+    return family_name(parts[0]), parts[1], "/".join(parts[2:])
 
 
 def median(xs):
@@ -306,11 +316,11 @@ def fmt_rate(x, unit):
 
 def throughput(family, e):
     """(value, text) in the family's headline unit."""
-    if family == "sdpa":
+    if family == "attention":
         vis = e.get("gflops_visible", e["gflops"])
         extra = f" ({vis:.3g} visible)" if vis < 0.99 * e["gflops"] else ""
         return e["gflops"], f"{e['gflops']:.3g} GFLOP/s{extra}"
-    if family in ("embed", "pe_add", "layernorm"):
+    if family in ("embedding", "pe_add", "layernorm"):
         return e["bytes_per_s"], fmt_rate(e["bytes_per_s"], "B/s")
     return e["elems_per_s"], fmt_rate(e["elems_per_s"], "elem/s")
 
@@ -352,7 +362,7 @@ def shape_order(family, shapes):
 
 def md_family_table(family, shapes):
     out = [f"### {FAMILY_TITLE.get(family, family)}", ""]
-    extra = " | GFLOP/s causal-visible" if family == "sdpa" else ""
+    extra = " | GFLOP/s causal-visible" if family == "attention" else ""
     out.append("| shape | variant | median | min - max | throughput | GFLOP/s" + extra +
                " | peak / this | % of limit |")
     out.append("|---|---|---|---|---|---|" + ("---|" if extra else "") + "---|---|")
@@ -449,12 +459,12 @@ def md_accuracy(acc_doc, torch_doc):
     entries = list(acc_doc.get("entries", [])) if acc_doc else []
     if torch_doc:
         entries += torch_doc.get("accuracy", [])
-    fam_order = ["pe_table", "exp", "softmax", "embed", "pe_add", "layernorm", "attention"]
+    fam_order = ["pe_table", "exp", "softmax", "embedding", "pe_add", "layernorm", "attention"]
     out = ["| family | shape | variant | max abs error | max ULP | sin/cos ULP of its own "
            "angle | note |", "|---|---|---|---|---|---|---|"]
     for fam in fam_order:
         for e in entries:
-            if e["family"] != fam:
+            if family_name(e["family"]) != fam:
                 continue
             fn = f"{e['fn_ulp']:.3g}" if "fn_ulp" in e else ""
             abs_txt = (f"{e['max_rel']:.3g} (relative)" if fam == "exp" and "max_rel" in e
@@ -469,7 +479,7 @@ def md_accuracy(acc_doc, torch_doc):
 # ---- plots -------------------------------------------------------------------------------
 
 def series_key(shape):
-    """One subplot per mask (softmax, attention) or PE source (embed, pe_add),
+    """One subplot per mask (softmax, attention) or PE source (embedding, pe_add),
     and per head count for softmax (its x axis is L); attention's head counts
     and cold decode share their mask's subplot."""
     a = shape_args(shape)
@@ -501,9 +511,9 @@ def plot_family(plt, family, shapes, path):
                     color=cmap(i % 10))
         ax.set_xscale("log")
         ax.set_yscale("log")
-        unit = ("GFLOP/s" if family == "sdpa" else
-                "bytes/s" if family in ("embed", "pe_add", "layernorm") else "elements/s")
-        xl = {"softmax": "L (keys per row)", "sdpa": "Lq x Lk x H",
+        unit = ("GFLOP/s" if family == "attention" else
+                "bytes/s" if family in ("embedding", "pe_add", "layernorm") else "elements/s")
+        xl = {"softmax": "L (keys per row)", "attention": "Lq x Lk x H",
               "layernorm": "rows x d_model", "exp": "n"}.get(family, "elements per call")
         ax.set_xlabel(xl)
         ax.set_ylabel(unit)
@@ -532,9 +542,9 @@ def plot_roofline(plt, results, limits, path, cpu):
         if bw * x0 < top:
             ax.text(x0, bw * x0 * 1.1, f"{fmt_rate(n, 'B')}: {bw:.3g} GB/s", fontsize=6,
                     color="tab:grey", rotation=30)
-    colors = {"pe_table": "tab:blue", "embed": "tab:orange", "pe_add": "tab:green",
+    colors = {"pe_table": "tab:blue", "embedding": "tab:orange", "pe_add": "tab:green",
               "softmax": "tab:red", "layernorm": "tab:purple", "exp": "tab:brown",
-              "sdpa": "tab:pink"}
+              "attention": "tab:pink"}
     for family in FAMILY_ORDER:
         shapes = results.get(family, {})
         pts, base = [], []
@@ -742,7 +752,7 @@ def main(argv):
     md += ["## Accuracy", "",
            "Against an x87 long double oracle for peak and the C baselines "
            "(bench/accuracy.c), against torch's own float64 for PyTorch (same input "
-           "distributions, not the same bits).  ULP: |error| / ulp(exact); for embed, "
+           "distributions, not the same bits).  ULP: |error| / ulp(exact); for embedding, "
            "pe_add, layernorm and attention in units of ulp(max |exact| of the row). "
            "exp: relative error instead of absolute.", ""]
     md += md_accuracy(acc, torch_doc) + [""]

@@ -17,14 +17,14 @@ CPU time (time.process_time), as bench_peak's real_time and cpu_time.
 Names and shapes are bench_peak's (family/torch/arg:val/...), so the report
 pairs them:
   pe_table   the seed's PositionalEncoding.__init__ table (float32 formula)
-  embed      nn.Embedding(ids) * sqrt(d_model) + pe[P:P+S]  (fly:0 only; P = pos0,
+  embedding  nn.Embedding(ids) * sqrt(d_model) + pe[P:P+S]  (fly:0 only; P = pos0,
              0 unless the name says)
   pe_add     the seed's forward(): x + pe[:, :S] (out of place, as written)
   softmax    x.softmax(-1); causal: x.masked_fill(mask, -inf).softmax(-1),
              H heads of L x L
   layernorm  F.layer_norm(x + r, (d,), gamma, beta, 1e-5)
   exp        torch.exp(x, out=y)
-  sdpa       q @ k^T * scale, masked_fill for causal, softmax, @ v on
+  attention  q @ k^T * scale, masked_fill for causal, softmax, @ v on
              [H, L, 64] tensors (torch 1.13 has no scaled_dot_product_attention;
              nn.MultiheadAttention adds the projections, so it is not the
              same computation); warm K/V only (cold:0)
@@ -55,21 +55,21 @@ def parse_args(argv):
 PE_SHAPES = [(5000, 512), (50, 512), (128, 768), (512, 768), (1024, 768), (2048, 768),
              (4096, 768)]
 # (batch, seq_len, d_model, pos0)
-EMBED_SHAPES = [(2, 50, 512, 0), (1, 128, 768, 0), (1, 512, 768, 0), (1, 1024, 768, 0),
-                (1, 4096, 768, 0), (64, 512, 512, 0), (1, 1, 768, 2047), (32, 1, 768, 2047)]
+EMBEDDING_SHAPES = [(2, 50, 512, 0), (1, 128, 768, 0), (1, 512, 768, 0), (1, 1024, 768, 0),
+                    (1, 4096, 768, 0), (64, 512, 512, 0), (1, 1, 768, 2047), (32, 1, 768, 2047)]
 PE_ADD_SHAPES = [(2, 50, 512), (1, 128, 768), (1, 512, 768), (1, 1024, 768), (1, 2048, 768),
                  (1, 4096, 768), (32, 512, 768)]
 # (heads, L)
 SOFTMAX_SHAPES = [(8, 128), (8, 512), (8, 1024), (8, 2048), (12, 128), (12, 512), (12, 1024),
                   (12, 4096)]
-LN_SHAPES = [(100, 512), (128, 768), (512, 768), (1024, 768), (4096, 512), (4096, 768),
-             (65536, 512), (65536, 768)]
+LAYERNORM_SHAPES = [(100, 512), (128, 768), (512, 768), (1024, 768), (4096, 512),
+                    (4096, 768), (65536, 512), (65536, 768)]
 EXP_SIZES = [4096, 65536, 1 << 20, 1 << 24]
 # (H, Lq, Lk, causal), cold:0 only
-SDPA_SHAPES = [(8, 128, 128, 0), (8, 128, 128, 1), (8, 512, 512, 0), (8, 512, 512, 1),
-               (8, 2048, 2048, 0), (8, 2048, 2048, 1), (8, 4096, 4096, 0), (8, 4096, 4096, 1),
-               (12, 128, 128, 0), (12, 512, 512, 0), (12, 1024, 1024, 0), (12, 1024, 1024, 1),
-               (8, 50, 512, 0), (8, 1, 2048, 0)]
+ATTENTION_SHAPES = [(8, 128, 128, 0), (8, 128, 128, 1), (8, 512, 512, 0), (8, 512, 512, 1),
+                    (8, 2048, 2048, 0), (8, 2048, 2048, 1), (8, 4096, 4096, 0),
+                    (8, 4096, 4096, 1), (12, 128, 128, 0), (12, 512, 512, 0),
+                    (12, 1024, 1024, 0), (12, 1024, 1024, 1), (8, 50, 512, 0), (8, 1, 2048, 0)]
 
 
 def seed_pe_table(torch, max_len, d_model):
@@ -89,17 +89,17 @@ def cases(torch):
     for n_pos, d in PE_SHAPES:
         yield f"pe_table/torch/seq_len:{n_pos}/d_model:{d}", (
             lambda n_pos=n_pos, d=d: seed_pe_table(torch, n_pos, d))
-    for b, s, d, p0 in EMBED_SHAPES:
+    for b, s, d, p0 in EMBEDDING_SHAPES:
         emb = torch.nn.Embedding(32000, d)
         ids = torch.randint(0, 32000, (b, s), generator=g)
         pe = seed_pe_table(torch, p0 + s, d)
         scale = math.sqrt(d)
 
-        def embed(emb=emb, ids=ids, pe=pe, scale=scale, s=s, p0=p0):
+        def embedding(emb=emb, ids=ids, pe=pe, scale=scale, s=s, p0=p0):
             with torch.no_grad():
                 return emb(ids) * scale + pe[p0:p0 + s]
         pos = f"/pos0:{p0}" if p0 else ""
-        yield f"embed/torch/batch:{b}/seq_len:{s}/d_model:{d}{pos}/fly:0", embed
+        yield f"embedding/torch/batch:{b}/seq_len:{s}/d_model:{d}{pos}/fly:0", embedding
     for b, s, d in PE_ADD_SHAPES:
         x = torch.randn(b, s, d, generator=g)
         pe = seed_pe_table(torch, s, d).unsqueeze(0)
@@ -111,7 +111,7 @@ def cases(torch):
         yield f"softmax/torch/heads:{h}/L:{L}/causal:0", (lambda x=x: x.softmax(-1))
         yield f"softmax/torch/heads:{h}/L:{L}/causal:1", (
             lambda x=x, mask=mask: x.masked_fill(mask, -math.inf).softmax(-1))
-    for rows, d in LN_SHAPES:
+    for rows, d in LAYERNORM_SHAPES:
         x = torch.rand(rows, d, generator=g) * 5 - 2
         r = torch.rand(rows, d, generator=g) * 2 - 1
         gamma = torch.rand(d, generator=g) + 0.5
@@ -123,18 +123,18 @@ def cases(torch):
         x = torch.rand(n, generator=g) * 175 - 87
         y = torch.empty(n)
         yield f"exp/torch/n:{n}", (lambda x=x, y=y: torch.exp(x, out=y))
-    for h, lq, lk, causal in SDPA_SHAPES:
+    for h, lq, lk, causal in ATTENTION_SHAPES:
         q = torch.rand(h, lq, 64, generator=g) * 2 - 1
         k = torch.rand(h, lk, 64, generator=g) * 2 - 1
         v = torch.rand(h, lk, 64, generator=g) * 2 - 1
         mask = torch.ones(lq, lk, dtype=torch.bool).triu(1) if causal else None
 
-        def sdpa(q=q, k=k, v=v, mask=mask):
+        def attention(q=q, k=k, v=v, mask=mask):
             s = torch.matmul(q, k.transpose(-1, -2)) * 0.125
             if mask is not None:
                 s.masked_fill_(mask, -math.inf)
             return torch.matmul(s.softmax(-1), v)
-        yield f"sdpa/torch/H:{h}/Lq:{lq}/Lk:{lk}/causal:{causal}/cold:0", sdpa
+        yield f"attention/torch/H:{h}/Lq:{lq}/Lk:{lk}/causal:{causal}/cold:0", attention
 
 
 def summary(xs):
@@ -235,7 +235,7 @@ def accuracy(torch, quick):
     add("layernorm", f"rows:{rows}/d_model:{d}", F.layer_norm(x + r, (d,), gamma, beta, 1e-5),
         F.layer_norm(s64, (d,), gamma.double(), beta.double(), 1e-5), rowwise=True,
         note="ULP of the row's max |y|")
-    # embed and pe_add: exact PE and float64 arithmetic as the oracle
+    # embedding and pe_add: exact PE and float64 arithmetic as the oracle
     b, s, d = 2, 50, 512
     emb = torch.nn.Embedding(1000, d)
     ids = torch.randint(0, 1000, (b, s), generator=g)
@@ -243,7 +243,7 @@ def accuracy(torch, quick):
     with torch.no_grad():
         got = emb(ids) * math.sqrt(d) + pe32
         want = emb.weight.double()[ids] * math.sqrt(d) + exact[:s]
-    add("embed", f"batch:{b}/seq_len:{s}/d_model:{d}/fly:0", got, want, rowwise=True,
+    add("embedding", f"batch:{b}/seq_len:{s}/d_model:{d}/fly:0", got, want, rowwise=True,
         note="the seed's float32 PE; ULP of the row's max |y|")
     xa = torch.rand(b, s, d, generator=g) * 2 - 1
     add("pe_add", f"batch:{b}/seq_len:{s}/d_model:{d}/fly:0", xa + pe32.unsqueeze(0),
@@ -256,13 +256,13 @@ def accuracy(torch, quick):
         v = torch.rand(h, lk, 64, generator=g) * 2 - 1
         mask = torch.ones(lq, lk, dtype=torch.bool).triu(1) if causal else None
 
-        def attn(q, k, v):
+        def attention(q, k, v):
             sc = torch.matmul(q, k.transpose(-1, -2)) * 0.125
             if mask is not None:
                 sc = sc.masked_fill(mask, -math.inf)
             return torch.matmul(sc.softmax(-1), v)
-        add("attention", f"H:{h}/Lq:{lq}/Lk:{lk}/causal:{causal}", attn(q, k, v),
-            attn(q.double(), k.double(), v.double()), rowwise=True,
+        add("attention", f"H:{h}/Lq:{lq}/Lk:{lk}/causal:{causal}", attention(q, k, v),
+            attention(q.double(), k.double(), v.double()), rowwise=True,
             note="matmul-softmax-matmul; ULP of the row's max |O|")
     return out
 

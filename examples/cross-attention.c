@@ -49,7 +49,7 @@ int main(void)
                 }
             }
 
-    peak_attn_desc a = PEAK_ATTN_DESC_DEFAULT; /* always start from the default */
+    peak_attention_desc a = PEAK_ATTENTION_DESC_DEFAULT; /* always start from the default */
     a.batch = B;
     a.heads = H;
     a.q_len = T;   /* decoder positions */

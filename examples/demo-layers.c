@@ -68,7 +68,7 @@ static demo_norm bind_norm(const demo_weights *w, const char *prefix)
 
 void demo_encoder_bind(demo_encoder_layer *l, const demo_weights *w)
 {
-    l->self_attn = bind_mha(w, "enc.self_attn");
+    l->self_attention = bind_mha(w, "enc.self_attn");
     l->ffn = bind_ffn(w, "enc.");
     l->norm1 = bind_norm(w, "enc.norm1");
     l->norm2 = bind_norm(w, "enc.norm2");
@@ -76,8 +76,8 @@ void demo_encoder_bind(demo_encoder_layer *l, const demo_weights *w)
 
 void demo_decoder_bind(demo_decoder_layer *l, const demo_weights *w)
 {
-    l->self_attn = bind_mha(w, "dec.self_attn");
-    l->cross_attn = bind_mha(w, "dec.multihead_attn");
+    l->self_attention = bind_mha(w, "dec.self_attn");
+    l->cross_attention = bind_mha(w, "dec.multihead_attn");
     l->ffn = bind_ffn(w, "dec.");
     l->norm1 = bind_norm(w, "dec.norm1");
     l->norm2 = bind_norm(w, "dec.norm2");
@@ -92,10 +92,10 @@ int demo_scratch_init(demo_scratch *s, size_t max_rows)
     s->max_rows = max_rows;
     s->qkv = malloc(max_rows * 3 * D * sizeof(float));
     s->q = malloc(max_rows * D * sizeof(float));
-    s->attn = malloc(max_rows * D * sizeof(float));
+    s->attention = malloc(max_rows * D * sizeof(float));
     s->proj = malloc(max_rows * D * sizeof(float));
     s->hidden = malloc(max_rows * F * sizeof(float));
-    if (!s->qkv || !s->q || !s->attn || !s->proj || !s->hidden) {
+    if (!s->qkv || !s->q || !s->attention || !s->proj || !s->hidden) {
         demo_scratch_free(s);
         return -1;
     }
@@ -106,7 +106,7 @@ void demo_scratch_free(demo_scratch *s)
 {
     free(s->qkv);
     free(s->q);
-    free(s->attn);
+    free(s->attention);
     free(s->proj);
     free(s->hidden);
     free(s->workspace);
@@ -115,7 +115,7 @@ void demo_scratch_free(demo_scratch *s)
 
 /* peak_attention wants 64-byte aligned scratch; keeping the largest block
    seen keeps allocation out of the timed calls after the first run. */
-static void *workspace_for(demo_scratch *s, const peak_attn_desc *desc)
+static void *workspace_for(demo_scratch *s, const peak_attention_desc *desc)
 {
     size_t need = 0;
     demo_check_status(peak_attention_workspace_size(desc, &need), "peak_attention_workspace_size");
@@ -165,17 +165,17 @@ static void head_strides(ptrdiff_t st[3], size_t len, size_t ld)
     st[2] = DEMO_HEAD_DIM;
 }
 
-typedef struct attn_operands {
+typedef struct attention_operands {
     const float *q, *k, *v;
     size_t ldq, ldkv; /* row strides of Q and of K/V (K and V share a matrix) */
     size_t batch, q_len, kv_len;
     peak_mask mask;
-} attn_operands;
+} attention_operands;
 
 /* o: [batch * q_len, D], the heads side by side (what out_proj expects). */
-static void attention(float *o, const attn_operands *a, demo_scratch *s, const char *what)
+static void attention(float *o, const attention_operands *a, demo_scratch *s, const char *what)
 {
-    peak_attn_desc desc = PEAK_ATTN_DESC_DEFAULT;
+    peak_attention_desc desc = PEAK_ATTENTION_DESC_DEFAULT;
     desc.batch = a->batch;
     desc.heads = DEMO_HEADS;
     desc.q_len = a->q_len;
@@ -210,9 +210,10 @@ static void self_attention(float *out, const float *x, size_t batch, size_t len,
 {
     size_t rows = batch * len;
     linear(s->qkv, 3 * D, x, D, m->in_w, m->in_b, rows, 3 * D, D, &s->timing);
-    attn_operands a = {s->qkv, s->qkv + D, s->qkv + 2 * D, 3 * D, 3 * D, batch, len, len, mask};
-    attention(s->attn, &a, s, what);
-    linear(out, D, s->attn, D, m->out_w, m->out_b, rows, D, D, &s->timing);
+    attention_operands a = {s->qkv, s->qkv + D, s->qkv + 2 * D, 3 * D, 3 * D, batch, len, len,
+                            mask};
+    attention(s->attention, &a, s, what);
+    linear(out, D, s->attention, D, m->out_w, m->out_b, rows, D, D, &s->timing);
 }
 
 /* Queries from y, keys and values from memory: W_k and W_v are the last two
@@ -224,9 +225,9 @@ static void cross_attention(float *out, const float *y, const float *memory, siz
     linear(s->q, D, y, D, m->in_w, m->in_b, batch * q_len, D, D, &s->timing);
     linear(s->qkv, 2 * D, memory, D, m->in_w + (size_t)D * D, m->in_b + D, batch * kv_len, 2 * D,
            D, &s->timing);
-    attn_operands a = {s->q, s->qkv, s->qkv + D, D, 2 * D, batch, q_len, kv_len, mask};
-    attention(s->attn, &a, s, what);
-    linear(out, D, s->attn, D, m->out_w, m->out_b, batch * q_len, D, D, &s->timing);
+    attention_operands a = {s->q, s->qkv, s->qkv + D, D, 2 * D, batch, q_len, kv_len, mask};
+    attention(s->attention, &a, s, what);
+    linear(out, D, s->attention, D, m->out_w, m->out_b, batch * q_len, D, D, &s->timing);
 }
 
 static void feed_forward(float *out, const float *x, size_t rows, const demo_ffn *f,
@@ -256,7 +257,7 @@ void demo_encoder_forward(float *out, float *mid1, const float *x, size_t batch,
     peak_mask padding = PEAK_MASK_DEFAULT;
     padding.key_len = key_len;
 
-    self_attention(s->proj, x, batch, len, padding, &l->self_attn, s,
+    self_attention(s->proj, x, batch, len, padding, &l->self_attention, s,
                    "peak_attention (encoder self-attention)");
     add_norm(mid1, x, s->proj, &l->norm1, rows, s, "peak_add_layernorm (encoder norm1)");
     feed_forward(s->proj, mid1, rows, &l->ffn, s);
@@ -278,10 +279,10 @@ void demo_decoder_forward(float *out, float *mid1, float *mid2, const float *y,
     peak_mask padding = PEAK_MASK_DEFAULT;
     padding.key_len = mem_key_len;
 
-    self_attention(s->proj, y, batch, tgt_len, causal, &l->self_attn, s,
+    self_attention(s->proj, y, batch, tgt_len, causal, &l->self_attention, s,
                    "peak_attention (decoder causal self-attention)");
     add_norm(mid1, y, s->proj, &l->norm1, rows, s, "peak_add_layernorm (decoder norm1)");
-    cross_attention(s->proj, mid1, memory, batch, tgt_len, src_len, padding, &l->cross_attn, s,
+    cross_attention(s->proj, mid1, memory, batch, tgt_len, src_len, padding, &l->cross_attention, s,
                     "peak_attention (decoder cross-attention)");
     add_norm(mid2, mid1, s->proj, &l->norm2, rows, s, "peak_add_layernorm (decoder norm2)");
     feed_forward(s->proj, mid2, rows, &l->ffn, s);

@@ -3,10 +3,10 @@
  * layer (Vaswani et al. 2017, sec. 3.1), as torch.nn.TransformerEncoderLayer
  * and TransformerDecoderLayer compute them with dropout 0 and ReLU:
  *
- *   encoder:  x = LN1(x + SelfAttn(x, key padding))
+ *   encoder:  x = LN1(x + SelfAttention(x, key padding))
  *             x = LN2(x + FFN(x))
- *   decoder:  y = LN1(y + SelfAttn(y, causal))
- *             y = LN2(y + CrossAttn(y, memory, memory key padding))
+ *   decoder:  y = LN1(y + SelfAttention(y, causal))
+ *             y = LN2(y + CrossAttention(y, memory, memory key padding))
  *             y = LN3(y + FFN(y))
  *
  * The projections and the FFN are OpenBLAS sgemm calls; attention, the masks
@@ -37,13 +37,13 @@ typedef struct demo_norm {
 } demo_norm;
 
 typedef struct demo_encoder_layer {
-    demo_mha self_attn;
+    demo_mha self_attention;
     demo_ffn ffn;
     demo_norm norm1, norm2;
 } demo_encoder_layer;
 
 typedef struct demo_decoder_layer {
-    demo_mha self_attn, cross_attn;
+    demo_mha self_attention, cross_attention;
     demo_ffn ffn;
     demo_norm norm1, norm2, norm3;
 } demo_decoder_layer;
@@ -61,7 +61,7 @@ typedef struct demo_timing {
    and peak_attention's workspace, grown on demand and reused. */
 typedef struct demo_scratch {
     size_t max_rows;
-    float *qkv, *q, *attn, *proj, *hidden;
+    float *qkv, *q, *attention, *proj, *hidden;
     void *workspace;
     size_t workspace_size;
     demo_timing timing;

@@ -49,9 +49,9 @@ static float out_full[TOTAL][HEADS][DH];    /* the one-shot reference */
 
 /* The descriptor for queries at positions [pos, pos + n) over cache rows
    [0, pos + n). */
-static peak_attn_desc step_desc(size_t pos, size_t n)
+static peak_attention_desc step_desc(size_t pos, size_t n)
 {
-    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT; /* always start from the default */
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT; /* always start from the default */
     d.batch = 1;
     d.heads = HEADS;
     d.kv_heads = KV_HEADS;
@@ -73,7 +73,7 @@ static peak_attn_desc step_desc(size_t pos, size_t n)
 
 static int attend(float *out, const float *q, size_t pos, size_t n, void *ws, size_t ws_size)
 {
-    peak_attn_desc d = step_desc(pos, n);
+    peak_attention_desc d = step_desc(pos, n);
     peak_status s = peak_attention(out, q, &k_cache[0][0][0], &v_cache[0][0][0], &d, ws, ws_size);
     if (s != PEAK_OK)
         fprintf(stderr, "peak_attention(pos %zu, n %zu): %s\n", pos, n, peak_status_string(s));
@@ -85,7 +85,7 @@ int main(void)
     /* Scratch memory: sized for the largest call of this run (it grows with
        kv_len, and on the SIMD tiers with the query rows per kv head; query
        it after any peak_isa_force), 64-byte aligned, reused by every step. */
-    peak_attn_desc largest = step_desc(0, TOTAL);
+    peak_attention_desc largest = step_desc(0, TOTAL);
     size_t ws_size;
     if (peak_attention_workspace_size(&largest, &ws_size) != PEAK_OK)
         return 1;

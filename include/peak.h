@@ -532,8 +532,8 @@ PEAK_API peak_status peak_exp(float *y, const float *x, size_t n);
 /* ------------------------------------------------------------------------ */
 
 /** @brief Shapes, strides, scale, mask and optional outputs of a
-    peak_attention() call; start from PEAK_ATTN_DESC_DEFAULT. */
-typedef struct peak_attn_desc {
+    peak_attention() call; start from PEAK_ATTENTION_DESC_DEFAULT. */
+typedef struct peak_attention_desc {
     size_t batch;      /**< B. */
     size_t heads;      /**< H: query heads. */
     size_t kv_heads;   /**< Key/value heads, dividing heads (MQA/GQA); 0: heads. */
@@ -554,11 +554,11 @@ typedef struct peak_attn_desc {
                                 masked scores (natural log); -inf for a fully
                                 masked row; NULL: not written. */
     ptrdiff_t lse_stride[3]; /**< Strides of lse for [b, h, i]. */
-} peak_attn_desc;
+} peak_attention_desc;
 
 /** @brief Zero sizes and strides (set them), kv_heads = heads, Dv = Dh,
     scale 1/sqrt(Dh), no mask, no lse. */
-#define PEAK_ATTN_DESC_DEFAULT                                                   \
+#define PEAK_ATTENTION_DESC_DEFAULT                                              \
     {0, 0, 0, 0, 0, 0, 0, 0.0f, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},     \
      PEAK_MASK_DEFAULT, NULL, {0, 0, 0}}
 
@@ -584,7 +584,7 @@ typedef struct peak_attn_desc {
  *   PEAK_ERR_OUT_OF_RANGE likewise.
  * @threadsafety Safe from any thread.
  */
-PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, size_t *bytes);
+PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *desc, size_t *bytes);
 
 /**
  * @brief Scaled dot-product attention: O[b,i,h,:] = sum_j P[b,h,i,j]
@@ -653,7 +653,7 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attn_desc *desc, s
  * @source Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head).
  */
 PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
-                                    const peak_attn_desc *desc, void *workspace,
+                                    const peak_attention_desc *desc, void *workspace,
                                     size_t workspace_size);
 
 /* ------------------------------------------------------------------------ */
@@ -713,6 +713,20 @@ PEAK_API peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, pt
                                         const float *x, ptrdiff_t ld_x, const float *r,
                                         ptrdiff_t ld_r, const float *gamma, const float *beta,
                                         size_t rows, size_t d_model, float eps);
+
+/* ------------------------------------------------------------------------ */
+/* Deprecated aliases                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Names of an earlier release, kept for source compatibility for one more
+   release, then removed.  Nothing in peak uses them; new code should not. */
+
+/** @brief Deprecated: the old name of peak_attention_desc (the same type);
+    kept for one release. */
+typedef peak_attention_desc peak_attn_desc;
+/** @brief Deprecated: the old name of PEAK_ATTENTION_DESC_DEFAULT; kept for
+    one release. */
+#define PEAK_ATTN_DESC_DEFAULT PEAK_ATTENTION_DESC_DEFAULT
 
 #ifdef __cplusplus
 }

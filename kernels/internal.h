@@ -80,7 +80,7 @@ typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
    ids[b * seq_stride + t] and goes to out row b * seq_stride + t (batch 1:
    a plain run of tokens, seq_stride unused).  Sharing lets a tier read a PE
    row once for the whole batch.  stream: the whole public call's output is
-   large (peak_emb_streams in emb-pe-add.h), so write it with non-temporal
+   large (peak_embedding_streams in embedding.h), so write it with non-temporal
    stores where aligned vectors allow; the caller decides because it may
    split one large call into many small kernel calls. */
 typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *ids,
@@ -96,8 +96,8 @@ typedef void (*peak_exp_fn)(float *y, const float *x, size_t n);
 /* desc has kv_heads, v_head_dim and scale already resolved (no zeros).
    workspace holds peak_attention_workspace_size() bytes, 64-byte aligned. */
 typedef void (*peak_attention_fn)(float *o, const float *q, const float *k, const float *v,
-                                  const peak_attn_desc *desc, void *workspace);
-typedef size_t (*peak_attention_ws_fn)(const peak_attn_desc *desc);
+                                  const peak_attention_desc *desc, void *workspace);
+typedef size_t (*peak_attention_ws_fn)(const peak_attention_desc *desc);
 
 typedef void (*peak_add_layernorm_fn)(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                       const float *x, ptrdiff_t ld_x, const float *r,
@@ -139,17 +139,18 @@ PEAK_INTERNAL void peak_f32_exp2__scalar(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_exp2__avx2(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_exp2__avx512(float *y, const float *x, size_t n);
 PEAK_INTERNAL void peak_f32_exp2__neon(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_sdpa__scalar(float *o, const float *q, const float *k, const float *v,
-                                         const peak_attn_desc *desc, void *workspace);
-PEAK_INTERNAL size_t peak_f32_sdpa_workspace__scalar(const peak_attn_desc *desc);
-#define PEAK_DECLARE_SDPA(isa)                                                             \
-    PEAK_INTERNAL void peak_f32_sdpa__##isa(float *o, const float *q, const float *k,      \
-                                            const float *v, const peak_attn_desc *desc,    \
-                                            void *workspace);                              \
-    PEAK_INTERNAL size_t peak_f32_sdpa_workspace__##isa(const peak_attn_desc *desc);
-PEAK_DECLARE_SDPA(avx2)
-PEAK_DECLARE_SDPA(avx512)
-PEAK_DECLARE_SDPA(neon)
+PEAK_INTERNAL void peak_f32_attention__scalar(float *o, const float *q, const float *k,
+                                              const float *v, const peak_attention_desc *desc,
+                                              void *workspace);
+PEAK_INTERNAL size_t peak_f32_attention_workspace__scalar(const peak_attention_desc *desc);
+#define PEAK_DECLARE_ATTENTION(isa)                                                                \
+    PEAK_INTERNAL void peak_f32_attention__##isa(float *o, const float *q, const float *k,         \
+                                                 const float *v, const peak_attention_desc *desc,  \
+                                                 void *workspace);                                 \
+    PEAK_INTERNAL size_t peak_f32_attention_workspace__##isa(const peak_attention_desc *desc);
+PEAK_DECLARE_ATTENTION(avx2)
+PEAK_DECLARE_ATTENTION(avx512)
+PEAK_DECLARE_ATTENTION(neon)
 PEAK_INTERNAL void peak_f32_add_layernorm__scalar(float *y, ptrdiff_t ld_y, float *sum,
                                                   ptrdiff_t ld_sum, const float *x,
                                                   ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,

@@ -42,7 +42,7 @@ TGT_LEN = 30
 SRC_LENGTHS = (50, 42)  # the second source sentence is padded after 42 tokens
 VOCAB = 1000
 PAD_ID = 0
-LN_EPS = 1e-5
+LAYERNORM_EPS = 1e-5
 PE_BASE = 10000.0
 
 # PE rows compared (the full 5000 x 512 table would be 10 MB): the first rows,
@@ -193,9 +193,11 @@ class PositionalEncoding(nn.Module):
 
 def build_layers(params):
     enc = nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, activation="relu",
-                                     layer_norm_eps=LN_EPS, batch_first=True, norm_first=False)
+                                     layer_norm_eps=LAYERNORM_EPS, batch_first=True,
+                                     norm_first=False)
     dec = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, activation="relu",
-                                     layer_norm_eps=LN_EPS, batch_first=True, norm_first=False)
+                                     layer_norm_eps=LAYERNORM_EPS, batch_first=True,
+                                     norm_first=False)
     with torch.no_grad():
         for layer, prefix in ((enc, "enc."), (dec, "dec.")):
             state = {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
@@ -247,19 +249,19 @@ def run():
 
     pos = torch.tensor(PE_POSITIONS)
     out.update(pe_exact=pos_exact.pe[0, pos], pe_seed_f32=pos_seed.pe[0, pos],
-               src_emb_pe=src, tgt_emb_pe=tgt, enc_out=memory, dec_out=result)
+               src_embedding_pe=src, tgt_embedding_pe=tgt, enc_out=memory, dec_out=result)
     return {k: v.detach().contiguous() for k, v in out.items()}, fast_diff
 
 
 # name, file, what it is (for the manifest reader)
 TENSORS = (("pe_exact", "demo-pe-exact.f32", "PE rows, exact (float64 rounded once)"),
            ("pe_seed_f32", "demo-pe-seed-f32.f32", "PE rows, the seed's float32 formula"),
-           ("src_emb_pe", "demo-src-emb-pe.f32", "embed(src) * sqrt(d_model) + PE"),
-           ("tgt_emb_pe", "demo-tgt-emb-pe.f32", "embed(tgt) * sqrt(d_model) + PE"),
+           ("src_embedding_pe", "demo-src-embedding-pe.f32", "embed(src) * sqrt(d_model) + PE"),
+           ("tgt_embedding_pe", "demo-tgt-embedding-pe.f32", "embed(tgt) * sqrt(d_model) + PE"),
            ("enc_norm1", "demo-enc-norm1.f32", "encoder: norm1(x + self_attn(x))"),
            ("enc_out", "demo-enc-out.f32", "encoder layer output (memory)"),
            ("dec_norm1", "demo-dec-norm1.f32", "decoder: norm1(y + causal self_attn(y))"),
-           ("dec_norm2", "demo-dec-norm2.f32", "decoder: norm2(y + cross_attn(y, memory))"),
+           ("dec_norm2", "demo-dec-norm2.f32", "decoder: norm2(y + multihead_attn(y, memory))"),
            ("dec_out", "demo-dec-out.f32", "decoder layer output"))
 
 

@@ -8,7 +8,7 @@ int main()
 {
     peak_pe_params params = PEAK_PE_PARAMS_DEFAULT;
     peak_softmax_desc sd = PEAK_SOFTMAX_DESC_DEFAULT;
-    peak_attn_desc ad = PEAK_ATTN_DESC_DEFAULT;
+    peak_attention_desc ad = PEAK_ATTENTION_DESC_DEFAULT;
     peak_embed_desc ed = PEAK_EMBED_DESC_DEFAULT;
     float row[4];
     if (peak_pe_table(row, 1, 4, 0, &params) != PEAK_OK || row[1] != 1.0f)

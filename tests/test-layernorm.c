@@ -21,34 +21,34 @@
             ck_abort_msg(__VA_ARGS__);                                           \
     } while (0)
 
-/* |y - ref| <= LN_TOL * max(1, |ref|): normalised values are O(1), so this
+/* |y - ref| <= LAYERNORM_TOL * max(1, |ref|): normalised values are O(1), so this
    is a relative bound for them and an absolute one near zero. */
-#define LN_TOL 2e-6
+#define LAYERNORM_TOL 2e-6
 
 /* ---- problem set-up ------------------------------------------------------ */
 
 enum { USE_R = 1, USE_GAMMA = 2, USE_BETA = 4, USE_SUM = 8 };
 enum { ALIAS_NONE, ALIAS_Y_X, ALIAS_SUM_X, ALIAS_SUM_R, ALIAS_Y_X_SUM_R };
 
-typedef struct ln_shape {
+typedef struct layernorm_shape {
     size_t rows, d;
     size_t pad;      /* floats of gap after each row */
     size_t misalign; /* floats off a 64-byte boundary */
     unsigned use;    /* USE_* */
     int alias;       /* ALIAS_* */
     float eps;
-} ln_shape;
+} layernorm_shape;
 
-typedef struct ln_problem {
-    ln_shape s;
+typedef struct layernorm_problem {
+    layernorm_shape s;
     ptrdiff_t ld;
     size_t n; /* floats in each 2-D buffer */
     float *x, *r, *gamma, *beta, *y, *sum;
     float *x0, *r0; /* inputs before the call (aliases may overwrite them) */
     uint64_t rng;
-} ln_problem;
+} layernorm_problem;
 
-static void ln_init(ln_problem *p, const ln_shape *s, uint64_t seed)
+static void layernorm_init(layernorm_problem *p, const layernorm_shape *s, uint64_t seed)
 {
     memset(p, 0, sizeof *p);
     p->s = *s;
@@ -80,18 +80,18 @@ static void ln_init(ln_problem *p, const ln_shape *s, uint64_t seed)
 }
 
 /* Restores the canary in the row gaps of a filled 2-D buffer. */
-static void canary_gaps(const ln_problem *p, float *buf)
+static void canary_gaps(const layernorm_problem *p, float *buf)
 {
     for (size_t t = 0; t + 1 < p->s.rows; t++)
         peak_test_fill_canary(buf + t * (size_t)p->ld + p->s.d, p->s.pad);
 }
 
-static int owned(const ln_problem *p, const float *b)
+static int owned(const layernorm_problem *p, const float *b)
 {
     return b && b != p->x && b != p->r;
 }
 
-static void ln_free(ln_problem *p)
+static void layernorm_free(layernorm_problem *p)
 {
     if (owned(p, p->y))
         peak_test_free(p->y);
@@ -107,14 +107,14 @@ static void ln_free(ln_problem *p)
 
 /* ---- the oracle ---------------------------------------------------------- */
 
-static float input_at(const ln_problem *p, size_t t, size_t j)
+static float input_at(const layernorm_problem *p, size_t t, size_t j)
 {
     const size_t e = t * (size_t)p->ld + j;
     return p->r0 ? p->x0[e] + p->r0[e] : p->x0[e];
 }
 
 /* Row t's mean and 1/sqrt(var + eps), two-pass in long double. */
-static void oracle_stats(const ln_problem *p, size_t t, long double *mean, long double *rstd)
+static void oracle_stats(const layernorm_problem *p, size_t t, long double *mean, long double *rstd)
 {
     long double acc = 0.0L;
     for (size_t j = 0; j < p->s.d; j++)
@@ -129,7 +129,8 @@ static void oracle_stats(const ln_problem *p, size_t t, long double *mean, long 
     *rstd = 1.0L / sqrtl(var + (long double)p->s.eps);
 }
 
-static double oracle_y(const ln_problem *p, size_t t, size_t j, long double mean, long double rstd)
+static double oracle_y(const layernorm_problem *p, size_t t, size_t j, long double mean,
+                       long double rstd)
 {
     long double v = (input_at(p, t, j) - mean) * rstd;
     if (p->gamma)
@@ -141,15 +142,15 @@ static double oracle_y(const ln_problem *p, size_t t, size_t j, long double mean
 
 /* ---- checking ------------------------------------------------------------ */
 
-static void expect_close(const ln_problem *p, size_t t, size_t j, double ref, float got)
+static void expect_close(const layernorm_problem *p, size_t t, size_t j, double ref, float got)
 {
-    CHECK(isnan(ref) ? isnan(got) : fabs((double)got - ref) <= LN_TOL * fmax(1.0, fabs(ref)),
-                  "%s rows%zu d%zu use%u alias%d at [%zu,%zu]: expected %.9g, got %.9g",
-                  peak_isa_name(peak_test_isa), p->s.rows, p->s.d, p->s.use, p->s.alias, t, j,
-                  ref, (double)got);
+    CHECK(isnan(ref) ? isnan(got) : fabs((double)got - ref) <= LAYERNORM_TOL * fmax(1.0, fabs(ref)),
+          "%s rows%zu d%zu use%u alias%d at [%zu,%zu]: expected %.9g, got %.9g",
+          peak_isa_name(peak_test_isa), p->s.rows, p->s.d, p->s.use, p->s.alias, t, j, ref,
+          (double)got);
 }
 
-static void expect_row(const ln_problem *p, size_t t)
+static void expect_row(const layernorm_problem *p, size_t t)
 {
     long double mean, rstd;
     oracle_stats(p, t, &mean, &rstd);
@@ -165,7 +166,7 @@ static void expect_row(const ln_problem *p, size_t t)
     }
 }
 
-static void expect_gaps(const ln_problem *p, const float *buf, const char *name)
+static void expect_gaps(const layernorm_problem *p, const float *buf, const char *name)
 {
     for (size_t t = 0; t + 1 < p->s.rows; t++)
         for (size_t g = 0; g < p->s.pad; g++)
@@ -186,12 +187,12 @@ static float *dup(const float *src, size_t n)
    so the large streaming calls compare a sample of rows: the first and
    last 256 (the pipeline's start and end) and every 7th (every residue of
    a row's alignment modulo 16). */
-static int checked_row(const ln_problem *p, size_t t)
+static int checked_row(const layernorm_problem *p, size_t t)
 {
     return p->s.rows <= 2048 || t < 256 || t + 256 >= p->s.rows || t % 7 == 0;
 }
 
-static void ln_run(ln_problem *p)
+static void layernorm_run(layernorm_problem *p)
 {
     canary_gaps(p, p->x);
     if (p->r)
@@ -213,12 +214,12 @@ static void ln_run(ln_problem *p)
         CHECK(peak_test_bytes_equal(p->x, p->x0, p->n * sizeof(float)), "x modified");
 }
 
-static void ln_simple(const ln_shape *s, uint64_t seed)
+static void layernorm_simple(const layernorm_shape *s, uint64_t seed)
 {
-    ln_problem p;
-    ln_init(&p, s, seed);
-    ln_run(&p);
-    ln_free(&p);
+    layernorm_problem p;
+    layernorm_init(&p, s, seed);
+    layernorm_run(&p);
+    layernorm_free(&p);
 }
 
 /* ---- tests --------------------------------------------------------------- */
@@ -231,8 +232,8 @@ static void ln_simple(const ln_shape *s, uint64_t seed)
 START_TEST(sizes_1_to_70)
 {
     for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
-        ln_shape s = {3, n, 0, 0, USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
-        ln_simple(&s, 100 + n);
+        layernorm_shape s = {3, n, 0, 0, USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
+        layernorm_simple(&s, 100 + n);
     }
 }
 END_TEST
@@ -240,19 +241,19 @@ END_TEST
 START_TEST(model_sizes)
 {
     static const size_t d[] = {512, 768, 1024};
-    ln_shape s = {4, d[_i], 0, 0, USE_R | USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
-    ln_simple(&s, 200 + (uint64_t)_i);
+    layernorm_shape s = {4, d[_i], 0, 0, USE_R | USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
+    layernorm_simple(&s, 200 + (uint64_t)_i);
     s.use = USE_SUM | USE_R;
     s.eps = 1e-12f;
-    ln_simple(&s, 210 + (uint64_t)_i);
+    layernorm_simple(&s, 210 + (uint64_t)_i);
 }
 END_TEST
 
 /* Every combination of optional residual, gamma, beta and sum output. */
 START_TEST(optional_operands)
 {
-    ln_shape s = {3, 37, 0, 0, (unsigned)_i, ALIAS_NONE, 1e-5f};
-    ln_simple(&s, 300 + (uint64_t)_i);
+    layernorm_shape s = {3, 37, 0, 0, (unsigned)_i, ALIAS_NONE, 1e-5f};
+    layernorm_simple(&s, 300 + (uint64_t)_i);
 }
 END_TEST
 
@@ -260,9 +261,14 @@ START_TEST(strided_misaligned_rows)
 {
     static const size_t pads[] = {1, 3, 16, 37};
     for (size_t k = 0; k < 4; k++) {
-        ln_shape s = {4, 5 + (size_t)_i * 17, pads[k], 1 + k * 4,
-                      USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
-        ln_simple(&s, 400 + k);
+        layernorm_shape s = {4,
+                             5 + (size_t)_i * 17,
+                             pads[k],
+                             1 + k * 4,
+                             USE_R | USE_GAMMA | USE_BETA | USE_SUM,
+                             ALIAS_NONE,
+                             1e-5f};
+        layernorm_simple(&s, 400 + k);
     }
 }
 END_TEST
@@ -270,10 +276,10 @@ END_TEST
 START_TEST(in_place_aliases)
 {
     for (size_t d = 1; d < 70; d += 17) {
-        ln_shape s = {3, d, 2, 1, USE_R | USE_GAMMA | USE_BETA | USE_SUM, _i, 1e-5f};
+        layernorm_shape s = {3, d, 2, 1, USE_R | USE_GAMMA | USE_BETA | USE_SUM, _i, 1e-5f};
         if (_i == ALIAS_Y_X)
             s.use &= ~(unsigned)USE_SUM;
-        ln_simple(&s, 500 + d);
+        layernorm_simple(&s, 500 + d);
     }
 }
 END_TEST
@@ -282,19 +288,19 @@ END_TEST
 START_TEST(large_offset_plus_noise)
 {
     static const float offset[] = {1e4f, -1e4f, 1e6f, 3e4f};
-    ln_shape s = {3, 768, 0, 0, USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
-    ln_problem p;
+    layernorm_shape s = {3, 768, 0, 0, USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
+    layernorm_problem p;
     if (_i == 3)
         s.use |= USE_R; /* the offset arrives through the residual */
-    ln_init(&p, &s, 600 + (uint64_t)_i);
+    layernorm_init(&p, &s, 600 + (uint64_t)_i);
     for (size_t e = 0; e < p.n; e++) {
         float noise = peak_test_uniform(&p.rng, -1.0f, 1.0f);
         if (_i == 3)
             p.r[e] = offset[_i];
         p.x[e] = _i == 3 ? noise : offset[_i] + noise;
     }
-    ln_run(&p);
-    ln_free(&p);
+    layernorm_run(&p);
+    layernorm_free(&p);
 }
 END_TEST
 
@@ -304,12 +310,12 @@ END_TEST
 START_TEST(offset_small_noise)
 {
     static const float noise[] = {1e-2f, 3e-3f, 5e-2f};
-    ln_shape s = {4, 512 + (size_t)_i * 131, 1, 3, USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE,
-                  1e-12f};
+    layernorm_shape s = {
+        4, 512 + (size_t)_i * 131, 1, 3, USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-12f};
     if (_i & 1)
         s.use |= USE_R;
-    ln_problem p;
-    ln_init(&p, &s, 650 + (uint64_t)_i);
+    layernorm_problem p;
+    layernorm_init(&p, &s, 650 + (uint64_t)_i);
     for (size_t e = 0; e < p.n; e++) {
         const float v = 1e4f + peak_test_uniform(&p.rng, -noise[_i], noise[_i]);
         if (_i & 1) {
@@ -319,8 +325,8 @@ START_TEST(offset_small_noise)
             p.x[e] = v;
         }
     }
-    ln_run(&p);
-    ln_free(&p);
+    layernorm_run(&p);
+    layernorm_free(&p);
 }
 END_TEST
 
@@ -329,9 +335,9 @@ END_TEST
 START_TEST(long_rows)
 {
     static const size_t d[] = {4099, 1000, 257};
-    ln_shape s = {_i == 2 ? 300 : 5, d[_i], 7, 5, USE_R | USE_GAMMA | USE_BETA | USE_SUM,
-                  ALIAS_NONE, 1e-5f};
-    ln_simple(&s, 680 + (uint64_t)_i);
+    layernorm_shape s = {_i == 2 ? 300 : 5, d[_i], 7, 5, USE_R | USE_GAMMA | USE_BETA | USE_SUM,
+                         ALIAS_NONE,        1e-5f};
+    layernorm_simple(&s, 680 + (uint64_t)_i);
 }
 END_TEST
 
@@ -341,25 +347,25 @@ END_TEST
    ordinary), or y is x (in place); with 512 and y aligned, every row. */
 START_TEST(streaming_outputs)
 {
-    ln_shape s = {16300, 515, 0, 3, USE_R | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
+    layernorm_shape s = {16300, 515, 0, 3, USE_R | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
     if (peak_test_quick()) /* 100 rows: no streaming stores, same aliasing */
         s.rows = 100;
     if (_i == 2)
         s.alias = ALIAS_Y_X;
     if (_i >= 2)
         s.use &= ~(unsigned)USE_SUM;
-    if (_i == 3) { /* ln_init puts y 5 floats after x's misalignment */
+    if (_i == 3) { /* layernorm_init puts y 5 floats after x's misalignment */
         s.d = 512;
         s.misalign = 11;
     }
-    ln_problem p;
-    ln_init(&p, &s, 690 + (uint64_t)_i);
-    if (_i == 0) { /* ln_init offsets sum from y by 2 floats; align them alike */
+    layernorm_problem p;
+    layernorm_init(&p, &s, 690 + (uint64_t)_i);
+    if (_i == 0) { /* layernorm_init offsets sum from y by 2 floats; align them alike */
         peak_test_free(p.sum);
         p.sum = peak_test_alloc(p.n, (s.misalign + 5) % 16);
     }
-    ln_run(&p);
-    ln_free(&p);
+    layernorm_run(&p);
+    layernorm_free(&p);
 }
 END_TEST
 
@@ -386,7 +392,8 @@ START_TEST(extreme_rows_as_the_reference)
     if (_i == 2)
         peak_test_ftz_restore(csr);
     for (size_t j = 0; j < N; j++)
-        CHECK(isfinite(y[j]) && fabsf(y[j] - want[j]) <= LN_TOL * fmaxf(1.0f, fabsf(want[j])),
+        CHECK(isfinite(y[j]) &&
+                  fabsf(y[j] - want[j]) <= LAYERNORM_TOL * fmaxf(1.0f, fabsf(want[j])),
               "%s case %d: y[%zu] = %a, reference %a", peak_isa_name(peak_test_isa), _i, j,
               (double)y[j], (double)want[j]);
 }
@@ -395,20 +402,20 @@ END_TEST
 /* A constant row has variance 0: y = 0 * gamma + beta = beta. */
 START_TEST(constant_rows)
 {
-    ln_shape s = {2, _i == 0 ? 1 : 64, 0, 0, USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
-    ln_problem p;
-    ln_init(&p, &s, 700 + (uint64_t)_i);
+    layernorm_shape s = {2, _i == 0 ? 1 : 64, 0, 0, USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
+    layernorm_problem p;
+    layernorm_init(&p, &s, 700 + (uint64_t)_i);
     for (size_t e = 0; e < p.n; e++)
         p.x[e] = 42.5f;
-    ln_run(&p);
-    ln_free(&p);
+    layernorm_run(&p);
+    layernorm_free(&p);
 }
 END_TEST
 
 START_TEST(zero_eps)
 {
-    ln_shape s = {3, 33, 1, 0, USE_R | USE_BETA, ALIAS_NONE, 0.0f};
-    ln_simple(&s, 800);
+    layernorm_shape s = {3, 33, 1, 0, USE_R | USE_BETA, ALIAS_NONE, 0.0f};
+    layernorm_simple(&s, 800);
 }
 END_TEST
 
@@ -420,38 +427,38 @@ END_TEST
 START_TEST(zero_eps_constant_rows)
 {
     static const size_t widths[] = {1, 7, 8, 13, 16, 33, 64, 100};
-    ln_shape s = {4, widths[_i], 3, (size_t)_i % 4, USE_R | USE_GAMMA | USE_BETA | USE_SUM,
-                  ALIAS_NONE, 0.0f};
-    ln_problem p;
-    ln_init(&p, &s, 820 + (uint64_t)_i);
+    layernorm_shape s = {
+        4, widths[_i], 3, (size_t)_i % 4, USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 0.0f};
+    layernorm_problem p;
+    layernorm_init(&p, &s, 820 + (uint64_t)_i);
     for (size_t t = 0; t < 4; t += 2)
         for (size_t j = 0; j < s.d; j++) {
             p.x[t * (size_t)p.ld + j] = 1.25f;
             p.r[t * (size_t)p.ld + j] = -3.5f;
         }
-    ln_run(&p); /* the oracle's own 0 * inf is NaN there */
+    layernorm_run(&p); /* the oracle's own 0 * inf is NaN there */
     for (size_t t = 0; t < 4; t++)
         for (size_t j = 0; j < s.d; j++)
             CHECK(!isnan(p.y[t * (size_t)p.ld + j]) == (t % 2 == 1 && s.d > 1),
                   "%s d%zu: y[%zu,%zu] = %a", peak_isa_name(peak_test_isa), s.d, t, j,
                   (double)p.y[t * (size_t)p.ld + j]);
-    ln_free(&p);
+    layernorm_free(&p);
 }
 END_TEST
 
 /* ---- invalid arguments ------------------------------------------------------ */
 
-typedef struct ln_call {
+typedef struct layernorm_call {
     float *y, *sum;
     ptrdiff_t ld_y, ld_sum, ld_x, ld_r;
     const float *x, *r;
     size_t rows, d;
     float eps;
-} ln_call;
+} layernorm_call;
 
 /* The call must fail and write nothing: not y, not sum, and not x or r
    (the alias cases pass them as outputs). */
-static void expect_rejected(const ln_problem *p, const char *what, ln_call c)
+static void expect_rejected(const layernorm_problem *p, const char *what, layernorm_call c)
 {
     peak_test_fill_canary(p->y, p->n);
     peak_test_fill_canary(p->sum, p->n);
@@ -472,12 +479,12 @@ static void expect_rejected(const ln_problem *p, const char *what, ln_call c)
 
 START_TEST(invalid_arguments)
 {
-    ln_shape s = {3, 16, 0, 0, USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
-    ln_problem p;
-    ln_init(&p, &s, 900);
+    layernorm_shape s = {3, 16, 0, 0, USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
+    layernorm_problem p;
+    layernorm_init(&p, &s, 900);
     const ptrdiff_t ld = p.ld;
-    const ln_call ok = {p.y, p.sum, ld, ld, ld, ld, p.x, p.r, 3, 16, 1e-5f};
-    ln_call c = ok;
+    const layernorm_call ok = {p.y, p.sum, ld, ld, ld, ld, p.x, p.r, 3, 16, 1e-5f};
+    layernorm_call c = ok;
     c.y = NULL;
     expect_rejected(&p, "NULL y", c);
     c = ok;
@@ -541,7 +548,7 @@ START_TEST(invalid_arguments)
     expect_rejected(&p, "sum overlapping beta", c);
     CHECK(peak_test_bytes_equal(g0, p.gamma, 16 * sizeof(float)), "gamma changed");
     free(g0);
-    ln_free(&p);
+    layernorm_free(&p);
 }
 END_TEST
 

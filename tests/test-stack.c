@@ -72,7 +72,7 @@ static peak_status softmax(void)
 /* q_len AT_L: the tiled path; 1: the row path (decode). */
 static peak_status attention(size_t q_len)
 {
-    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
     d.batch = 1, d.heads = AT_H, d.q_len = q_len, d.kv_len = AT_L, d.head_dim = 64;
     const ptrdiff_t st[3] = {AT_H * AT_L * 64, AT_H * 64, 64};
     for (int i = 0; i < 3; i++)

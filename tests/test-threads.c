@@ -49,10 +49,10 @@ typedef struct outputs {
     float embed[EM_T * D];
     float softmax[SM_B * SM_H * SM_Q * SM_K];
     float exp[EX_N];
-    float attn[AT_Q * AT_H * AT_D];
+    float attention[AT_Q * AT_H * AT_D];
     float lse[AT_H * AT_Q];
-    float ln_y[LN_R * LN_D];
-    float ln_sum[LN_R * LN_D];
+    float layernorm_y[LN_R * LN_D];
+    float layernorm_sum[LN_R * LN_D];
 } outputs;
 
 /* One thread's inputs, made before the barrier without calling peak. */
@@ -66,7 +66,7 @@ typedef struct inputs {
     int32_t key_len[SM_B];
     float ex[EX_N];
     float q[AT_Q * AT_H * AT_D], k[AT_K * AT_D], v[AT_K * AT_D];
-    float ln_x[LN_R * LN_D], ln_r[LN_R * LN_D], gamma[LN_D], beta[LN_D];
+    float layernorm_x[LN_R * LN_D], layernorm_r[LN_R * LN_D], gamma[LN_D], beta[LN_D];
 } inputs;
 
 typedef struct job {
@@ -94,8 +94,8 @@ static void make_inputs(inputs *in, size_t id)
     peak_test_fill_uniform(in->q, AT_Q * AT_H * AT_D, &rng, -1.0f, 1.0f);
     peak_test_fill_uniform(in->k, AT_K * AT_D, &rng, -1.0f, 1.0f);
     peak_test_fill_uniform(in->v, AT_K * AT_D, &rng, -2.0f, 2.0f);
-    peak_test_fill_uniform(in->ln_x, LN_R * LN_D, &rng, -3.0f, 3.0f);
-    peak_test_fill_uniform(in->ln_r, LN_R * LN_D, &rng, -1.0f, 1.0f);
+    peak_test_fill_uniform(in->layernorm_x, LN_R * LN_D, &rng, -3.0f, 3.0f);
+    peak_test_fill_uniform(in->layernorm_r, LN_R * LN_D, &rng, -1.0f, 1.0f);
     peak_test_fill_uniform(in->gamma, LN_D, &rng, 0.5f, 1.5f);
     peak_test_fill_uniform(in->beta, LN_D, &rng, -0.5f, 0.5f);
 }
@@ -125,9 +125,9 @@ static peak_softmax_desc softmax_desc(const inputs *in)
 }
 
 /* [B=1, L, H, D] packed Q and O, one shared KV head (MQA). */
-static peak_attn_desc attn_desc(float *lse)
+static peak_attention_desc attention_desc(float *lse)
 {
-    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
     d.batch = 1, d.heads = AT_H, d.kv_heads = 1, d.q_len = AT_Q, d.kv_len = AT_K;
     d.head_dim = AT_D, d.v_head_dim = AT_D, d.scale = 0.25f;
     const ptrdiff_t qs[3] = {AT_Q * AT_H * AT_D, AT_H * AT_D, AT_D};
@@ -184,19 +184,19 @@ static int run_api(const inputs *in, outputs *out, size_t first)
             break;
         case 5: {
             /* once with the library's own workspace, once with ours */
-            peak_attn_desc d = attn_desc(out->lse);
+            peak_attention_desc d = attention_desc(out->lse);
             size_t bytes = 0;
-            bad |= peak_attention(out->attn, in->q, in->k, in->v, &d, NULL, 0) != PEAK_OK;
+            bad |= peak_attention(out->attention, in->q, in->k, in->v, &d, NULL, 0) != PEAK_OK;
             bad |= peak_attention_workspace_size(&d, &bytes) != PEAK_OK;
             void *ws = workspace(bytes);
-            bad |= peak_attention(out->attn, in->q, in->k, in->v, &d, ws, bytes) != PEAK_OK;
+            bad |= peak_attention(out->attention, in->q, in->k, in->v, &d, ws, bytes) != PEAK_OK;
             free(ws);
             break;
         }
         case 6:
-            bad |= peak_add_layernorm(out->ln_y, LN_D, out->ln_sum, LN_D, in->ln_x, LN_D,
-                                      in->ln_r, LN_D, in->gamma, in->beta, LN_R, LN_D,
-                                      1e-5f) != PEAK_OK;
+            bad |= peak_add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D,
+                                      in->layernorm_x, LN_D, in->layernorm_r, LN_D, in->gamma,
+                                      in->beta, LN_R, LN_D, 1e-5f) != PEAK_OK;
             break;
         case 7:
             /* the dispatch queries, which also initialise on first use */
@@ -222,12 +222,12 @@ static void run_tier(const peak_kernels *kern, const inputs *in, outputs *out)
     peak_softmax_desc sd = softmax_desc(in);
     kern->softmax(out->softmax, in->scores, &sd);
     kern->exp(out->exp, in->ex, EX_N);
-    peak_attn_desc ad = attn_desc(out->lse);
+    peak_attention_desc ad = attention_desc(out->lse);
     void *ws = workspace(kern->attention_ws(&ad));
-    kern->attention(out->attn, in->q, in->k, in->v, &ad, ws);
+    kern->attention(out->attention, in->q, in->k, in->v, &ad, ws);
     free(ws);
-    kern->add_layernorm(out->ln_y, LN_D, out->ln_sum, LN_D, in->ln_x, LN_D, in->ln_r, LN_D,
-                        in->gamma, in->beta, LN_R, LN_D, 1e-5f);
+    kern->add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D, in->layernorm_x, LN_D,
+                        in->layernorm_r, LN_D, in->gamma, in->beta, LN_R, LN_D, 1e-5f);
 }
 
 static pthread_barrier_t barrier;
@@ -257,10 +257,11 @@ static void expect_same(const outputs *want, const outputs *got, size_t id, cons
         {"embed_pe", offsetof(outputs, embed), sizeof(((outputs *)0)->embed)},
         {"softmax", offsetof(outputs, softmax), sizeof(((outputs *)0)->softmax)},
         {"exp", offsetof(outputs, exp), sizeof(((outputs *)0)->exp)},
-        {"attention", offsetof(outputs, attn), sizeof(((outputs *)0)->attn)},
+        {"attention", offsetof(outputs, attention), sizeof(((outputs *)0)->attention)},
         {"attention lse", offsetof(outputs, lse), sizeof(((outputs *)0)->lse)},
-        {"add_layernorm y", offsetof(outputs, ln_y), sizeof(((outputs *)0)->ln_y)},
-        {"add_layernorm sum", offsetof(outputs, ln_sum), sizeof(((outputs *)0)->ln_sum)},
+        {"add_layernorm y", offsetof(outputs, layernorm_y), sizeof(((outputs *)0)->layernorm_y)},
+        {"add_layernorm sum", offsetof(outputs, layernorm_sum),
+         sizeof(((outputs *)0)->layernorm_sum)},
     };
     for (size_t f = 0; f < sizeof field / sizeof field[0]; f++)
         ck_assert_msg(peak_test_bytes_equal((const char *)want + field[f].off,

@@ -2,14 +2,14 @@
  * layernorm-avx2.c - residual add + LayerNorm with AVX2 + FMA: 8 floats a
  * vector; row tails use vmaskmovps, so nothing outside a row's d_model
  * floats is read or written.  Algorithm, accuracy and memory behaviour:
- * layernorm-rows.h.
+ * layernorm.h.
  *
  * Masked-off lanes load as 0, and pass 1 zeroes them again after the shift
  * (0 - shift is not 0), so a tail adds nothing to any sum.  Pass 2 reads x[j]
  * and r[j] before it writes sum[j] and y[j], which keeps the documented
  * aliases (y == x, sum == x, sum == r) safe.
  */
-#include "layernorm-rows.h"
+#include "layernorm.h"
 
 #include <immintrin.h>
 
@@ -22,13 +22,13 @@ static inline __m256i lanes(size_t left)
 }
 
 /* s = x + r (r NULL: x), rounded to float as the reference does. */
-static inline __m256 load_s(const peak_ln_row *w, size_t j)
+static inline __m256 load_s(const peak_layernorm_row *w, size_t j)
 {
     const __m256 x = _mm256_loadu_ps(w->x + j);
     return w->r ? _mm256_add_ps(x, _mm256_loadu_ps(w->r + j)) : x;
 }
 
-static inline __m256 load_s_masked(const peak_ln_row *w, size_t j, __m256i m)
+static inline __m256 load_s_masked(const peak_layernorm_row *w, size_t j, __m256i m)
 {
     const __m256 x = _mm256_maskload_ps(w->x + j, m);
     return w->r ? _mm256_add_ps(x, _mm256_maskload_ps(w->r + j, m)) : x;
@@ -59,7 +59,7 @@ static inline double reduce_pd(__m256d v)
 /* The shift guess: the mean of the first (up to) 16 values (as many as
    the AVX-512 tier averages), each scaled before the sum so that no float
    overflows. */
-static float ln_guess(const peak_ln_row *w)
+static float layernorm_guess(const peak_layernorm_row *w)
 {
     const size_t k = w->n < 16 ? w->n : 16;
     const __m256 scale = _mm256_set1_ps(1.0f / (float)k);
@@ -72,14 +72,15 @@ static float ln_guess(const peak_ln_row *w)
 }
 
 /* y for 8 lanes, from gamma and beta's lanes g and b. */
-static inline __m256 normalised(__m256 s, __m256 g, __m256 b, peak_ln_stats st)
+static inline __m256 normalised(__m256 s, __m256 g, __m256 b, peak_layernorm_stats st)
 {
     const __m256 d = _mm256_sub_ps(_mm256_sub_ps(s, _mm256_set1_ps(st.shift)),
                                    _mm256_set1_ps(st.corr));
     return _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(st.rstd)), g, b);
 }
 
-static inline void norm_masked(const peak_ln_row *w, size_t j, __m256i m, peak_ln_stats st)
+static inline void norm_masked(const peak_layernorm_row *w, size_t j, __m256i m,
+                               peak_layernorm_stats st)
 {
     const __m256 s = load_s_masked(w, j, m);
     const __m256 g = w->gamma ? _mm256_maskload_ps(w->gamma + j, m) : _mm256_set1_ps(1.0f);
@@ -92,8 +93,8 @@ static inline void norm_masked(const peak_ln_row *w, size_t j, __m256i m, peak_l
 
 /* y (and sum) for the 8 floats at j; stream: non-temporal stores (aligned
    rows only). */
-static inline __attribute__((always_inline)) void
-norm8(const peak_ln_row *w, size_t j, peak_ln_stats st, bool stream)
+static inline __attribute__((always_inline)) void norm8(const peak_layernorm_row *w, size_t j,
+                                                        peak_layernorm_stats st, bool stream)
 {
     const __m256 s = load_s(w, j);
     const __m256 g = w->gamma ? _mm256_loadu_ps(w->gamma + j) : _mm256_set1_ps(1.0f);
@@ -111,27 +112,28 @@ norm8(const peak_ln_row *w, size_t j, peak_ln_stats st, bool stream)
 }
 
 /* Streaming stores need every vector of the row 32-byte aligned. */
-static bool row_streams(const peak_ln_row *w, bool stream)
+static bool row_streams(const peak_layernorm_row *w, bool stream)
 {
     return stream && ((uintptr_t)w->y & 31) == 0 && ((uintptr_t)w->sum & 31) == 0;
 }
 
 /* Floats a block before the float accumulators are widened into double:
    each lane of each of the four accumulator pairs sees 4 terms, which keeps
-   D2 good to a few float roundings (layernorm-rows.h). */
-#define LN_BLOCK 128
+   D2 good to a few float roundings (layernorm.h). */
+#define LAYERNORM_BLOCK 128
 
 /* Pass 1 of w about shift; with cur, pass 2 of cur in the same loop, a
    vector of cur for each vector of w (both rows have n floats). */
-static inline __attribute__((always_inline)) void
-dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_ln_row *cur,
-         peak_ln_stats st, bool stream)
+static inline __attribute__((always_inline)) void dev_rows(const peak_layernorm_row *w, float shift,
+                                                           double *d1, double *d2,
+                                                           const peak_layernorm_row *cur,
+                                                           peak_layernorm_stats st, bool stream)
 {
     const size_t n = w->n;
     const __m256 vshift = _mm256_set1_ps(shift);
     __m256d acc1 = _mm256_setzero_pd(), acc2 = _mm256_setzero_pd();
-    for (size_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
-        const size_t end = n - j0 < LN_BLOCK ? n : j0 + LN_BLOCK;
+    for (size_t j0 = 0; j0 < n; j0 += LAYERNORM_BLOCK) {
+        const size_t end = n - j0 < LAYERNORM_BLOCK ? n : j0 + LAYERNORM_BLOCK;
         /* Four independent chains per sum: each add/FMA waits on its own
            result only every fourth vector, so latency is not the limit. */
         __m256 s1a = _mm256_setzero_ps(), s2a = _mm256_setzero_ps();
@@ -141,8 +143,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         size_t j = j0;
         for (; j + 32 <= end; j += 32) {
             for (size_t k = 0; k < 32; k += 16) {
-                peak_ln_prefetch(w->pf_x, j + k);
-                peak_ln_prefetch(w->pf_r, j + k);
+                peak_layernorm_prefetch(w->pf_x, j + k);
+                peak_layernorm_prefetch(w->pf_r, j + k);
             }
             const __m256 da = _mm256_sub_ps(load_s(w, j), vshift);
             const __m256 db = _mm256_sub_ps(load_s(w, j + 8), vshift);
@@ -162,8 +164,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         }
         for (; j < end; j += 8) {
             const __m256i m = lanes(end - j);
-            peak_ln_prefetch(w->pf_x, j);
-            peak_ln_prefetch(w->pf_r, j);
+            peak_layernorm_prefetch(w->pf_x, j);
+            peak_layernorm_prefetch(w->pf_r, j);
             const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_s_masked(w, j, m), vshift),
                                            _mm256_castsi256_ps(m));
             s1a = _mm256_add_ps(s1a, d);
@@ -180,9 +182,9 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
     *d2 = reduce_pd(acc2);
 }
 
-PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)
+PEAK_LAYERNORM_DEFINE_PASSES(dev_rows, row_streams)
 
-static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
+static void layernorm_norm(const peak_layernorm_row *w, peak_layernorm_stats st, bool stream)
 {
     const bool nt = row_streams(w, stream);
     size_t j = 0;
@@ -197,8 +199,9 @@ void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_
                                   const float *gamma, const float *beta, size_t rows,
                                   size_t d_model, float eps)
 {
-    const peak_ln_args a = {y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model};
-    peak_ln_run(&a, eps, ln_guess, ln_dev, ln_norm, ln_fused);
+    const peak_layernorm_args a = {y, ld_y, sum,   ld_sum, x,    ld_x,
+                                   r, ld_r, gamma, beta,   rows, d_model};
+    peak_layernorm_run(&a, eps, layernorm_guess, layernorm_dev, layernorm_norm, layernorm_fused);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();
 }

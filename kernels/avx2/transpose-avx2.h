@@ -1,6 +1,6 @@
 /*
  * transpose-avx2.h - 8 x 8 float transposes (AVX) for the attention's block
- * start and finish (../sdpa-tiles.h), which turn 64 rows of Q into Q^T
+ * start and finish (attention.h), which turn 64 rows of Q into Q^T
  * (rows along the lanes) and O^T back into rows: scalar, with every store a
  * different cache line, they cost as much per block as two tiles'
  * softmax.  Header-only; the AVX-512 tier includes it too.

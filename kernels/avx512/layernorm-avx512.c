@@ -2,16 +2,16 @@
  * layernorm-avx512.c - residual add + LayerNorm with AVX-512 F/DQ: 16
  * floats a vector, masked row tails (nothing outside a row's d_model floats
  * is read or written).  Algorithm, accuracy and memory behaviour:
- * layernorm-rows.h.
+ * layernorm.h.
  *
  * Masked-off lanes load as 0, and pass 1 zeroes them again after the shift
  * (0 - shift is not 0), so a tail adds nothing to any sum.  Pass 2 reads x[j]
  * and r[j] before it writes sum[j] and y[j], which keeps the documented
  * aliases (y == x, sum == x, sum == r) safe.
  */
-#include "layernorm-rows.h"
+#include "layernorm.h"
 
-#include "intrin-avx512.h"
+#include "avx512/intrin-avx512.h"
 
 static inline __mmask16 lanes(size_t left)
 {
@@ -20,7 +20,7 @@ static inline __mmask16 lanes(size_t left)
 }
 
 /* s = x + r (r NULL: x), rounded to float as the reference does. */
-static inline __m512 load_s(const peak_ln_row *w, size_t j, __mmask16 m)
+static inline __m512 load_s(const peak_layernorm_row *w, size_t j, __mmask16 m)
 {
     const __m512 x = _mm512_maskz_loadu_ps(m, w->x + j);
     return w->r ? _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, w->r + j)) : x;
@@ -44,7 +44,7 @@ static inline __m512d add_widened(__m512d acc, __m512 v)
 
 /* The shift guess: the mean of the first (up to) 16 values, each scaled
    before the sum so that no float overflows. */
-static float ln_guess(const peak_ln_row *w)
+static float layernorm_guess(const peak_layernorm_row *w)
 {
     const size_t k = w->n < 16 ? w->n : 16;
     const __m512 s = load_s(w, 0, lanes(k));
@@ -54,7 +54,7 @@ static float ln_guess(const peak_ln_row *w)
 /* y (and sum) for the lanes of m at j; stream: non-temporal stores (full,
    aligned vectors only). */
 static inline __attribute__((always_inline)) void
-norm16(const peak_ln_row *w, size_t j, __mmask16 m, peak_ln_stats st, bool stream)
+norm16(const peak_layernorm_row *w, size_t j, __mmask16 m, peak_layernorm_stats st, bool stream)
 {
     const __m512 s = load_s(w, j, m);
     const __m512 d = _mm512_sub_ps(_mm512_sub_ps(s, _mm512_set1_ps(st.shift)),
@@ -75,27 +75,28 @@ norm16(const peak_ln_row *w, size_t j, __mmask16 m, peak_ln_stats st, bool strea
 }
 
 /* Streaming stores need every vector of the row 64-byte aligned. */
-static bool row_streams(const peak_ln_row *w, bool stream)
+static bool row_streams(const peak_layernorm_row *w, bool stream)
 {
     return stream && ((uintptr_t)w->y & 63) == 0 && ((uintptr_t)w->sum & 63) == 0;
 }
 
 /* Floats a lane of each of the four accumulator pairs sees per block
    before the block is widened into double: 4, which keeps D2 good to a few
-   float roundings (layernorm-rows.h). */
-#define LN_BLOCK 256
+   float roundings (layernorm.h). */
+#define LAYERNORM_BLOCK 256
 
 /* Pass 1 of w about shift; with cur, pass 2 of cur in the same loop, a
    vector of cur for each vector of w (both rows have n floats). */
-static inline __attribute__((always_inline)) void
-dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_ln_row *cur,
-         peak_ln_stats st, bool stream)
+static inline __attribute__((always_inline)) void dev_rows(const peak_layernorm_row *w, float shift,
+                                                           double *d1, double *d2,
+                                                           const peak_layernorm_row *cur,
+                                                           peak_layernorm_stats st, bool stream)
 {
     const size_t n = w->n;
     const __m512 vshift = _mm512_set1_ps(shift);
     __m512d acc1 = _mm512_setzero_pd(), acc2 = _mm512_setzero_pd();
-    for (size_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
-        const size_t end = n - j0 < LN_BLOCK ? n : j0 + LN_BLOCK;
+    for (size_t j0 = 0; j0 < n; j0 += LAYERNORM_BLOCK) {
+        const size_t end = n - j0 < LAYERNORM_BLOCK ? n : j0 + LAYERNORM_BLOCK;
         /* Four independent chains per sum: each add/FMA waits on its own
            result only every fourth vector, so latency is not the limit. */
         __m512 s1a = _mm512_setzero_ps(), s2a = _mm512_setzero_ps();
@@ -105,8 +106,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         size_t j = j0;
         for (; j + 64 <= end; j += 64) {
             for (size_t k = 0; k < 64; k += 16) {
-                peak_ln_prefetch(w->pf_x, j + k);
-                peak_ln_prefetch(w->pf_r, j + k);
+                peak_layernorm_prefetch(w->pf_x, j + k);
+                peak_layernorm_prefetch(w->pf_r, j + k);
             }
             const __m512 da = _mm512_sub_ps(load_s(w, j, 0xffff), vshift);
             const __m512 db = _mm512_sub_ps(load_s(w, j + 16, 0xffff), vshift);
@@ -126,8 +127,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         }
         for (; j < end; j += 16) {
             const __mmask16 m = lanes(end - j);
-            peak_ln_prefetch(w->pf_x, j);
-            peak_ln_prefetch(w->pf_r, j);
+            peak_layernorm_prefetch(w->pf_x, j);
+            peak_layernorm_prefetch(w->pf_r, j);
             const __m512 d = _mm512_maskz_sub_ps(m, load_s(w, j, m), vshift);
             s1a = _mm512_add_ps(s1a, d);
             s2a = _mm512_fmadd_ps(d, d, s2a);
@@ -141,9 +142,9 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
     *d2 = _mm512_reduce_add_pd(acc2);
 }
 
-PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)
+PEAK_LAYERNORM_DEFINE_PASSES(dev_rows, row_streams)
 
-static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
+static void layernorm_norm(const peak_layernorm_row *w, peak_layernorm_stats st, bool stream)
 {
     const bool nt = row_streams(w, stream);
     for (size_t j = 0; j < w->n; j += 16) {
@@ -157,8 +158,9 @@ void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum, ptrdif
                                     ptrdiff_t ld_r, const float *gamma, const float *beta,
                                     size_t rows, size_t d_model, float eps)
 {
-    const peak_ln_args a = {y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model};
-    peak_ln_run(&a, eps, ln_guess, ln_dev, ln_norm, ln_fused);
+    const peak_layernorm_args a = {y, ld_y, sum,   ld_sum, x,    ld_x,
+                                   r, ld_r, gamma, beta,   rows, d_model};
+    peak_layernorm_run(&a, eps, layernorm_guess, layernorm_dev, layernorm_norm, layernorm_fused);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();
 }

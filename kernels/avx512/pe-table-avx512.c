@@ -11,7 +11,7 @@
  */
 #include "pe-table.h"
 
-#include "intrin-avx512.h"
+#include "avx512/intrin-avx512.h"
 
 static inline void sincos8(__m512d x, __m512d *sin_out, __m512d *cos_out)
 {

@@ -3,7 +3,7 @@
  * tier's kernel.  No output byte is written before every check has passed,
  * so a rejected call leaves the caller's buffers exactly as they were.
  */
-#include "emb-pe-add.h"
+#include "embedding.h"
 #include "internal.h"
 
 #include <math.h>
@@ -316,7 +316,7 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
    bits, the tests hold both to them), and the kernels take their table
    path.  The kernels' own on-the-fly path computes a double-precision
    sincos pair per element for every token; here it is one per element per
-   position, 1/64 of the work for a batch of 64 (bench-embed.c: fly:1
+   position, 1/64 of the work for a batch of 64 (bench-embedding.c: fly:1
    against fly:0).  The stack block is 16 KiB (8 rows of d_model 512): it
    stays in L1 while the batch reads it, and keeps this path's stack below
    the per-token path's (tests/test-stack.c); a 32 KiB block measured ~6%
@@ -335,8 +335,8 @@ enum { EMBED_POS_CHUNK = 256 };
 static void embed_prefetch_block(const int32_t *ids, size_t s0, size_t n, size_t seq,
                                  size_t batch, const peak_embed_desc *d)
 {
-    for (size_t k = 0; k < PEAK_EMB_PREFETCH_TOKENS && k < n * batch; k++)
-        peak_prefetch(peak_emb_row_of(d, ids[k % batch * seq + s0 + k / batch]), d->d_model,
+    for (size_t k = 0; k < PEAK_EMBEDDING_PREFETCH_TOKENS && k < n * batch; k++)
+        peak_prefetch(peak_embedding_row_of(d, ids[k % batch * seq + s0 + k / batch]), d->d_model,
                       PEAK_PF_L1);
 }
 
@@ -360,7 +360,7 @@ static bool embed_seq_batched(float *out, ptrdiff_t ld_out, const int32_t *ids, 
             pos[r] = (int64_t)r;
     }
     const peak_kernels *k = peak_active_kernels();
-    const bool stream = peak_emb_streams(n_tokens, dm);
+    const bool stream = peak_embedding_streams(n_tokens, dm);
     for (size_t s0 = 0; s0 < seq; s0 += rows) {
         const size_t n = seq - s0 < rows ? seq - s0 : rows;
         embed_prefetch_block(ids, s0, n, seq, full, d);
@@ -391,7 +391,7 @@ peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size
     int64_t pos[EMBED_POS_CHUNK];
     pos_walk w = {desc, ids, 0, 0, 0};
     peak_embed_pe_fn kernel = peak_active_kernels()->embed_pe;
-    const bool stream = peak_emb_streams(n_tokens, desc->d_model);
+    const bool stream = peak_embedding_streams(n_tokens, desc->d_model);
     for (size_t t0 = 0; t0 < n_tokens; t0 += EMBED_POS_CHUNK) {
         size_t n = n_tokens - t0 < EMBED_POS_CHUNK ? n_tokens - t0 : EMBED_POS_CHUNK;
         for (size_t t = 0; t < n; t++)
@@ -477,7 +477,7 @@ peak_status peak_exp(float *y, const float *x, size_t n)
 /* ---- attention ------------------------------------------------------------ */
 
 /* Fills the zero "defaults" (kv_heads, v_head_dim, scale) and checks shapes. */
-static peak_status attn_resolve(const peak_attn_desc *in, peak_attn_desc *d)
+static peak_status attention_resolve(const peak_attention_desc *in, peak_attention_desc *d)
 {
     *d = *in;
     if (!d->batch || !d->heads || !d->q_len || !d->kv_len || !d->head_dim || !isfinite(d->scale))
@@ -512,8 +512,8 @@ static peak_status attn_resolve(const peak_attn_desc *in, peak_attn_desc *d)
 /* O, lse and the workspace (its first ws_bytes; none when NULL) must not
    overlap an input, the mask's arrays or each other: the kernels write all
    three while they read Q, K, V and the mask. */
-static int attn_outputs_apart(const float *o, const float *q, const float *k, const float *v,
-                              const peak_attn_desc *d, const void *ws, size_t ws_bytes)
+static int attention_outputs_apart(const float *o, const float *q, const float *k, const float *v,
+                                   const peak_attention_desc *d, const void *ws, size_t ws_bytes)
 {
     const size_t nq[3] = {d->batch, d->q_len, d->heads};
     const size_t nk[3] = {d->batch, d->kv_len, d->kv_heads};
@@ -537,12 +537,12 @@ static int attn_outputs_apart(const float *o, const float *q, const float *k, co
     return 1;
 }
 
-peak_status peak_attention_workspace_size(const peak_attn_desc *desc, size_t *bytes)
+peak_status peak_attention_workspace_size(const peak_attention_desc *desc, size_t *bytes)
 {
     if (!desc || !bytes)
         return PEAK_ERR_INVALID_ARG;
-    peak_attn_desc d;
-    peak_status s = attn_resolve(desc, &d);
+    peak_attention_desc d;
+    peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
     *bytes = peak_active_kernels()->attention_ws(&d);
@@ -550,14 +550,14 @@ peak_status peak_attention_workspace_size(const peak_attn_desc *desc, size_t *by
 }
 
 peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
-                           const peak_attn_desc *desc, void *workspace, size_t workspace_size)
+                           const peak_attention_desc *desc, void *workspace, size_t workspace_size)
 {
     if (!o || !q || !k || !v || !desc)
         return PEAK_ERR_INVALID_ARG;
     if (o == q || o == k || o == v || (desc->lse && (desc->lse == o)))
         return PEAK_ERR_INVALID_ARG;
-    peak_attn_desc d;
-    peak_status s = attn_resolve(desc, &d);
+    peak_attention_desc d;
+    peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
     const peak_kernels *kern = peak_active_kernels();
@@ -568,7 +568,7 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
        extent below cannot wrap around the address space. */
     if (workspace && workspace_size < need)
         return PEAK_ERR_WORKSPACE;
-    if (!attn_outputs_apart(o, q, k, v, &d, workspace, workspace ? need : 0))
+    if (!attention_outputs_apart(o, q, k, v, &d, workspace, workspace ? need : 0))
         return PEAK_ERR_INVALID_ARG;
     void *ws = workspace, *owned = NULL;
     if (!workspace && need) {
@@ -600,7 +600,7 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
         (r && !extent_fits(&rows, &ld_r, 1, d_model)) ||
         (sum && !extent_fits(&rows, &ld_sum, 1, d_model)))
         return PEAK_ERR_OUT_OF_RANGE;
-    /* The SIMD tiers write row t while they read row t+1 (layernorm-rows.h),
+    /* The SIMD tiers write row t while they read row t+1 (layernorm.h),
        so any overlap but the exact in-place one would change the result. */
     const row_set ys = {y, ld_y, rows}, ss = {sum, ld_sum, rows}, xs = {x, ld_x, rows},
                   rs = {r, ld_r, rows}, gs = {gamma, 0, 1}, bs = {beta, 0, 1};

@@ -30,8 +30,8 @@ const peak_kernels peak_kernels_scalar = {
     .softmax = peak_f32_softmax__scalar,
     .exp = peak_f32_exp__scalar,
     .exp2 = peak_f32_exp2__scalar,
-    .attention = peak_f32_sdpa__scalar,
-    .attention_ws = peak_f32_sdpa_workspace__scalar,
+    .attention = peak_f32_attention__scalar,
+    .attention_ws = peak_f32_attention_workspace__scalar,
     .add_layernorm = peak_f32_add_layernorm__scalar,
 };
 
@@ -44,8 +44,8 @@ const peak_kernels peak_kernels_avx2 = {
     .softmax = peak_f32_softmax__avx2,
     .exp = peak_f32_exp__avx2,
     .exp2 = peak_f32_exp2__avx2,
-    .attention = peak_f32_sdpa__avx2,
-    .attention_ws = peak_f32_sdpa_workspace__avx2,
+    .attention = peak_f32_attention__avx2,
+    .attention_ws = peak_f32_attention_workspace__avx2,
     .add_layernorm = peak_f32_add_layernorm__avx2,
 };
 #endif
@@ -59,8 +59,8 @@ const peak_kernels peak_kernels_avx512 = {
     .softmax = peak_f32_softmax__avx512,
     .exp = peak_f32_exp__avx512,
     .exp2 = peak_f32_exp2__avx512,
-    .attention = peak_f32_sdpa__avx512,
-    .attention_ws = peak_f32_sdpa_workspace__avx512,
+    .attention = peak_f32_attention__avx512,
+    .attention_ws = peak_f32_attention_workspace__avx512,
     .add_layernorm = peak_f32_add_layernorm__avx512,
 };
 #endif
@@ -74,8 +74,8 @@ const peak_kernels peak_kernels_neon = {
     .softmax = peak_f32_softmax__neon,
     .exp = peak_f32_exp__neon,
     .exp2 = peak_f32_exp2__neon,
-    .attention = peak_f32_sdpa__neon,
-    .attention_ws = peak_f32_sdpa_workspace__neon,
+    .attention = peak_f32_attention__neon,
+    .attention_ws = peak_f32_attention_workspace__neon,
     .add_layernorm = peak_f32_add_layernorm__neon,
 };
 #endif

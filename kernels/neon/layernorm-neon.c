@@ -1,7 +1,7 @@
 /*
  * layernorm-neon.c - residual add + LayerNorm on AArch64 AdvSIMD: 4 floats
  * a vector, 16 an iteration.  Algorithm, accuracy and memory behaviour:
- * layernorm-rows.h; the FMAs (d * d into D2, v * gamma + beta) are the
+ * layernorm.h; the FMAs (d * d into D2, v * gamma + beta) are the
  * x86 tiers'.
  *
  * AdvSIMD has no masked loads: the last n % 4 floats of a row take the
@@ -22,18 +22,18 @@
  * of cache memory-bound like the x86 tiers (x and r in, y and sum out).
  * Not measured: no AArch64 hardware here, only qemu.
  */
-#include "layernorm-rows.h"
+#include "layernorm.h"
 
 #include <arm_neon.h>
 
 /* s = x + r (r NULL: x), rounded to float as the reference does. */
-static inline float32x4_t load_s(const peak_ln_row *w, size_t j)
+static inline float32x4_t load_s(const peak_layernorm_row *w, size_t j)
 {
     const float32x4_t x = vld1q_f32(w->x + j);
     return w->r ? vaddq_f32(x, vld1q_f32(w->r + j)) : x;
 }
 
-static inline float load_s1(const peak_ln_row *w, size_t j)
+static inline float load_s1(const peak_layernorm_row *w, size_t j)
 {
     return w->r ? w->x[j] + w->r[j] : w->x[j];
 }
@@ -47,7 +47,7 @@ static inline float64x2_t add_widened(float64x2_t acc, float32x4_t v)
 /* The shift guess: the mean of the first (up to) 16 values (as many as the
    x86 tiers average), each scaled before the sum so that no float
    overflows. */
-static float ln_guess(const peak_ln_row *w)
+static float layernorm_guess(const peak_layernorm_row *w)
 {
     const size_t k = w->n < 16 ? w->n : 16;
     const float inv = 1.0f / (float)k;
@@ -62,7 +62,7 @@ static float ln_guess(const peak_ln_row *w)
 }
 
 /* y (and sum) for 4 floats at j. */
-static inline void norm4(const peak_ln_row *w, size_t j, peak_ln_stats st)
+static inline void norm4(const peak_layernorm_row *w, size_t j, peak_layernorm_stats st)
 {
     const float32x4_t s = load_s(w, j);
     const float32x4_t d =
@@ -76,7 +76,7 @@ static inline void norm4(const peak_ln_row *w, size_t j, peak_ln_stats st)
 }
 
 /* The same for the one float at j (row tails). */
-static inline void norm1(const peak_ln_row *w, size_t j, peak_ln_stats st)
+static inline void norm1(const peak_layernorm_row *w, size_t j, peak_layernorm_stats st)
 {
     const float s = load_s1(w, j);
     const float v = ((s - st.shift) - st.corr) * st.rstd;
@@ -90,15 +90,16 @@ static inline void norm1(const peak_ln_row *w, size_t j, peak_ln_stats st)
 /* Floats a block before the float accumulators are widened into double:
    each lane of each of the four accumulator pairs sees 4 terms, as on the
    x86 tiers, which keeps D2 good to a few float roundings
-   (layernorm-rows.h). */
-#define LN_BLOCK 64
+   (layernorm.h). */
+#define LAYERNORM_BLOCK 64
 
 /* Pass 1 of w about shift; with cur, pass 2 of cur in the same loop, a
    vector of cur for each vector of w (both rows have n floats).  stream is
    ignored (see the top). */
-static inline __attribute__((always_inline)) void
-dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_ln_row *cur,
-         peak_ln_stats st, bool stream)
+static inline __attribute__((always_inline)) void dev_rows(const peak_layernorm_row *w, float shift,
+                                                           double *d1, double *d2,
+                                                           const peak_layernorm_row *cur,
+                                                           peak_layernorm_stats st, bool stream)
 {
     (void)stream;
     const size_t n = w->n;
@@ -107,7 +108,7 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
     size_t j = 0;
     for (; j + 16 <= n;) {
         const size_t left = (n - j) / 16 * 16;
-        const size_t end = j + (left < LN_BLOCK ? left : LN_BLOCK);
+        const size_t end = j + (left < LAYERNORM_BLOCK ? left : LAYERNORM_BLOCK);
         /* Four independent chains per sum: each FADD/FMLA waits on its own
            result only every fourth vector, so latency is not the limit. */
         float32x4_t s1a = vdupq_n_f32(0.0f), s2a = vdupq_n_f32(0.0f);
@@ -115,8 +116,8 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
         float32x4_t s1c = vdupq_n_f32(0.0f), s2c = vdupq_n_f32(0.0f);
         float32x4_t s1d = vdupq_n_f32(0.0f), s2d = vdupq_n_f32(0.0f);
         for (; j < end; j += 16) {
-            peak_ln_prefetch(w->pf_x, j);
-            peak_ln_prefetch(w->pf_r, j);
+            peak_layernorm_prefetch(w->pf_x, j);
+            peak_layernorm_prefetch(w->pf_r, j);
             const float32x4_t da = vsubq_f32(load_s(w, j), vshift);
             const float32x4_t db = vsubq_f32(load_s(w, j + 4), vshift);
             const float32x4_t dc = vsubq_f32(load_s(w, j + 8), vshift);
@@ -155,16 +156,16 @@ dev_rows(const peak_ln_row *w, float shift, double *d1, double *d2, const peak_l
     *d2 = t2;
 }
 
-static bool row_streams(const peak_ln_row *w, bool stream)
+static bool row_streams(const peak_layernorm_row *w, bool stream)
 {
     (void)w;
     (void)stream;
     return false;
 }
 
-PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)
+PEAK_LAYERNORM_DEFINE_PASSES(dev_rows, row_streams)
 
-static void ln_norm(const peak_ln_row *w, peak_ln_stats st, bool stream)
+static void layernorm_norm(const peak_layernorm_row *w, peak_layernorm_stats st, bool stream)
 {
     (void)stream;
     const size_t n = w->n;
@@ -180,6 +181,7 @@ void peak_f32_add_layernorm__neon(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_
                                   const float *gamma, const float *beta, size_t rows,
                                   size_t d_model, float eps)
 {
-    const peak_ln_args a = {y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model};
-    peak_ln_run(&a, eps, ln_guess, ln_dev, ln_norm, ln_fused);
+    const peak_layernorm_args a = {y, ld_y, sum,   ld_sum, x,    ld_x,
+                                   r, ld_r, gamma, beta,   rows, d_model};
+    peak_layernorm_run(&a, eps, layernorm_guess, layernorm_dev, layernorm_norm, layernorm_fused);
 }

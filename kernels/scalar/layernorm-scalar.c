@@ -20,7 +20,7 @@
 #include <math.h>
 
 /* One row's operands; r, gamma, beta and sum may be NULL. */
-typedef struct ln_row {
+typedef struct layernorm_row {
     float *y;
     float *sum;
     const float *x;
@@ -28,14 +28,14 @@ typedef struct ln_row {
     const float *gamma;
     const float *beta;
     size_t n;
-} ln_row;
+} layernorm_row;
 
-static float row_input(const ln_row *w, size_t j)
+static float row_input(const layernorm_row *w, size_t j)
 {
     return w->r ? w->x[j] + w->r[j] : w->x[j];
 }
 
-static double row_mean(const ln_row *w)
+static double row_mean(const layernorm_row *w)
 {
     double acc = 0.0;
     for (size_t j = 0; j < w->n; j++)
@@ -44,7 +44,7 @@ static double row_mean(const ln_row *w)
 }
 
 /* Biased (population) variance, as torch.nn.LayerNorm. */
-static double row_variance(const ln_row *w, double mean)
+static double row_variance(const layernorm_row *w, double mean)
 {
     double acc = 0.0;
     for (size_t j = 0; j < w->n; j++) {
@@ -54,7 +54,7 @@ static double row_variance(const ln_row *w, double mean)
     return acc / (double)w->n;
 }
 
-static void row_normalise(const ln_row *w, double mean, double rstd)
+static void row_normalise(const layernorm_row *w, double mean, double rstd)
 {
     for (size_t j = 0; j < w->n; j++) {
         const float s = row_input(w, j);
@@ -75,7 +75,7 @@ void peak_f32_add_layernorm__scalar(float *y, ptrdiff_t ld_y, float *sum, ptrdif
                                     size_t rows, size_t d_model, float eps)
 {
     assert(y && x && d_model > 0 && eps >= 0.0f);
-    ln_row w = {y, sum, x, r, gamma, beta, d_model};
+    layernorm_row w = {y, sum, x, r, gamma, beta, d_model};
     for (size_t t = 0; t < rows; t++) {
         const ptrdiff_t pt = (ptrdiff_t)t;
         w.y = y + pt * ld_y;

@@ -159,7 +159,7 @@ class _SoftmaxDesc(ctypes.Structure):
                 ("mask", _Mask)]
 
 
-class _AttnDesc(ctypes.Structure):
+class _AttentionDesc(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_size_t), ("heads", ctypes.c_size_t),
                 ("kv_heads", ctypes.c_size_t), ("q_len", ctypes.c_size_t),
                 ("kv_len", ctypes.c_size_t), ("head_dim", ctypes.c_size_t),
@@ -191,9 +191,9 @@ _pe_add = _proto("peak_pe_add", _I, _P, _S, _S, _Z, _Z, _Z, _Z, _P, _Z,
 _embed_pe = _proto("peak_embed_pe", _I, _P, _S, _P, _Z, ctypes.POINTER(_EmbedDesc))
 _softmax = _proto("peak_softmax", _I, _P, _P, ctypes.POINTER(_SoftmaxDesc))
 _exp = _proto("peak_exp", _I, _P, _P, _Z)
-_attn_ws = _proto("peak_attention_workspace_size", _I, ctypes.POINTER(_AttnDesc),
+_attention_ws = _proto("peak_attention_workspace_size", _I, ctypes.POINTER(_AttentionDesc),
                   ctypes.POINTER(ctypes.c_size_t))
-_attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_AttnDesc), _P, _Z)
+_attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_AttentionDesc), _P, _Z)
 _add_layernorm = _proto("peak_add_layernorm", _I, _P, _S, _P, _S, _P, _S, _P, _S, _P, _P,
                         _Z, _Z, ctypes.c_float)
 
@@ -645,7 +645,7 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
         _f32("out", out, (4,), writable=True)
         _shape_is("out", out, oshape)
     _no_overlap("out", out, q=q, k=k, v=v)
-    desc = _AttnDesc()
+    desc = _AttentionDesc()
     desc.batch, desc.heads, desc.kv_heads = B, H, Hkv
     desc.q_len, desc.kv_len, desc.head_dim, desc.v_head_dim = Lq, Lk, D, Dv
     _set_scale(desc, scale, "1/sqrt(D)")
@@ -660,7 +660,7 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
         desc.lse = _ptr(lse, ctypes.c_float)
         desc.lse_stride = _stride3(H * Lq, Lq, 1)
     need = ctypes.c_size_t()
-    _check(_attn_ws(ctypes.byref(desc), ctypes.byref(need)), "peak_attention_workspace_size")
+    _check(_attention_ws(ctypes.byref(desc), ctypes.byref(need)), "peak_attention_workspace_size")
     ws, ws_size = _workspace(need.value)
     _check(_attention(_ptr(out), _ptr(q), _ptr(k), _ptr(v), ctypes.byref(desc), ws, ws_size),
            "peak_attention")

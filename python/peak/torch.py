@@ -163,7 +163,7 @@ class PositionalEncoding(nn.Module):
         return self.dropout(y)
 
 
-def _sdpa_reference(q, k, v, attn_mask=None, is_causal=False, scale=None):
+def _attention_reference(q, k, v, attn_mask=None, is_causal=False, scale=None):
     """PyTorch's own math, for comparisons (torch 1.13 has no public
     scaled_dot_product_attention)."""
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale

@@ -116,7 +116,7 @@ class Basics(unittest.TestCase):
         structs = {
             "peak_pe_params": peak._PeParams, "peak_embed_desc": peak._EmbedDesc,
             "peak_mask": peak._Mask, "peak_softmax_desc": peak._SoftmaxDesc,
-            "peak_attn_desc": peak._AttnDesc,
+            "peak_attention_desc": peak._AttentionDesc,
         }
         lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "peak.h"',
                  'int main(void) {']

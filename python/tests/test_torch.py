@@ -79,13 +79,13 @@ class Attention(unittest.TestCase):
         for kw in (dict(), dict(attn_mask=mask), dict(attn_mask=bias), dict(scale=0.2)):
             with torch.no_grad():
                 got = pt.scaled_dot_product_attention(q, k, v, **kw)
-                want = pt._sdpa_reference(q, k, v, **kw)
+                want = pt._attention_reference(q, k, v, **kw)
             torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4, msg=str(kw.keys()))
         q2, k2, v2 = torch.randn(2, 4, 12, 16), torch.randn(2, 4, 12, 16), torch.randn(2, 4, 12, 16)
         with torch.no_grad():
             torch.testing.assert_close(
                 pt.scaled_dot_product_attention(q2, k2, v2, is_causal=True),
-                pt._sdpa_reference(q2, k2, v2, is_causal=True), atol=2e-5, rtol=1e-4)
+                pt._attention_reference(q2, k2, v2, is_causal=True), atol=2e-5, rtol=1e-4)
 
     def test_against_nn_multihead_attention(self):
         """nn.MultiheadAttention with its projections set to the identity is

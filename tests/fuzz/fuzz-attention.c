@@ -21,10 +21,10 @@
  */
 #include "fuzz-mask.h"
 
-#define AT_SCORE_ULPS 8.0
-#define AT_ABS 4e-6
-#define AT_LSE 4e-6
-#define AT_MAX_WORK 1500000.0 /* B*H*Lq*Lk*(D+Dv) per call, for speed */
+#define ATTENTION_SCORE_ULPS 8.0
+#define ATTENTION_ABS 4e-6
+#define ATTENTION_LSE 4e-6
+#define ATTENTION_MAX_WORK 1500000.0 /* B*H*Lq*Lk*(D+Dv) per call, for speed */
 
 static size_t off3(const ptrdiff_t st[3], size_t a, size_t b, size_t c)
 {
@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t Lk = fz_len(&in, 200);
     const size_t D = pick(&in, dims, n_dims);
     const size_t Dv = fz_bit(&in) ? D : pick(&in, dims, n_dims);
-    while ((double)B * (double)H * (double)Lq * (double)Lk * (double)(D + Dv) > AT_MAX_WORK)
+    while ((double)B * (double)H * (double)Lq * (double)Lk * (double)(D + Dv) > ATTENTION_MAX_WORK)
         if (Lq > 1)
             Lq = (Lq + 1) / 2;
         else
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const size_t pad = fz_upto(&in, 3);
     const int ftz = fz_ftz_bit(&in), ws_mode = (int)(fz_u8(&in) % 3);
     static const float scales[] = {0.0f, 1.0f, 0.125f, -0.5f, 1e10f, 1e-40f, 3.0f, 0.0f};
-    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
     d.batch = B, d.heads = H, d.q_len = Lq, d.kv_len = Lk, d.head_dim = D;
     d.kv_heads = KVH == H && fz_bit(&in) ? 0 : KVH;  /* 0 means heads */
     d.v_head_dim = Dv == D && fz_bit(&in) ? 0 : Dv;  /* 0 means head_dim */
@@ -127,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     float *q0 = fz_dup(q, nq), *k0 = fz_dup(k, nk), *v0 = fz_dup(v, nv);
 
     /* One documented invalid argument, or none. */
-    peak_attn_desc c = d;
+    peak_attention_desc c = d;
     peak_status want = PEAK_OK;
     float *co = o, *cq = q, *ck = k, *cv = v;
     int null_desc = 0, ws_misalign = 0, ws_short = 0;
@@ -280,9 +280,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 checked[r] = hazard <= FLT_MAX / 64 && raw <= FLT_MAX / 64 &&
                              vmax * (double)n_vis <= FLT_MAX / 64;
                 skipped += !checked[r];
-                const double score_err = AT_SCORE_ULPS * 0x1p-24 * hazard;
+                const double score_err = ATTENTION_SCORE_ULPS * 0x1p-24 * hazard;
                 /* one subnormal step, or FLT_MIN when FTZ flushes the result */
-                tol[r] = (score_err + AT_ABS) * vmax + (ftz ? FLT_MIN : 0x1p-149);
+                tol[r] = (score_err + ATTENTION_ABS) * vmax + (ftz ? FLT_MIN : 0x1p-149);
                 for (size_t e = 0; e < Dv; e++)
                     ref[r * Dv + e] = 0.0, col_ok[r * Dv + e] = 1;
                 ref_lse[r] = kind[r] == ROW_ZERO ? -INFINITY : NAN;
@@ -303,7 +303,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     col_ok[r * Dv + e] = isfinite(ref[r * Dv + e]) != 0;
                 }
                 ref_lse[r] = m + log(sum);
-                tol_lse[r] = AT_LSE * (1.0 + fabs(ref_lse[r])) + score_err;
+                tol_lse[r] = ATTENTION_LSE * (1.0 + fabs(ref_lse[r])) + score_err;
             }
 
     unsigned char *o_row = calloc(no, 1), *l_row = calloc(nl + 1, 1);

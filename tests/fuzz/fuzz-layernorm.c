@@ -13,7 +13,7 @@
  */
 #include "fuzz.h"
 
-#define LN_TOL 2e-6
+#define LAYERNORM_TOL 2e-6
 
 enum { USE_R = 1, USE_GAMMA = 2, USE_BETA = 4, USE_SUM = 8 };
 enum { ALIAS_NONE, ALIAS_Y_X, ALIAS_SUM_X, ALIAS_SUM_R, ALIAS_Y_X_SUM_R };
@@ -239,12 +239,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (!isfinite((double)e))
                     ok = !isfinite(got);
                 else if (isinf((float)e)) /* beyond FLT_MAX: rounds to inf */
-                    ok = got == (float)e || fabsl((long double)got - e) <= LN_TOL * scale;
+                    ok = got == (float)e || fabsl((long double)got - e) <= LAYERNORM_TOL * scale;
                 else
-                    ok = fabsl((long double)got - e) <= LN_TOL * scale &&
+                    ok = fabsl((long double)got - e) <= LAYERNORM_TOL * scale &&
                          (t == 0 || !isfinite(ref_y[row * d + c]) ||
                           fabsl((long double)got - (long double)ref_y[row * d + c]) <=
-                              2 * LN_TOL * scale);
+                              2 * LAYERNORM_TOL * scale);
                 if (!ok)
                     fz_fail("tier %s: y[%zu, %zu] = %a (%.9g), exact %.9Lg, scalar %.9g", tier,
                             row, c, (double)got, (double)got, e,

@@ -1,15 +1,15 @@
 /*
- * emb-pe-add-avx2.c - x += PE and out = E[id] * scale + PE with AVX2: 8
+ * embedding-avx2.c - x += PE and out = E[id] * scale + PE with AVX2: 8
  * floats a vector; row tails use vmaskmovps, so nothing outside a row's
  * d_model floats is read or written.
  *
- * Bit-identical to emb-pe-add-scalar.c: an element is x + pe, or e * scale
+ * Bit-identical to embedding-scalar.c: an element is x + pe, or e * scale
  * rounded and then + pe rounded (vmulps, vaddps: never an FMA), exactly the
  * scalar's operations; on-the-fly PE comes from this tier's rows driver,
  * which evaluates peak_pe_table's own expressions.  The loops are in
- * emb-pe-add.h; this file holds what the vector width decides.
+ * embedding.h; this file holds what the vector width decides.
  */
-#include "emb-pe-add.h"
+#include "embedding.h"
 
 #include <immintrin.h>
 
@@ -28,7 +28,8 @@ static inline __m256 scale_add8(const float *e, __m256 vscale, const float *pe)
 }
 
 /* out[0 .. n) for n < 8: a row's head or tail. */
-static inline void emb_part(float *out, const float *e, __m256 vscale, const float *pe, size_t n)
+static inline void embedding_part(float *out, const float *e, __m256 vscale, const float *pe,
+                                  size_t n)
 {
     const __m256i m = tail_mask(n);
     __m256 v = _mm256_mul_ps(_mm256_maskload_ps(e, m), vscale);
@@ -54,10 +55,11 @@ static inline void store4(float *out, __m256 v0, __m256 v1, __m256 v2, __m256 v3
    vector leave the loop overhead a small share.  Streaming stores need
    32-byte aligned addresses: the floats before the first boundary go
    through an ordinary masked store.  Each iteration also prefetches the
-   matching lines of next (emb-pe-add.h); pf is where that stopped. */
-static inline __attribute__((always_inline)) void
-emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
-        const float *next)
+   matching lines of next (embedding.h); pf is where that stopped. */
+static inline __attribute__((always_inline)) void embedding_row(float *out, const float *e,
+                                                                float scale, const float *pe,
+                                                                size_t n, bool stream,
+                                                                const float *next)
 {
     const __m256 vscale = _mm256_set1_ps(scale);
     size_t j = 0, pf = 0;
@@ -65,9 +67,9 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool
         j = (32 - ((uintptr_t)out & 31)) / sizeof(float) & 7;
         j = j < n ? j : n;
         if (j)
-            emb_part(out, e, vscale, pe, j);
+            embedding_part(out, e, vscale, pe, j);
         for (; j + 16 <= n; j += 16, pf = j) {
-            peak_emb_prefetch_part(next, j, 16);
+            peak_embedding_prefetch_part(next, j, 16);
             _mm256_stream_ps(out + j, scale_add8(e + j, vscale, pe ? pe + j : NULL));
             _mm256_stream_ps(out + j + 8, scale_add8(e + j + 8, vscale, pe ? pe + j + 8 : NULL));
         }
@@ -75,29 +77,30 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool
             _mm256_stream_ps(out + j, scale_add8(e + j, vscale, pe ? pe + j : NULL));
     }
     for (; j + 32 <= n; j += 32, pf = j) {
-        peak_emb_prefetch_part(next, j, 32);
+        peak_embedding_prefetch_part(next, j, 32);
         const __m256 v0 = scale_add8(e + j, vscale, pe ? pe + j : NULL);
         const __m256 v1 = scale_add8(e + j + 8, vscale, pe ? pe + j + 8 : NULL);
         const __m256 v2 = scale_add8(e + j + 16, vscale, pe ? pe + j + 16 : NULL);
         const __m256 v3 = scale_add8(e + j + 24, vscale, pe ? pe + j + 24 : NULL);
         store4(out + j, v0, v1, v2, v3);
     }
-    peak_emb_prefetch_rest(next, pf, n);
+    peak_embedding_prefetch_rest(next, pf, n);
     for (; j + 8 <= n; j += 8)
         _mm256_storeu_ps(out + j, scale_add8(e + j, vscale, pe ? pe + j : NULL));
     if (j < n)
-        emb_part(out + j, e + j, vscale, pe ? pe + j : NULL, n - j);
+        embedding_part(out + j, e + j, vscale, pe ? pe + j : NULL, n - j);
 }
 
 /* pe == NULL (a fairseq pad token) is rare: one predictable branch. */
-static inline __attribute__((always_inline)) void
-emb_row_avx2(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
-             const float *next)
+static inline __attribute__((always_inline)) void embedding_row_avx2(float *out, const float *e,
+                                                                     float scale, const float *pe,
+                                                                     size_t n, bool stream,
+                                                                     const float *next)
 {
     if (pe)
-        emb_row(out, e, scale, pe, n, stream, next);
+        embedding_row(out, e, scale, pe, n, stream, next);
     else
-        emb_row(out, e, scale, NULL, n, stream, next);
+        embedding_row(out, e, scale, NULL, n, stream, next);
 }
 
 static inline __attribute__((always_inline)) void
@@ -121,12 +124,12 @@ add_row_avx2(float *x, const float *pe, size_t n)
 
 static void embed_sink(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
 {
-    peak_embed_fly_block(ctx, t0, t1, c0, c1, emb_row_avx2, false);
+    peak_embed_fly_block(ctx, t0, t1, c0, c1, embedding_row_avx2, false);
 }
 
 static void embed_sink_stream(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
 {
-    peak_embed_fly_block(ctx, t0, t1, c0, c1, emb_row_avx2, true);
+    peak_embed_fly_block(ctx, t0, t1, c0, c1, embedding_row_avx2, true);
 }
 
 static void pe_add_sink(void *ctx, size_t s0, size_t s1, size_t c0, size_t c1)
@@ -141,10 +144,10 @@ void peak_f32_embed_pe__avx2(float *out, ptrdiff_t ld_out, const int32_t *ids,
     assert(out && ids && pos && desc && desc->table && batch > 0);
     if (desc->pe)
         peak_embed_table_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
-                             emb_row_avx2, stream);
+                             embedding_row_avx2, stream);
     else
         peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
-                           emb_row_avx2, peak_pe_rows__avx2, embed_sink, embed_sink_stream,
+                           embedding_row_avx2, peak_pe_rows__avx2, embed_sink, embed_sink_stream,
                            peak_f32_pe_table__avx2, stream);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();

@@ -1,5 +1,5 @@
 /*
- * test-sdpa.c - peak_attention on one tier against a double-precision
+ * test-attention.c - peak_attention on one tier against a double-precision
  * oracle written here (plain loops, independent of kernels/mask.h).
  *
  * Q is filled everywhere; K and V only at the keys some query may see.
@@ -24,25 +24,25 @@
             ck_abort_msg(__VA_ARGS__);                                           \
     } while (0)
 
-/* |O - ref| <= ATTN_TOL * max|V|: a float kernel's error is a few ULP of
+/* |O - ref| <= ATTENTION_TOL * max|V|: a float kernel's error is a few ULP of
    the weighted mean of V, which is bounded by the largest |V|. */
-#define ATTN_TOL 1e-5
+#define ATTENTION_TOL 1e-5
 /* |lse - ref| <= LSE_TOL * (1 + |ref|). */
 #define LSE_TOL 1e-5
 
 /* ---- problem set-up ------------------------------------------------------ */
 
-typedef struct at_shape {
+typedef struct attention_shape {
     size_t B, H, KVH, Lq, Lk, D, Dv;
     int bhld;        /* [B, H, L, D] instead of [B, L, H, D] */
     size_t pad;      /* floats of gap after each (b, l, h) row */
     size_t misalign; /* floats off a 64-byte boundary */
     int with_lse;
-} at_shape;
+} attention_shape;
 
-typedef struct at_problem {
-    at_shape s;
-    peak_attn_desc d;
+typedef struct attention_problem {
+    attention_shape s;
+    peak_attention_desc d;
     float *q, *k, *v, *o, *lse;
     float *q0, *k0, *v0;
     size_t nq, nk, nv, no, nl;
@@ -51,9 +51,9 @@ typedef struct at_problem {
     int32_t *key_len;
     uint64_t rng;
     int own_workspace; /* pass a caller workspace instead of NULL */
-} at_problem;
+} attention_problem;
 
-static void operand_strides(const at_shape *s, size_t L, size_t heads, size_t width,
+static void operand_strides(const attention_shape *s, size_t L, size_t heads, size_t width,
                             ptrdiff_t st[3])
 {
     const size_t row = width + s->pad;
@@ -75,17 +75,17 @@ static size_t span3(size_t n0, size_t n1, size_t n2, const ptrdiff_t st[3], size
            width;
 }
 
-static float *operand(const at_shape *s, size_t L, size_t heads, size_t width, ptrdiff_t st[3],
-                      size_t *n, size_t misalign)
+static float *operand(const attention_shape *s, size_t L, size_t heads, size_t width,
+                      ptrdiff_t st[3], size_t *n, size_t misalign)
 {
     operand_strides(s, L, heads, width, st);
     *n = span3(s->B, L, heads, st, width);
     return peak_test_alloc(*n, misalign);
 }
 
-static void at_init(at_problem *p, const at_shape *s, uint64_t seed)
+static void attention_init(attention_problem *p, const attention_shape *s, uint64_t seed)
 {
-    peak_attn_desc d0 = PEAK_ATTN_DESC_DEFAULT;
+    peak_attention_desc d0 = PEAK_ATTENTION_DESC_DEFAULT;
     memset(p, 0, sizeof *p);
     p->s = *s;
     p->d = d0;
@@ -111,7 +111,7 @@ static void at_init(at_problem *p, const at_shape *s, uint64_t seed)
     }
 }
 
-static void at_free(at_problem *p)
+static void attention_free(attention_problem *p)
 {
     peak_test_free(p->q);
     peak_test_free(p->k);
@@ -127,24 +127,26 @@ static void at_free(at_problem *p)
 }
 
 /* Random masks over [B, H, Lq, Lk] (test-util.c). */
-static peak_test_dims at_dims(const at_problem *p)
+static peak_test_dims attention_dims(const attention_problem *p)
 {
     return (peak_test_dims){p->s.B, p->s.H, p->s.Lq, p->s.Lk};
 }
 
-static void at_add_keep(at_problem *p, unsigned broadcast, double density)
+static void attention_add_keep(attention_problem *p, unsigned broadcast, double density)
 {
-    p->keep = peak_test_add_keep(&p->d.mask, at_dims(p), broadcast, density, &p->rng);
+    p->keep = peak_test_add_keep(&p->d.mask, attention_dims(p), broadcast, density, &p->rng);
 }
 
-static void at_add_bias(at_problem *p, unsigned broadcast, float lo, float hi, double masked)
+static void attention_add_bias(attention_problem *p, unsigned broadcast, float lo, float hi,
+                               double masked)
 {
-    p->bias = peak_test_add_bias(&p->d.mask, at_dims(p), broadcast, lo, hi, masked, 2, &p->rng);
+    p->bias =
+        peak_test_add_bias(&p->d.mask, attention_dims(p), broadcast, lo, hi, masked, 2, &p->rng);
 }
 
-static void at_add_key_len(at_problem *p)
+static void attention_add_key_len(attention_problem *p)
 {
-    p->key_len = peak_test_add_key_len(&p->d.mask, at_dims(p), &p->rng);
+    p->key_len = peak_test_add_key_len(&p->d.mask, attention_dims(p), &p->rng);
 }
 
 /* ---- the oracle ---------------------------------------------------------- */
@@ -160,30 +162,30 @@ static const float *cat(const float *base, const ptrdiff_t st[3], size_t i0, siz
     return base + (ptrdiff_t)i0 * st[0] + (ptrdiff_t)i1 * st[1] + (ptrdiff_t)i2 * st[2];
 }
 
-static size_t kv_head(const peak_attn_desc *d, size_t h)
+static size_t kv_head(const peak_attention_desc *d, size_t h)
 {
     size_t kvh = d->kv_heads ? d->kv_heads : d->heads;
     return h / (d->heads / kvh);
 }
 
-static float resolved_scale(const peak_attn_desc *d)
+static float resolved_scale(const peak_attention_desc *d)
 {
     return d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)d->head_dim));
 }
 
-static size_t value_dim(const peak_attn_desc *d)
+static size_t value_dim(const peak_attention_desc *d)
 {
     return d->v_head_dim ? d->v_head_dim : d->head_dim;
 }
 
-static int oracle_visible(const peak_attn_desc *d, size_t b, size_t h, size_t i, size_t j)
+static int oracle_visible(const peak_attention_desc *d, size_t b, size_t h, size_t i, size_t j)
 {
     return peak_test_mask_visible(&d->mask, d->q_len, d->kv_len, b, h, i, j);
 }
 
-static double oracle_score(const at_problem *p, size_t b, size_t h, size_t i, size_t j)
+static double oracle_score(const attention_problem *p, size_t b, size_t h, size_t i, size_t j)
 {
-    const peak_attn_desc *d = &p->d;
+    const peak_attention_desc *d = &p->d;
     const float *q = cat(p->q0, d->q_stride, b, i, h);
     const float *k = cat(p->k0, d->k_stride, b, j, kv_head(d, h));
     double s = 0.0;
@@ -197,10 +199,10 @@ static double oracle_score(const at_problem *p, size_t b, size_t h, size_t i, si
 }
 
 /* out[Dv] and *lse for row (b, h, i); returns the row kind. */
-static int oracle_row(const at_problem *p, size_t b, size_t h, size_t i, double *sc, double *out,
-                      double *lse)
+static int oracle_row(const attention_problem *p, size_t b, size_t h, size_t i, double *sc,
+                      double *out, double *lse)
 {
-    const peak_attn_desc *d = &p->d;
+    const peak_attention_desc *d = &p->d;
     double m = -INFINITY;
     int poisoned = 0;
     for (size_t j = 0; j < d->kv_len; j++) {
@@ -235,7 +237,7 @@ static int oracle_row(const at_problem *p, size_t b, size_t h, size_t i, double 
 /* ---- checking ------------------------------------------------------------ */
 
 /* The largest finite |V| the call may read (canaries are NaN: skipped). */
-static double v_max(const at_problem *p)
+static double v_max(const attention_problem *p)
 {
     double m = 0.0;
     for (size_t e = 0; e < p->nv; e++)
@@ -283,19 +285,19 @@ static void expect_gaps(const char *name, const float *buf, const unsigned char 
 }
 
 /* "tier shape at b h i c", for failure messages. */
-static void describe(const at_problem *p, size_t b, size_t h, size_t i, size_t c, char *buf,
+static void describe(const attention_problem *p, size_t b, size_t h, size_t i, size_t c, char *buf,
                      size_t n)
 {
-    const peak_attn_desc *d = &p->d;
+    const peak_attention_desc *d = &p->d;
     snprintf(buf, n, "%s B%zu H%zu/%zu Lq%zu Lk%zu D%zu Dv%zu at b%zu h%zu i%zu c%zu",
              peak_isa_name(peak_test_isa), d->batch, d->heads, p->s.KVH, d->q_len, d->kv_len,
              d->head_dim, value_dim(d), b, h, i, c);
 }
 
-static void check_row(const at_problem *p, size_t b, size_t h, size_t i, double *sc, double *ref,
-                      double tol, unsigned char *cov_o, unsigned char *cov_l)
+static void check_row(const attention_problem *p, size_t b, size_t h, size_t i, double *sc,
+                      double *ref, double tol, unsigned char *cov_o, unsigned char *cov_l)
 {
-    const peak_attn_desc *d = &p->d;
+    const peak_attention_desc *d = &p->d;
     double lse = 0.0;
     int kind = oracle_row(p, b, h, i, sc, ref, &lse);
     char where[200];
@@ -315,13 +317,13 @@ static void check_row(const at_problem *p, size_t b, size_t h, size_t i, double 
     }
 }
 
-static void at_check(const at_problem *p)
+static void attention_check(const attention_problem *p)
 {
-    const peak_attn_desc *d = &p->d;
+    const peak_attention_desc *d = &p->d;
     double *sc = malloc(d->kv_len * sizeof *sc);
     double *ref = malloc(value_dim(d) * sizeof *ref);
     unsigned char *cov_o = calloc(p->no, 1), *cov_l = calloc(p->nl + 1, 1);
-    const double tol = ATTN_TOL * v_max(p);
+    const double tol = ATTENTION_TOL * v_max(p);
     for (size_t b = 0; b < d->batch; b++)
         for (size_t h = 0; h < d->heads; h++)
             for (size_t i = 0; i < d->q_len; i++)
@@ -338,9 +340,9 @@ static void at_check(const at_problem *p)
 /* ---- filling and running --------------------------------------------------- */
 
 /* 1 if some query row of some head in kv head kvh's group sees key j. */
-static int key_needed(const at_problem *p, size_t b, size_t kvh, size_t j)
+static int key_needed(const attention_problem *p, size_t b, size_t kvh, size_t j)
 {
-    const peak_attn_desc *d = &p->d;
+    const peak_attention_desc *d = &p->d;
     for (size_t h = 0; h < d->heads; h++)
         if (kv_head(d, h) == kvh)
             for (size_t i = 0; i < d->q_len; i++)
@@ -349,16 +351,16 @@ static int key_needed(const at_problem *p, size_t b, size_t kvh, size_t j)
     return 0;
 }
 
-static void fill_row(at_problem *p, float *row, size_t n, float lo, float hi)
+static void fill_row(attention_problem *p, float *row, size_t n, float lo, float hi)
 {
     for (size_t c = 0; c < n; c++)
         row[c] = peak_test_uniform(&p->rng, lo, hi);
 }
 
 /* Q everywhere; K in [-kq, kq] and V in [-vr, vr] only at needed keys. */
-static void at_fill(at_problem *p, float kq, float vr)
+static void attention_fill(attention_problem *p, float kq, float vr)
 {
-    const peak_attn_desc *d = &p->d;
+    const peak_attention_desc *d = &p->d;
     const size_t kvh_n = p->s.KVH;
     for (size_t b = 0; b < d->batch; b++) {
         for (size_t i = 0; i < d->q_len; i++)
@@ -380,7 +382,7 @@ static float *dup(const float *src, size_t n)
     return c;
 }
 
-static peak_status at_call(at_problem *p)
+static peak_status attention_call(attention_problem *p)
 {
     if (!p->own_workspace)
         return peak_attention(p->o, p->q, p->k, p->v, &p->d, NULL, 0);
@@ -392,32 +394,32 @@ static peak_status at_call(at_problem *p)
     return s;
 }
 
-static void at_run(at_problem *p)
+static void attention_run(attention_problem *p)
 {
     p->q0 = dup(p->q, p->nq);
     p->k0 = dup(p->k, p->nk);
     p->v0 = dup(p->v, p->nv);
-    ck_assert_int_eq(at_call(p), PEAK_OK);
+    ck_assert_int_eq(attention_call(p), PEAK_OK);
     CHECK(peak_test_bytes_equal(p->q, p->q0, p->nq * sizeof(float)) &&
                       peak_test_bytes_equal(p->k, p->k0, p->nk * sizeof(float)) &&
                       peak_test_bytes_equal(p->v, p->v0, p->nv * sizeof(float)),
                   "an input was modified");
-    at_check(p);
+    attention_check(p);
 }
 
-static void at_finish(at_problem *p, float kq, float vr)
+static void attention_finish(attention_problem *p, float kq, float vr)
 {
-    at_fill(p, kq, vr);
-    at_run(p);
-    at_free(p);
+    attention_fill(p, kq, vr);
+    attention_run(p);
+    attention_free(p);
 }
 
-static void at_simple(const at_shape *s, uint64_t seed)
+static void attention_simple(const attention_shape *s, uint64_t seed)
 {
-    at_problem p;
-    at_init(&p, s, seed);
+    attention_problem p;
+    attention_init(&p, s, seed);
     p.own_workspace = (int)(seed & 4);
-    at_finish(&p, 1.0f, 1.0f);
+    attention_finish(&p, 1.0f, 1.0f);
 }
 
 /* ---- sizes, layouts, heads ----------------------------------------------- */
@@ -430,8 +432,8 @@ static void at_simple(const at_shape *s, uint64_t seed)
 START_TEST(head_dims_1_to_70)
 {
     for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
-        at_shape s = {1, 2, 2, 3, 5, n, n, (int)(n & 1), 0, 0, 1};
-        at_simple(&s, 100 + n);
+        attention_shape s = {1, 2, 2, 3, 5, n, n, (int)(n & 1), 0, 0, 1};
+        attention_simple(&s, 100 + n);
     }
 }
 END_TEST
@@ -439,8 +441,8 @@ END_TEST
 START_TEST(key_lengths_1_to_70)
 {
     for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
-        at_shape s = {1, 1, 1, 2, n, 8, 8, (int)(n & 1), 1, 1, 1};
-        at_simple(&s, 200 + n);
+        attention_shape s = {1, 1, 1, 2, n, 8, 8, (int)(n & 1), 1, 1, 1};
+        attention_simple(&s, 200 + n);
     }
 }
 END_TEST
@@ -448,8 +450,8 @@ END_TEST
 /* d_model 512 (8 heads of 64) and 768 (12 heads of 64), both layouts. */
 START_TEST(model_sizes)
 {
-    at_shape s = {1, _i < 2 ? 8 : 12, _i < 2 ? 8 : 12, 9, 16, 64, 64, _i & 1, 0, 0, 1};
-    at_simple(&s, 300 + (uint64_t)_i);
+    attention_shape s = {1, _i < 2 ? 8 : 12, _i < 2 ? 8 : 12, 9, 16, 64, 64, _i & 1, 0, 0, 1};
+    attention_simple(&s, 300 + (uint64_t)_i);
 }
 END_TEST
 
@@ -457,9 +459,9 @@ START_TEST(strided_misaligned_layouts)
 {
     static const size_t pads[] = {1, 3, 16, 37};
     for (size_t mis = 0; mis < 4; mis++) {
-        at_shape s = {2, 2, 1, 3, 7, 5 + (size_t)_i, 3, (int)(mis & 1), pads[mis], 1 + mis * 3,
-                      1};
-        at_simple(&s, 400 + mis);
+        attention_shape s = {2,         2,           1, 3, 7, 5 + (size_t)_i, 3, (int)(mis & 1),
+                             pads[mis], 1 + mis * 3, 1};
+        attention_simple(&s, 400 + mis);
     }
 }
 END_TEST
@@ -467,19 +469,19 @@ END_TEST
 START_TEST(cross_attention_lq_ne_lk)
 {
     static const size_t lq[] = {1, 3, 20, 7}, lk[] = {9, 17, 4, 70};
-    at_shape s = {2, 3, 3, lq[_i], lk[_i], 16, 12, _i & 1, 2, 0, 1};
-    at_simple(&s, 500 + (uint64_t)_i);
+    attention_shape s = {2, 3, 3, lq[_i], lk[_i], 16, 12, _i & 1, 2, 0, 1};
+    attention_simple(&s, 500 + (uint64_t)_i);
 }
 END_TEST
 
 START_TEST(grouped_and_multi_query)
 {
     static const size_t kvh[] = {1, 2, 4, 8};
-    at_shape s = {2, 8, kvh[_i], 5, 11, 8, 8, _i & 1, 1, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 600 + (uint64_t)_i);
-    at_add_keep(&p, 0, 0.7); /* per-head masks: groups see different keys */
-    at_finish(&p, 1.0f, 1.0f);
+    attention_shape s = {2, 8, kvh[_i], 5, 11, 8, 8, _i & 1, 1, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 600 + (uint64_t)_i);
+    attention_add_keep(&p, 0, 0.7); /* per-head masks: groups see different keys */
+    attention_finish(&p, 1.0f, 1.0f);
 }
 END_TEST
 
@@ -491,13 +493,13 @@ START_TEST(causal_both_alignments_with_q_offset)
     for (size_t a = 0; a < 4; a++)
         for (size_t c = 0; c < 4; c++)
             for (size_t o = 0; o < 3; o++) {
-                at_shape s = {1, 2, 1, lq[a], lk[c], 4, 4, (int)(o & 1), 1, 0, 1};
-                at_problem p;
-                at_init(&p, &s, 700 + a * 16 + c * 4 + o);
+                attention_shape s = {1, 2, 1, lq[a], lk[c], 4, 4, (int)(o & 1), 1, 0, 1};
+                attention_problem p;
+                attention_init(&p, &s, 700 + a * 16 + c * 4 + o);
                 p.d.mask.causal = 1;
                 p.d.mask.align = (peak_align)_i;
                 p.d.mask.q_offset = off[o];
-                at_finish(&p, 1.0f, 1.0f);
+                attention_finish(&p, 1.0f, 1.0f);
             }
 }
 END_TEST
@@ -507,45 +509,45 @@ START_TEST(sliding_window_with_and_without_causal)
     static const size_t win[] = {1, 2, 5, 100};
     for (size_t w = 0; w < 4; w++)
         for (int align = 0; align < 2; align++) {
-            at_shape s = {1, 2, 2, 9, 13, 4, 4, 0, 1, 0, 1};
-            at_problem p;
-            at_init(&p, &s, 800 + w * 2 + (uint64_t)align);
+            attention_shape s = {1, 2, 2, 9, 13, 4, 4, 0, 1, 0, 1};
+            attention_problem p;
+            attention_init(&p, &s, 800 + w * 2 + (uint64_t)align);
             p.d.mask.causal = _i;
             p.d.mask.window = win[w];
             p.d.mask.align = (peak_align)align;
             p.d.mask.q_offset = w;
-            at_finish(&p, 1.0f, 1.0f);
+            attention_finish(&p, 1.0f, 1.0f);
         }
 }
 END_TEST
 
 START_TEST(key_padding_lengths)
 {
-    at_shape s = {4, 2, 1, 3, 1 + (size_t)_i * 7, 8, 8, _i & 1, 2, 1, 1};
-    at_problem p;
-    at_init(&p, &s, 900 + (uint64_t)_i);
-    at_add_key_len(&p);
-    at_finish(&p, 1.0f, 1.0f);
+    attention_shape s = {4, 2, 1, 3, 1 + (size_t)_i * 7, 8, 8, _i & 1, 2, 1, 1};
+    attention_problem p;
+    attention_init(&p, &s, 900 + (uint64_t)_i);
+    attention_add_key_len(&p);
+    attention_finish(&p, 1.0f, 1.0f);
 }
 END_TEST
 
 START_TEST(keep_mask_every_broadcast)
 {
-    at_shape s = {2, 3, 3, 4, 19, 8, 8, 0, 1, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 1000 + (uint64_t)_i);
-    at_add_keep(&p, (unsigned)_i, 0.6);
-    at_finish(&p, 1.0f, 1.0f);
+    attention_shape s = {2, 3, 3, 4, 19, 8, 8, 0, 1, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 1000 + (uint64_t)_i);
+    attention_add_keep(&p, (unsigned)_i, 0.6);
+    attention_finish(&p, 1.0f, 1.0f);
 }
 END_TEST
 
 START_TEST(bias_mask_every_broadcast)
 {
-    at_shape s = {2, 3, 1, 4, 21, 8, 5, 1, 0, 1, 1};
-    at_problem p;
-    at_init(&p, &s, 1100 + (uint64_t)_i);
-    at_add_bias(&p, (unsigned)_i, -3.0f, 3.0f, 0.3);
-    at_finish(&p, 1.0f, 1.0f);
+    attention_shape s = {2, 3, 1, 4, 21, 8, 5, 1, 0, 1, 1};
+    attention_problem p;
+    attention_init(&p, &s, 1100 + (uint64_t)_i);
+    attention_add_bias(&p, (unsigned)_i, -3.0f, 3.0f, 0.3);
+    attention_finish(&p, 1.0f, 1.0f);
 }
 END_TEST
 
@@ -554,12 +556,19 @@ START_TEST(mask_combinations_fuzz)
     uint64_t rng = 1200 + (uint64_t)_i;
     for (int n = 0; n < 100; n++) {
         size_t kvh = 1 + peak_test_next(&rng) % 2, grp = 1 + peak_test_next(&rng) % 2;
-        at_shape s = {1 + peak_test_next(&rng) % 3, kvh * grp, kvh, 1 + peak_test_next(&rng) % 9,
-                      1 + peak_test_next(&rng) % 30, 1 + peak_test_next(&rng) % 20,
-                      1 + peak_test_next(&rng) % 20, (int)(peak_test_next(&rng) % 2),
-                      peak_test_next(&rng) % 3, peak_test_next(&rng) % 4, 1};
-        at_problem p;
-        at_init(&p, &s, peak_test_next(&rng));
+        attention_shape s = {1 + peak_test_next(&rng) % 3,
+                             kvh * grp,
+                             kvh,
+                             1 + peak_test_next(&rng) % 9,
+                             1 + peak_test_next(&rng) % 30,
+                             1 + peak_test_next(&rng) % 20,
+                             1 + peak_test_next(&rng) % 20,
+                             (int)(peak_test_next(&rng) % 2),
+                             peak_test_next(&rng) % 3,
+                             peak_test_next(&rng) % 4,
+                             1};
+        attention_problem p;
+        attention_init(&p, &s, peak_test_next(&rng));
         unsigned pick = (unsigned)peak_test_next(&rng);
         p.d.scale = (pick & 1) ? 0.3f : 0.0f;
         p.d.mask.causal = (pick >> 1) & 1;
@@ -567,13 +576,13 @@ START_TEST(mask_combinations_fuzz)
         p.d.mask.q_offset = (pick >> 3) & 3;
         p.d.mask.window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0;
         if ((pick >> 9) & 1)
-            at_add_key_len(&p);
+            attention_add_key_len(&p);
         if ((pick >> 10) & 1)
-            at_add_keep(&p, (pick >> 11) & 7, 0.7);
+            attention_add_keep(&p, (pick >> 11) & 7, 0.7);
         if ((pick >> 14) & 1)
-            at_add_bias(&p, (pick >> 15) & 7, -2.0f, 2.0f, 0.2);
+            attention_add_bias(&p, (pick >> 15) & 7, -2.0f, 2.0f, 0.2);
         p.own_workspace = (pick >> 18) & 1;
-        at_finish(&p, 2.0f, 3.0f);
+        attention_finish(&p, 2.0f, 3.0f);
     }
 }
 END_TEST
@@ -582,18 +591,18 @@ END_TEST
 
 START_TEST(fully_masked_rows_zero_and_lse_minus_inf)
 {
-    at_shape s = {3, 2, 1, 4, _i >= 3 ? 2 : 11, 8, 6, _i & 1, 1, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 1300 + (uint64_t)_i);
+    attention_shape s = {3, 2, 1, 4, _i >= 3 ? 2 : 11, 8, 6, _i & 1, 1, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 1300 + (uint64_t)_i);
     switch (_i) {
     case 0:
-        at_add_key_len(&p); /* key_len[2] == 0 */
+        attention_add_key_len(&p); /* key_len[2] == 0 */
         break;
     case 1:
-        at_add_keep(&p, 0, 0.0);
+        attention_add_keep(&p, 0, 0.0);
         break;
     case 2:
-        at_add_bias(&p, 7, 0.0f, 1.0f, 1.0);
+        attention_add_bias(&p, 7, 0.0f, 1.0f, 1.0);
         break;
     case 3: /* bottom-right, Lq = 4 > Lk = 2: rows 0 and 1 see nothing */
         p.d.mask.causal = 1;
@@ -605,7 +614,7 @@ START_TEST(fully_masked_rows_zero_and_lse_minus_inf)
         p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
         break;
     }
-    at_finish(&p, 1.0f, 1.0f);
+    attention_finish(&p, 1.0f, 1.0f);
 }
 END_TEST
 
@@ -614,32 +623,32 @@ END_TEST
 START_TEST(masked_nonfinite_kv_never_read)
 {
     static const float poison[] = {NAN, INFINITY, -INFINITY};
-    at_shape s = {2, 2, 1, 6, 10, 8, 8, _i & 1, 0, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 1400 + (uint64_t)_i);
-    at_add_key_len(&p);
+    attention_shape s = {2, 2, 1, 6, 10, 8, 8, _i & 1, 0, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 1400 + (uint64_t)_i);
+    attention_add_key_len(&p);
     p.key_len[0] = 7;
     p.d.mask.causal = 1;
     p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-    at_fill(&p, 1.0f, 1.0f);
+    attention_fill(&p, 1.0f, 1.0f);
     for (size_t e = 0; e < p.nk; e++)
         if (peak_test_is_canary(p.k[e]))
             p.k[e] = poison[(size_t)_i % 3];
     for (size_t e = 0; e < p.nv; e++)
         if (peak_test_is_canary(p.v[e]))
             p.v[e] = poison[((size_t)_i + 1) % 3];
-    at_run(&p);
-    at_free(&p);
+    attention_run(&p);
+    attention_free(&p);
 }
 END_TEST
 
 /* A visible NaN or +inf score makes its row NaN (O and lse). */
 START_TEST(nonfinite_visible_score_poisons_row)
 {
-    at_shape s = {1, 2, 2, 3, 6, 4, 4, 0, 0, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 1500 + (uint64_t)_i);
-    at_fill(&p, 1.0f, 1.0f);
+    attention_shape s = {1, 2, 2, 3, 6, 4, 4, 0, 0, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 1500 + (uint64_t)_i);
+    attention_fill(&p, 1.0f, 1.0f);
     if (_i == 0) {
         at(p.k, p.d.k_stride, 0, 4, 1)[2] = NAN; /* key 4 of kv head 1: heads 1 */
     } else {
@@ -650,8 +659,8 @@ START_TEST(nonfinite_visible_score_poisons_row)
             for (size_t c = 0; c < 4; c++)
                 at(p.k, p.d.k_stride, 0, j, 0)[c] = 0.5f; /* q.k = +inf */
     }
-    at_run(&p);
-    at_free(&p);
+    attention_run(&p);
+    attention_free(&p);
 }
 END_TEST
 
@@ -659,11 +668,11 @@ END_TEST
 START_TEST(huge_magnitudes)
 {
     static const float kq[] = {3e14f, 1e15f, 1.0f}, vr[] = {1.0f, 1e30f, 1e30f};
-    at_shape s = {1, 2, 1, 3, 1 + (size_t)_i * 9, 4, 4, 0, 0, 0, 1};
+    attention_shape s = {1, 2, 1, 3, 1 + (size_t)_i * 9, 4, 4, 0, 0, 0, 1};
     for (size_t r = 0; r < 3; r++) {
-        at_problem p;
-        at_init(&p, &s, 1600 + r);
-        at_finish(&p, kq[r], vr[r]);
+        attention_problem p;
+        attention_init(&p, &s, 1600 + r);
+        attention_finish(&p, kq[r], vr[r]);
     }
 }
 END_TEST
@@ -674,11 +683,12 @@ END_TEST
    written, so still NaN canaries) equals row t of the full causal call:
    top-left with q_offset t over the whole cache, and bottom-right over the
    first t+1 keys.  Also a chunked prefill of 3 queries at offset t. */
-static void expect_rows_match(const at_problem *full, const float *o, const ptrdiff_t o_st[3],
-                              size_t i0, size_t n_rows, size_t t, int align)
+static void expect_rows_match(const attention_problem *full, const float *o,
+                              const ptrdiff_t o_st[3], size_t i0, size_t n_rows, size_t t,
+                              int align)
 {
-    const peak_attn_desc *d = &full->d;
-    const double tol = ATTN_TOL * v_max(full);
+    const peak_attention_desc *d = &full->d;
+    const double tol = ATTENTION_TOL * v_max(full);
     for (size_t h = 0; h < d->heads; h++)
         for (size_t r = 0; r < n_rows; r++) {
             const float *want = cat(full->o, d->o_stride, 0, i0 + r, h);
@@ -691,10 +701,10 @@ static void expect_rows_match(const at_problem *full, const float *o, const ptrd
         }
 }
 
-static void decode_step(const at_problem *full, size_t t, size_t n_rows, int align)
+static void decode_step(const attention_problem *full, size_t t, size_t n_rows, int align)
 {
     const size_t L = full->d.kv_len;
-    peak_attn_desc d = full->d;
+    peak_attention_desc d = full->d;
     d.q_len = n_rows;
     d.kv_len = align ? t + n_rows : L;
     d.mask.align = (peak_align)align;
@@ -718,19 +728,19 @@ static void decode_step(const at_problem *full, size_t t, size_t n_rows, int ali
 START_TEST(decode_matches_full_causal)
 {
     const size_t L = 2 + (size_t)_i * 5;
-    at_shape s = {1, 4, 2, L, L, 8, 8, 0, 0, 0, 0}; /* [B, L, H, D] packed: a cache */
-    at_problem full;
-    at_init(&full, &s, 1700 + (uint64_t)_i);
+    attention_shape s = {1, 4, 2, L, L, 8, 8, 0, 0, 0, 0}; /* [B, L, H, D] packed: a cache */
+    attention_problem full;
+    attention_init(&full, &s, 1700 + (uint64_t)_i);
     full.d.mask.causal = 1;
-    at_fill(&full, 1.0f, 1.0f);
-    at_run(&full);
+    attention_fill(&full, 1.0f, 1.0f);
+    attention_run(&full);
     for (size_t t = 0; t < L; t++)
         for (int align = 0; align < 2; align++) {
             decode_step(&full, t, 1, align);
             if (t + 3 <= L)
                 decode_step(&full, t, 3, align);
         }
-    at_free(&full);
+    attention_free(&full);
 }
 END_TEST
 
@@ -743,16 +753,25 @@ START_TEST(issue_head_dims_across_tiles)
     static const size_t dh[] = {1, 7, 8, 16, 63, 64, 65, 128, 256};
     const size_t D = dh[_i];
     for (int causal = 0; causal < 2; causal++) {
-        at_shape s = {1, 6, 2, 23 + (size_t)causal * 48, 131 - (size_t)causal * 60, D,
-                      causal ? D : (D % 5) + 3, causal, causal ? 0 : 3, (size_t)_i % 4, 1};
+        attention_shape s = {1,
+                             6,
+                             2,
+                             23 + (size_t)causal * 48,
+                             131 - (size_t)causal * 60,
+                             D,
+                             causal ? D : (D % 5) + 3,
+                             causal,
+                             causal ? 0 : 3,
+                             (size_t)_i % 4,
+                             1};
         if (peak_test_quick()) /* 2 heads sharing 1 KV head instead of 6 and 2 */
             s.H = 2, s.KVH = 1;
-        at_problem p;
-        at_init(&p, &s, 2000 + (uint64_t)_i * 2 + (uint64_t)causal);
+        attention_problem p;
+        attention_init(&p, &s, 2000 + (uint64_t)_i * 2 + (uint64_t)causal);
         p.d.mask.causal = causal;
         p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
         p.own_workspace = causal;
-        at_finish(&p, 1.0f, 2.0f);
+        attention_finish(&p, 1.0f, 2.0f);
     }
 }
 END_TEST
@@ -767,21 +786,30 @@ START_TEST(lengths_to_300_sampled)
     for (int n = 0; n < (peak_test_quick() ? 2 : 6); n++) {
         const size_t lq = len[peak_test_next(&rng) % nl], lk = len[peak_test_next(&rng) % nl];
         const unsigned pick = (unsigned)peak_test_next(&rng);
-        at_shape s = {1 + (pick & 1), 2, 1 + ((pick >> 1) & 1), lq, lk, 16, 8,
-                      (int)((pick >> 2) & 1), (pick >> 3) % 3, (pick >> 5) % 4, 1};
-        at_problem p;
-        at_init(&p, &s, peak_test_next(&rng));
+        attention_shape s = {1 + (pick & 1),
+                             2,
+                             1 + ((pick >> 1) & 1),
+                             lq,
+                             lk,
+                             16,
+                             8,
+                             (int)((pick >> 2) & 1),
+                             (pick >> 3) % 3,
+                             (pick >> 5) % 4,
+                             1};
+        attention_problem p;
+        attention_init(&p, &s, peak_test_next(&rng));
         p.d.mask.causal = (pick >> 7) & 1;
         p.d.mask.align = (peak_align)((pick >> 8) & 1);
         p.d.mask.q_offset = (pick >> 9) & 1 ? (pick >> 10) % 70 : 0;
         p.d.mask.window = (pick >> 17) & 1 ? 1 + (pick >> 18) % 90 : 0;
         if ((pick >> 25) & 1)
-            at_add_key_len(&p);
+            attention_add_key_len(&p);
         if ((pick >> 26) & 1)
-            at_add_keep(&p, (pick >> 27) & 7, 0.8);
+            attention_add_keep(&p, (pick >> 27) & 7, 0.8);
         if ((pick >> 30) & 1)
-            at_add_bias(&p, 0, -2.0f, 2.0f, 0.1);
-        at_finish(&p, 1.0f, 1.0f);
+            attention_add_bias(&p, 0, -2.0f, 2.0f, 0.1);
+        attention_finish(&p, 1.0f, 1.0f);
     }
 }
 END_TEST
@@ -791,15 +819,15 @@ END_TEST
    V keep their NaN canaries, and no NaN may come out. */
 START_TEST(fully_masked_tiles_inside_visible_rows)
 {
-    at_shape s = {1, 2, 1, 70, 260, 16, 16, 0, 0, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 2200 + (uint64_t)_i);
+    attention_shape s = {1, 2, 1, 70, 260, 16, 16, 0, 0, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 2200 + (uint64_t)_i);
     if (_i == 0) {
-        at_add_keep(&p, 0, 1.0);
+        attention_add_keep(&p, 0, 1.0);
         for (size_t e = 0; e < 2 * 70; e++)
             memset(p.keep + e * 260 + 64, 0, 128);
     } else if (_i == 1) {
-        at_add_bias(&p, 0, -1.0f, 1.0f, 0.0);
+        attention_add_bias(&p, 0, -1.0f, 1.0f, 0.0);
         for (size_t e = 0; e < 2 * 70; e++)
             for (size_t j = 64; j < 192; j++)
                 p.bias[e * 260 + j] = -INFINITY;
@@ -808,7 +836,7 @@ START_TEST(fully_masked_tiles_inside_visible_rows)
         p.d.mask.causal = 1;
         p.d.mask.q_offset = 150;
     }
-    at_finish(&p, 1.0f, 1.0f);
+    attention_finish(&p, 1.0f, 1.0f);
 }
 END_TEST
 
@@ -816,33 +844,33 @@ END_TEST
    the block must not pick up 0 * inf.  Row 0 itself is inf or NaN there. */
 START_TEST(nonfinite_value_seen_by_one_row)
 {
-    at_shape s = {1, 1, 1, 40, 100, 8, 8, 0, 0, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 2300 + (uint64_t)_i);
-    at_add_keep(&p, 0, 1.0);
+    attention_shape s = {1, 1, 1, 40, 100, 8, 8, 0, 0, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 2300 + (uint64_t)_i);
+    attention_add_keep(&p, 0, 1.0);
     const size_t j = 10 + (size_t)_i * 70;
     for (size_t i = 1; i < 40; i++)
         p.keep[i * 100 + j] = 0;
-    at_fill(&p, 1.0f, 1.0f);
+    attention_fill(&p, 1.0f, 1.0f);
     at(p.v, p.d.v_stride, 0, j, 0)[3] = _i ? NAN : INFINITY;
     p.q0 = dup(p.q, p.nq);
     p.k0 = dup(p.k, p.nk);
     p.v0 = dup(p.v, p.nv);
-    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    ck_assert_int_eq(attention_call(&p), PEAK_OK);
     CHECK(!isfinite(p.o[3]), "%s: row 0 should see the non-finite value",
           peak_isa_name(peak_test_isa));
     double *sc = malloc(100 * sizeof *sc), ref[8];
     unsigned char *cov_o = calloc(p.no, 1), *cov_l = calloc(p.nl + 1, 1);
     for (size_t i = 1; i < 40; i++)
-        check_row(&p, 0, 0, i, sc, ref, ATTN_TOL * 1.0, cov_o, cov_l);
+        check_row(&p, 0, 0, i, sc, ref, ATTENTION_TOL * 1.0, cov_o, cov_l);
     free(cov_l);
     free(cov_o);
     free(sc);
-    at_free(&p);
+    attention_free(&p);
 }
 END_TEST
 
-/* The packed K/V tiles a kv head's query blocks share (kernels/sdpa-tiles.h):
+/* The packed K/V tiles a kv head's query blocks share (kernels/attention.h):
    case 0, 64 query heads on one kv head, causal, so each block is one
    position and the cached tile grows by a key per block; case 2, Dh = Dv =
    256 and 1100 keys, more than the cache holds (1024 of them), so the
@@ -853,28 +881,28 @@ END_TEST
 START_TEST(kv_tile_cache_across_blocks)
 {
     if (_i == 0 || _i == 2) {
-        at_shape s0 = {1, 64, 1, 70, 70, 8, 8, 0, 0, 0, 1};
-        at_shape s2 = {1, 1, 1, 70, 1100, 256, 256, 1, 0, 0, 1};
-        at_problem p;
-        at_init(&p, _i ? &s2 : &s0, 2450 + (uint64_t)_i);
+        attention_shape s0 = {1, 64, 1, 70, 70, 8, 8, 0, 0, 0, 1};
+        attention_shape s2 = {1, 1, 1, 70, 1100, 256, 256, 1, 0, 0, 1};
+        attention_problem p;
+        attention_init(&p, _i ? &s2 : &s0, 2450 + (uint64_t)_i);
         p.d.mask.causal = _i == 0;
-        at_finish(&p, 1.0f, 1.0f);
+        attention_finish(&p, 1.0f, 1.0f);
         return;
     }
-    at_shape s = {1, 2, 1, 130, 150, 16, 16, 0, 0, 0, 0};
-    at_problem p;
-    at_init(&p, &s, 2451);
-    at_fill(&p, 1.0f, 1.0f);
+    attention_shape s = {1, 2, 1, 130, 150, 16, 16, 0, 0, 0, 0};
+    attention_problem p;
+    attention_init(&p, &s, 2451);
+    attention_fill(&p, 1.0f, 1.0f);
     const size_t j = 40, col = 5;
     float *vj = at(p.v, p.d.v_stride, 0, j, 0);
     vj[col] = INFINITY;
     p.q0 = dup(p.q, p.nq);
     p.k0 = dup(p.k, p.nk);
     p.v0 = dup(p.v, p.nv);
-    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    ck_assert_int_eq(attention_call(&p), PEAK_OK);
     at(p.v0, p.d.v_stride, 0, j, 0)[col] = 0.0f;
     double *sc = malloc(150 * sizeof *sc), ref[16], lse;
-    const double tol = ATTN_TOL * v_max(&p);
+    const double tol = ATTENTION_TOL * v_max(&p);
     for (size_t h = 0; h < 2; h++)
         for (size_t i = 0; i < 130; i++) {
             ck_assert_int_eq(oracle_row(&p, 0, h, i, sc, ref, &lse), ROW_NORMAL);
@@ -889,7 +917,7 @@ START_TEST(kv_tile_cache_across_blocks)
             }
         }
     free(sc);
-    at_free(&p);
+    attention_free(&p);
 }
 END_TEST
 
@@ -902,12 +930,12 @@ END_TEST
 START_TEST(zero_weight_nan_value_like_scalar)
 {
     const int decode = _i & 1, biased = _i >> 1;
-    at_shape s = {1, 2, 2, decode ? 1 : 70, 100, 8, 8, 0, 0, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 2460 + (uint64_t)_i);
+    attention_shape s = {1, 2, 2, decode ? 1 : 70, 100, 8, 8, 0, 0, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 2460 + (uint64_t)_i);
     if (biased)
-        at_add_bias(&p, 7, -1.0f, 1.0f, 0.0);
-    at_fill(&p, 1.0f, 1.0f);
+        attention_add_bias(&p, 7, -1.0f, 1.0f, 0.0);
+    attention_fill(&p, 1.0f, 1.0f);
     const size_t j = 37, col = 3;
     for (size_t i = 0; i < s.Lq; i++)
         for (size_t h = 0; h < 2; h++)
@@ -925,9 +953,9 @@ START_TEST(zero_weight_nan_value_like_scalar)
     p.q0 = dup(p.q, p.nq);
     p.k0 = dup(p.k, p.nk);
     p.v0 = dup(p.v, p.nv);
-    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    ck_assert_int_eq(attention_call(&p), PEAK_OK);
     double sc[100], ref[8], lse;
-    const double tol = ATTN_TOL * v_max(&p);
+    const double tol = ATTENTION_TOL * v_max(&p);
     for (size_t h = 0; h < 2; h++)
         for (size_t i = 0; i < s.Lq; i++) {
             oracle_row(&p, 0, h, i, sc, ref, &lse);
@@ -941,29 +969,38 @@ START_TEST(zero_weight_nan_value_like_scalar)
                     expect_value(where, ROW_NORMAL, ref[c], o[c], tol);
             }
         }
-    at_free(&p);
+    attention_free(&p);
 }
 END_TEST
 
 /* Long rows: V = 1 +- 0.01, whose weighted mean sits on a large constant,
    is where float running sums over many keys lose most.  Within 3e-6 *
    max|V| of the oracle at 65536 keys (tiled) and 131072 (decode): without
-   the folded second-level sums (kernels/sdpa-tiles.h, SDPA_FOLD_TILES) the
+   the folded second-level sums (kernels/attention.h, PEAK_ATTENTION_FOLD_TILES) the
    SIMD tiers measured 1.1e-5 and 1.9e-5 here. */
 START_TEST(long_rows_stay_accurate)
 {
     const int decode = _i;
-    at_shape s = {1, decode ? 2 : 1, decode ? 2 : 1, decode ? 1 : 64, decode ? 131072 : 65536,
-                  16, 16, 0, 0, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 2470 + (uint64_t)_i);
-    at_fill(&p, 1.0f, 1.0f);
+    attention_shape s = {1,
+                         decode ? 2 : 1,
+                         decode ? 2 : 1,
+                         decode ? 1 : 64,
+                         decode ? 131072 : 65536,
+                         16,
+                         16,
+                         0,
+                         0,
+                         0,
+                         1};
+    attention_problem p;
+    attention_init(&p, &s, 2470 + (uint64_t)_i);
+    attention_fill(&p, 1.0f, 1.0f);
     for (size_t e = 0; e < p.nv; e++)
         p.v[e] = 1.0f + 0.01f * peak_test_uniform(&p.rng, -1.0f, 1.0f);
     p.q0 = dup(p.q, p.nq);
     p.k0 = dup(p.k, p.nk);
     p.v0 = dup(p.v, p.nv);
-    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    ck_assert_int_eq(attention_call(&p), PEAK_OK);
     double *sc = malloc(s.Lk * sizeof *sc), ref[16];
     unsigned char *cov_o = calloc(p.no, 1), *cov_l = calloc(p.nl + 1, 1);
     for (size_t h = 0; h < s.H; h++)
@@ -972,7 +1009,7 @@ START_TEST(long_rows_stay_accurate)
     free(cov_l);
     free(cov_o);
     free(sc);
-    at_free(&p);
+    attention_free(&p);
 }
 END_TEST
 
@@ -980,13 +1017,13 @@ END_TEST
    longer than one tile. */
 START_TEST(scores_of_1e4)
 {
-    at_shape s = {1, 2, 2, 9, 150, 16, 16, _i & 1, 0, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 2400 + (uint64_t)_i);
+    attention_shape s = {1, 2, 2, 9, 150, 16, 16, _i & 1, 0, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 2400 + (uint64_t)_i);
     p.d.scale = 1.0f;
     p.d.mask.causal = _i >> 1;
     p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-    at_finish(&p, 25.0f, 1.0f);
+    attention_finish(&p, 25.0f, 1.0f);
 }
 END_TEST
 
@@ -994,16 +1031,16 @@ END_TEST
 START_TEST(decode_long_cache)
 {
     const size_t L = _i ? 133 : 70;
-    at_shape s = {1, 8, 2, L, L, _i ? 16 : 64, _i ? 16 : 64, 0, 0, 0, 0};
-    at_problem full;
-    at_init(&full, &s, 2500 + (uint64_t)_i);
+    attention_shape s = {1, 8, 2, L, L, _i ? 16 : 64, _i ? 16 : 64, 0, 0, 0, 0};
+    attention_problem full;
+    attention_init(&full, &s, 2500 + (uint64_t)_i);
     full.d.mask.causal = 1;
-    at_fill(&full, 1.0f, 1.0f);
-    at_run(&full);
+    attention_fill(&full, 1.0f, 1.0f);
+    attention_run(&full);
     for (size_t t = 0; t < L; t += peak_test_quick() ? 7 : 1)
         for (int align = 0; align < 2; align++)
             decode_step(&full, t, 1, align);
-    at_free(&full);
+    attention_free(&full);
 }
 END_TEST
 
@@ -1011,14 +1048,14 @@ END_TEST
 
 START_TEST(workspace_caller_or_library)
 {
-    at_shape s = {2, 2, 1, 5, 33, 16, 8, 1, 1, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 1800);
-    at_fill(&p, 1.0f, 1.0f);
-    at_run(&p); /* library-allocated workspace */
+    attention_shape s = {2, 2, 1, 5, 33, 16, 8, 1, 1, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 1800);
+    attention_fill(&p, 1.0f, 1.0f);
+    attention_run(&p); /* library-allocated workspace */
     float *o_lib = dup(p.o, p.no);
     p.own_workspace = 1;
-    ck_assert_int_eq(at_call(&p), PEAK_OK);
+    ck_assert_int_eq(attention_call(&p), PEAK_OK);
     CHECK(peak_test_bytes_equal(o_lib, p.o, p.no * sizeof(float)),
                   "caller and library workspaces differ");
     size_t bytes = 0;
@@ -1033,7 +1070,7 @@ START_TEST(workspace_caller_or_library)
         free(ws);
     }
     free(o_lib);
-    at_free(&p);
+    attention_free(&p);
 }
 END_TEST
 
@@ -1048,7 +1085,7 @@ START_TEST(workspace_must_not_overlap)
 {
     enum { B = 1, H = 2, LQ = 5, LK = 33, D = 16, NT = 6 };
     const size_t nq = B * LQ * H * D, nk = B * LK * H * D, nl = B * H * LQ;
-    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
     d.batch = B, d.heads = H, d.q_len = LQ, d.kv_len = LK, d.head_dim = D;
     const ptrdiff_t qs[3] = {LQ * H * D, H * D, D}, ks[3] = {LK * H * D, H * D, D},
                     ls[3] = {H * LQ, LQ, 1};
@@ -1110,9 +1147,9 @@ END_TEST
 
 /* ---- invalid arguments ------------------------------------------------------ */
 
-static void expect_rejected(const at_problem *p, const char *what, peak_status want, float *o,
-                            const float *q, const float *k, const float *v,
-                            const peak_attn_desc *d)
+static void expect_rejected(const attention_problem *p, const char *what, peak_status want,
+                            float *o, const float *q, const float *k, const float *v,
+                            const peak_attention_desc *d)
 {
     peak_test_fill_canary(p->o, p->no);
     if (p->lse)
@@ -1126,19 +1163,19 @@ static void expect_rejected(const at_problem *p, const char *what, peak_status w
         CHECK(peak_test_is_canary(p->lse[e]), "%s: lse changed", what);
 }
 
-static void reject_desc(const at_problem *p, const char *what, peak_status want,
-                        const peak_attn_desc *d)
+static void reject_desc(const attention_problem *p, const char *what, peak_status want,
+                        const peak_attention_desc *d)
 {
     expect_rejected(p, what, want, p->o, p->q, p->k, p->v, d);
 }
 
 START_TEST(invalid_arguments)
 {
-    at_shape s = {3, 4, 2, 3, 8, 8, 8, 0, 0, 0, 1};
-    at_problem p;
-    at_init(&p, &s, 1900);
-    at_fill(&p, 1.0f, 1.0f);
-    at_add_key_len(&p);
+    attention_shape s = {3, 4, 2, 3, 8, 8, 8, 0, 0, 0, 1};
+    attention_problem p;
+    attention_init(&p, &s, 1900);
+    attention_fill(&p, 1.0f, 1.0f);
+    attention_add_key_len(&p);
     const peak_status inval = PEAK_ERR_INVALID_ARG;
     expect_rejected(&p, "NULL o", inval, NULL, p.q, p.k, p.v, &p.d);
     expect_rejected(&p, "NULL q", inval, p.o, NULL, p.k, p.v, &p.d);
@@ -1146,7 +1183,7 @@ START_TEST(invalid_arguments)
     expect_rejected(&p, "NULL v", inval, p.o, p.q, p.k, NULL, &p.d);
     expect_rejected(&p, "NULL desc", inval, p.o, p.q, p.k, p.v, NULL);
 
-    peak_attn_desc d;
+    peak_attention_desc d;
     size_t *sizes[5] = {&d.batch, &d.heads, &d.q_len, &d.kv_len, &d.head_dim};
     for (int n = 0; n < 5; n++) {
         d = p.d;
@@ -1176,7 +1213,7 @@ START_TEST(invalid_arguments)
     reject_desc(&p, "key_len > Lk", PEAK_ERR_OUT_OF_RANGE, &p.d);
     p.key_len[0] = -1;
     reject_desc(&p, "key_len < 0", PEAK_ERR_OUT_OF_RANGE, &p.d);
-    at_free(&p);
+    attention_free(&p);
 }
 END_TEST
 
@@ -1184,7 +1221,7 @@ END_TEST
 
 static Suite *make_suite(peak_isa isa)
 {
-    Suite *s = suite_create("sdpa");
+    Suite *s = suite_create("attention");
     TCase *tc = tcase_create(peak_isa_name(isa));
     tcase_add_loop_test(tc, head_dims_1_to_70, 0, SIZE_GROUPS);
     tcase_add_loop_test(tc, key_lengths_1_to_70, 0, SIZE_GROUPS);

@@ -1,5 +1,5 @@
 /*
- * layernorm-rows.h - what the SIMD tiers of peak_add_layernorm share: the
+ * layernorm.h - what the SIMD tiers of peak_add_layernorm share: the
  * row loop and the statistics, written once.  A tier supplies the passes
  * over a row (its vector width, masks and accumulators).
  *
@@ -41,14 +41,14 @@
  * memcpy in the same process).  Row t+1's statistics do not depend on
  * whether its pass 1 ran fused: the accumulation order is the same.
  *
- * Prefetch: the fused loop prefetches x and r of row t+1+PEAK_LN_PREFETCH_ROWS,
+ * Prefetch: the fused loop prefetches x and r of row t+1+PEAK_LAYERNORM_PREFETCH_ROWS,
  * a line per 16 floats of each, spreading the requests over the loop (a
  * burst of a row's prefetches at once stalls on the line fill buffers); in
  * the prototype this took the pipelined loop from 0.7-0.9x to 0.9-1.0x of
  * memcpy.
  */
-#ifndef PEAK_LAYERNORM_ROWS_H
-#define PEAK_LAYERNORM_ROWS_H
+#ifndef PEAK_LAYERNORM_H
+#define PEAK_LAYERNORM_H
 
 #include "internal.h"
 
@@ -59,7 +59,7 @@
 #include <stdint.h>
 
 /* Rows ahead whose operands are prefetched. */
-#define PEAK_LN_PREFETCH_ROWS 2
+#define PEAK_LAYERNORM_PREFETCH_ROWS 2
 /* Outputs of at least this many bytes are written with non-temporal stores
    (pass 2, y and sum, rows that start on a vector boundary): without them
    every line of y is first read for ownership, a fourth memory stream
@@ -67,11 +67,11 @@
    (128 MiB), but ~30% slower at 4096 x 512 (8 MiB), where y stays in the
    last-level cache between repetitions; so only outputs well beyond a
    cache stream. */
-#define PEAK_LN_STREAM_BYTES ((size_t)32 << 20)
+#define PEAK_LAYERNORM_STREAM_BYTES ((size_t)32 << 20)
 
 /* One row's operands: r, gamma, beta and sum may be NULL.  pf_x and pf_r
    are a later row's x and r (or NULL) for pass 1 to prefetch. */
-typedef struct peak_ln_row {
+typedef struct peak_layernorm_row {
     float *y;
     float *sum;
     const float *x;
@@ -81,85 +81,89 @@ typedef struct peak_ln_row {
     size_t n;
     const float *pf_x;
     const float *pf_r;
-} peak_ln_row;
+} peak_layernorm_row;
 
 /* Requests the line at p + j (p may be NULL: no request).  GCC 12 drops
    _mm_prefetch() as dead code once dev_rows() is always_inline'd into its
    callers (no prefetch instruction was left in the fused kernels), but
    keeps __builtin_prefetch(). */
-static inline void peak_ln_prefetch(const float *p, size_t j)
+static inline void peak_layernorm_prefetch(const float *p, size_t j)
 {
     if (p)
         __builtin_prefetch(p + j, 0, 3);
 }
 
 /* What pass 2 needs: the shift, the correction D1/n and rstd. */
-typedef struct peak_ln_stats {
+typedef struct peak_layernorm_stats {
     float shift, corr, rstd;
-    bool reference; /* the row is left to the scalar reference (see peak_ln_stats_of) */
-} peak_ln_stats;
+    bool reference; /* the row is left to the scalar reference (see peak_layernorm_stats_of) */
+} peak_layernorm_stats;
 
 /* The shift guess m0: a float near the row's mean from its first few
    values. */
-typedef float (*peak_ln_guess_fn)(const peak_ln_row *w);
+typedef float (*peak_layernorm_guess_fn)(const peak_layernorm_row *w);
 /* Pass 1: D1 and D2 about `shift`, in double. */
-typedef void (*peak_ln_dev_fn)(const peak_ln_row *w, float shift, double *d1, double *d2);
+typedef void (*peak_layernorm_dev_fn)(const peak_layernorm_row *w, float shift, double *d1,
+                                      double *d2);
 /* Pass 2: y (and sum) from the statistics; stream: non-temporal stores
    if the row's y (and sum) start on a vector boundary (the tier fences
    after the call). */
-typedef void (*peak_ln_norm_fn)(const peak_ln_row *w, peak_ln_stats st, bool stream);
-/* Pass 2 of `cur` and pass 1 of `next` in one loop: what peak_ln_norm_fn
-   and peak_ln_dev_fn compute, bit for bit. */
-typedef void (*peak_ln_fused_fn)(const peak_ln_row *cur, peak_ln_stats st, bool stream,
-                                 const peak_ln_row *next, float shift, double *d1, double *d2);
+typedef void (*peak_layernorm_norm_fn)(const peak_layernorm_row *w, peak_layernorm_stats st,
+                                       bool stream);
+/* Pass 2 of `cur` and pass 1 of `next` in one loop: what peak_layernorm_norm_fn
+   and peak_layernorm_dev_fn compute, bit for bit. */
+typedef void (*peak_layernorm_fused_fn)(const peak_layernorm_row *cur, peak_layernorm_stats st,
+                                        bool stream, const peak_layernorm_row *next, float shift,
+                                        double *d1, double *d2);
 
 /* Defines the tier's passes 1 and fused from two of its functions:
      dev_rows(w, shift, d1, d2, cur, st, stream)  pass 1 of w, and pass 2
        of cur (if not NULL) in the same loop, always inlined so that each
        use below is compiled for its constant cur and stream;
      row_streams(w, stream)  whether w's stores may be non-temporal. */
-#define PEAK_LN_DEFINE_PASSES(dev_rows, row_streams)                                   \
-    static void ln_dev(const peak_ln_row *w, float shift, double *d1, double *d2)      \
-    {                                                                                  \
-        const peak_ln_stats none = {0.0f, 0.0f, 0.0f, false};                          \
-        dev_rows(w, shift, d1, d2, NULL, none, false);                                 \
-    }                                                                                  \
-    static void ln_fused(const peak_ln_row *cur, peak_ln_stats st, bool stream,        \
-                         const peak_ln_row *next, float shift, double *d1, double *d2) \
-    {                                                                                  \
-        if (row_streams(cur, stream))                                                  \
-            dev_rows(next, shift, d1, d2, cur, st, true);                              \
-        else                                                                           \
-            dev_rows(next, shift, d1, d2, cur, st, false);                             \
+#define PEAK_LAYERNORM_DEFINE_PASSES(dev_rows, row_streams)                                        \
+    static void layernorm_dev(const peak_layernorm_row *w, float shift, double *d1, double *d2)    \
+    {                                                                                              \
+        const peak_layernorm_stats none = {0.0f, 0.0f, 0.0f, false};                               \
+        dev_rows(w, shift, d1, d2, NULL, none, false);                                             \
+    }                                                                                              \
+    static void layernorm_fused(const peak_layernorm_row *cur, peak_layernorm_stats st,            \
+                                bool stream, const peak_layernorm_row *next, float shift,          \
+                                double *d1, double *d2)                                            \
+    {                                                                                              \
+        if (row_streams(cur, stream))                                                              \
+            dev_rows(next, shift, d1, d2, cur, st, true);                                          \
+        else                                                                                       \
+            dev_rows(next, shift, d1, d2, cur, st, false);                                         \
     }
 
 /* Whether the shift is too far from the mean for D2/n - c^2 (see the top):
    c^2 > var, i.e. 2 c^2 > D2/n.  False for NaN, which needs no second
    look. */
-static inline bool peak_ln_reshift(double d1, double d2, size_t n)
+static inline bool peak_layernorm_reshift(double d1, double d2, size_t n)
 {
     const double c = d1 / (double)n;
     return 2.0 * c * c > d2 / (double)n;
 }
 
-static inline peak_ln_stats peak_ln_finish(float shift, double d1, double d2, size_t n,
-                                           float eps)
+static inline peak_layernorm_stats peak_layernorm_finish(float shift, double d1, double d2,
+                                                         size_t n, float eps)
 {
     const double c = d1 / (double)n;
     double var = d2 / (double)n - c * c;
     if (var < 0.0) /* rounding, for a (near) constant row */
         var = 0.0;
-    peak_ln_stats st = {shift, (float)c, (float)(1.0 / sqrt(var + (double)eps)), false};
+    peak_layernorm_stats st = {shift, (float)c, (float)(1.0 / sqrt(var + (double)eps)), false};
     return st;
 }
 
-static inline bool peak_ln_streams(size_t rows, size_t d_model)
+static inline bool peak_layernorm_streams(size_t rows, size_t d_model)
 {
-    return rows * d_model * sizeof(float) >= PEAK_LN_STREAM_BYTES;
+    return rows * d_model * sizeof(float) >= PEAK_LAYERNORM_STREAM_BYTES;
 }
 
 /* The operands of row t. */
-typedef struct peak_ln_args {
+typedef struct peak_layernorm_args {
     float *y;
     ptrdiff_t ld_y;
     float *sum;
@@ -170,34 +174,35 @@ typedef struct peak_ln_args {
     ptrdiff_t ld_r;
     const float *gamma, *beta;
     size_t rows, d_model;
-} peak_ln_args;
+} peak_layernorm_args;
 
-static inline peak_ln_row peak_ln_row_at(const peak_ln_args *a, size_t t)
+static inline peak_layernorm_row peak_layernorm_row_at(const peak_layernorm_args *a, size_t t)
 {
-    const ptrdiff_t pt = (ptrdiff_t)t, pa = pt + PEAK_LN_PREFETCH_ROWS;
-    const bool ahead = t + PEAK_LN_PREFETCH_ROWS < a->rows;
-    peak_ln_row w = {a->y + pt * a->ld_y,
-                     a->sum ? a->sum + pt * a->ld_sum : NULL,
-                     a->x + pt * a->ld_x,
-                     a->r ? a->r + pt * a->ld_r : NULL,
-                     a->gamma,
-                     a->beta,
-                     a->d_model,
-                     ahead ? a->x + pa * a->ld_x : NULL,
-                     ahead && a->r ? a->r + pa * a->ld_r : NULL};
+    const ptrdiff_t pt = (ptrdiff_t)t, pa = pt + PEAK_LAYERNORM_PREFETCH_ROWS;
+    const bool ahead = t + PEAK_LAYERNORM_PREFETCH_ROWS < a->rows;
+    peak_layernorm_row w = {a->y + pt * a->ld_y,
+                            a->sum ? a->sum + pt * a->ld_sum : NULL,
+                            a->x + pt * a->ld_x,
+                            a->r ? a->r + pt * a->ld_r : NULL,
+                            a->gamma,
+                            a->beta,
+                            a->d_model,
+                            ahead ? a->x + pa * a->ld_x : NULL,
+                            ahead && a->r ? a->r + pa * a->ld_r : NULL};
     return w;
 }
 
 /* The shift for w, and D1, D2 about it (pass 1 already ran about `shift`);
    moves the shift and runs pass 1 again when it is too far off. */
-static inline peak_ln_stats peak_ln_stats_of(const peak_ln_row *w, float shift, double d1,
-                                             double d2, float eps, peak_ln_dev_fn pass_dev)
+static inline peak_layernorm_stats peak_layernorm_stats_of(const peak_layernorm_row *w, float shift,
+                                                           double d1, double d2, float eps,
+                                                           peak_layernorm_dev_fn pass_dev)
 {
-    if (peak_ln_reshift(d1, d2, w->n)) {
+    if (peak_layernorm_reshift(d1, d2, w->n)) {
         shift = (float)((double)shift + d1 / (double)w->n);
         pass_dev(w, shift, &d1, &d2);
     }
-    peak_ln_stats st = peak_ln_finish(shift, d1, d2, w->n, eps);
+    peak_layernorm_stats st = peak_layernorm_finish(shift, d1, d2, w->n, eps);
     /* The float squares d^2 overflowed (|s - shift| beyond about 1.8e19)
        or may have been subnormal (D2/n below 2^-100: a near-constant row of
        tiny deviations, where they lose precision, or are flushed to 0 under
@@ -211,40 +216,42 @@ static inline peak_ln_stats peak_ln_stats_of(const peak_ln_row *w, float shift, 
     return st;
 }
 
-/* Row t by the scalar reference (rows peak_ln_stats_of leaves to it). */
-static inline void peak_ln_reference(const peak_ln_args *a, const peak_ln_row *w, float eps)
+/* Row t by the scalar reference (rows peak_layernorm_stats_of leaves to it). */
+static inline void peak_layernorm_reference(const peak_layernorm_args *a,
+                                            const peak_layernorm_row *w, float eps)
 {
     peak_f32_add_layernorm__scalar(w->y, a->ld_y, w->sum, a->ld_sum, w->x, a->ld_x, w->r, a->ld_r,
                                    a->gamma, a->beta, 1, a->d_model, eps);
 }
 
 static inline __attribute__((always_inline)) void
-peak_ln_run(const peak_ln_args *a, float eps, peak_ln_guess_fn pass_guess,
-            peak_ln_dev_fn pass_dev, peak_ln_norm_fn pass_norm, peak_ln_fused_fn pass_fused)
+peak_layernorm_run(const peak_layernorm_args *a, float eps, peak_layernorm_guess_fn pass_guess,
+                   peak_layernorm_dev_fn pass_dev, peak_layernorm_norm_fn pass_norm,
+                   peak_layernorm_fused_fn pass_fused)
 {
     assert(a->y && a->x && a->rows > 0 && a->d_model > 0 && eps >= 0.0f);
-    const bool stream = peak_ln_streams(a->rows, a->d_model);
-    peak_ln_row cur = peak_ln_row_at(a, 0);
+    const bool stream = peak_layernorm_streams(a->rows, a->d_model);
+    peak_layernorm_row cur = peak_layernorm_row_at(a, 0);
     float shift = pass_guess(&cur);
     double d1, d2;
     pass_dev(&cur, shift, &d1, &d2);
-    peak_ln_stats st = peak_ln_stats_of(&cur, shift, d1, d2, eps, pass_dev);
+    peak_layernorm_stats st = peak_layernorm_stats_of(&cur, shift, d1, d2, eps, pass_dev);
     for (size_t t = 1; t < a->rows; t++) {
-        const peak_ln_row next = peak_ln_row_at(a, t);
+        const peak_layernorm_row next = peak_layernorm_row_at(a, t);
         shift = pass_guess(&next);
         if (st.reference) {
-            peak_ln_reference(a, &cur, eps);
+            peak_layernorm_reference(a, &cur, eps);
             pass_dev(&next, shift, &d1, &d2);
         } else {
             pass_fused(&cur, st, stream, &next, shift, &d1, &d2);
         }
-        st = peak_ln_stats_of(&next, shift, d1, d2, eps, pass_dev);
+        st = peak_layernorm_stats_of(&next, shift, d1, d2, eps, pass_dev);
         cur = next;
     }
     if (st.reference)
-        peak_ln_reference(a, &cur, eps);
+        peak_layernorm_reference(a, &cur, eps);
     else
         pass_norm(&cur, st, stream);
 }
 
-#endif /* PEAK_LAYERNORM_ROWS_H */
+#endif /* PEAK_LAYERNORM_H */

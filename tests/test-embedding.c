@@ -1,5 +1,5 @@
 /*
- * test-emb-pe-add.c - peak_pe_add and peak_embed_pe on one tier, bit for
+ * test-embedding.c - peak_pe_add and peak_embed_pe on one tier, bit for
  * bit: each element is one float operation (x + pe; e * scale then + pe), so
  * the expected value is that operation done here.  The PE row of the
  * on-the-fly paths is peak_pe_table's row for the same position and params
@@ -290,7 +290,7 @@ END_TEST
 /* peak_embed_pe                                                            */
 /* ======================================================================= */
 
-typedef struct em_problem {
+typedef struct embedding_problem {
     peak_embed_desc d;
     float *table, *pe, *out;
     int32_t *ids;
@@ -298,12 +298,12 @@ typedef struct em_problem {
     size_t n_tokens, n_out;
     ptrdiff_t ld_out;
     uint64_t rng;
-} em_problem;
+} embedding_problem;
 
 /* vocab x d table with row gap `pad`, n random ids (0 and vocab-1 forced,
    repeats likely), output with the same gap. */
-static void em_init(em_problem *p, size_t vocab, size_t d, size_t n, size_t pad, size_t misalign,
-                    uint64_t seed)
+static void embedding_init(embedding_problem *p, size_t vocab, size_t d, size_t n, size_t pad,
+                           size_t misalign, uint64_t seed)
 {
     peak_embed_desc d0 = PEAK_EMBED_DESC_DEFAULT;
     memset(p, 0, sizeof *p);
@@ -328,7 +328,7 @@ static void em_init(em_problem *p, size_t vocab, size_t d, size_t n, size_t pad,
     p->out = peak_test_alloc(p->n_out, (misalign + 5) % 16);
 }
 
-static void em_add_table(em_problem *p, size_t pe_rows)
+static void embedding_add_table(embedding_problem *p, size_t pe_rows)
 {
     p->pe = peak_test_alloc(pe_rows * p->d.d_model, 3);
     peak_test_fill_uniform(p->pe, pe_rows * p->d.d_model, &p->rng, -1.0f, 1.0f);
@@ -336,7 +336,7 @@ static void em_add_table(em_problem *p, size_t pe_rows)
     p->d.pe_rows = pe_rows;
 }
 
-static void em_free(em_problem *p)
+static void embedding_free(embedding_problem *p)
 {
     peak_test_free(p->table);
     peak_test_free(p->pe);
@@ -346,7 +346,7 @@ static void em_free(em_problem *p)
 }
 
 /* peak.h's pos(t), written out; -1 for a fairseq pad token. */
-static int64_t expected_position(const em_problem *p, size_t t)
+static int64_t expected_position(const embedding_problem *p, size_t t)
 {
     const peak_embed_desc *d = &p->d;
     if (d->positions)
@@ -363,7 +363,7 @@ static int64_t expected_position(const em_problem *p, size_t t)
     return (int64_t)(d->pos0 + (size_t)d->padding_idx + 1) + before;
 }
 
-static float expected_value(const em_problem *p, size_t t, size_t j, const float *pe_row_t)
+static float expected_value(const embedding_problem *p, size_t t, size_t j, const float *pe_row_t)
 {
     const float *e = p->table + (size_t)p->ids[t] * (size_t)p->d.ld_table;
     const float se = e[j] * p->d.scale;
@@ -372,7 +372,7 @@ static float expected_value(const em_problem *p, size_t t, size_t j, const float
     return se + pe_row_t[j];
 }
 
-static void em_check_token(const em_problem *p, size_t t, unsigned char *covered)
+static void embedding_check_token(const embedding_problem *p, size_t t, unsigned char *covered)
 {
     const int64_t pos = expected_position(p, t);
     float *fly = NULL;
@@ -393,12 +393,12 @@ static void em_check_token(const em_problem *p, size_t t, unsigned char *covered
     free(fly);
 }
 
-static void em_run(em_problem *p)
+static void embedding_run(embedding_problem *p)
 {
     ck_assert_int_eq(peak_embed_pe(p->out, p->ld_out, p->ids, p->n_tokens, &p->d), PEAK_OK);
     unsigned char *covered = calloc(p->n_out, 1);
     for (size_t t = 0; t < p->n_tokens; t++)
-        em_check_token(p, t, covered);
+        embedding_check_token(p, t, covered);
     for (size_t e = 0; e < p->n_out; e++)
         CHECK(covered[e] || peak_test_is_canary(p->out[e]), "gap float %zu written", e);
     free(covered);
@@ -406,17 +406,17 @@ static void em_run(em_problem *p)
 
 static void embed_size(size_t d)
 {
-    em_problem p;
-    em_init(&p, 11, d, 9, d % 3, d % 5, 100 + d);
-    em_add_table(&p, 12);
+    embedding_problem p;
+    embedding_init(&p, 11, d, 9, d % 3, d % 5, 100 + d);
+    embedding_add_table(&p, 12);
     p.d.pos0 = 3; /* tokens 0..8 at rows 3..11: the last row included */
-    em_run(&p);
-    em_free(&p);
-    em_init(&p, 11, d, 9, 0, 1, 150 + d);
+    embedding_run(&p);
+    embedding_free(&p);
+    embedding_init(&p, 11, d, 9, 0, 1, 150 + d);
     p.d.pe_params = pe_variants[d % N_PE_VARIANTS];
     p.d.pos0 = 40;
-    em_run(&p);
-    em_free(&p);
+    embedding_run(&p);
+    embedding_free(&p);
 }
 
 START_TEST(embed_sizes_1_to_70)
@@ -430,18 +430,18 @@ START_TEST(embed_model_sizes_every_variant)
 {
     static const size_t d[] = {512, 768, 1024};
     for (size_t v = 0; v < N_PE_VARIANTS; v++) {
-        em_problem p;
-        em_init(&p, 100, d[_i], 7, 0, 0, 200 + v);
+        embedding_problem p;
+        embedding_init(&p, 100, d[_i], 7, 0, 0, 200 + v);
         p.d.pe_params = pe_variants[v];
         p.d.seq_len = 3;
-        em_run(&p);
-        em_free(&p);
+        embedding_run(&p);
+        embedding_free(&p);
     }
-    em_problem p;
-    em_init(&p, 100, d[_i], 7, 4, 2, 210);
-    em_add_table(&p, 7);
-    em_run(&p);
-    em_free(&p);
+    embedding_problem p;
+    embedding_init(&p, 100, d[_i], 7, 4, 2, 210);
+    embedding_add_table(&p, 7);
+    embedding_run(&p);
+    embedding_free(&p);
 }
 END_TEST
 
@@ -449,11 +449,11 @@ END_TEST
    on-the-fly position. */
 START_TEST(embed_explicit_positions)
 {
-    em_problem p;
-    em_init(&p, 30, 24, 16, 1, 0, 300 + (uint64_t)_i);
+    embedding_problem p;
+    embedding_init(&p, 30, 24, 16, 1, 0, 300 + (uint64_t)_i);
     const uint64_t limit = _i ? PEAK_MAX_POSITION : 50;
     if (!_i)
-        em_add_table(&p, 50);
+        embedding_add_table(&p, 50);
     p.positions = malloc(16 * sizeof *p.positions);
     for (size_t t = 0; t < 16; t++)
         p.positions[t] = (int64_t)(peak_test_next(&p.rng) % limit);
@@ -461,8 +461,8 @@ START_TEST(embed_explicit_positions)
     p.positions[4] = 0;
     p.positions[5] = p.positions[3]; /* repeated */
     p.d.positions = p.positions;
-    em_run(&p);
-    em_free(&p);
+    embedding_run(&p);
+    embedding_free(&p);
 }
 END_TEST
 
@@ -471,14 +471,14 @@ START_TEST(embed_sequences)
 {
     static const size_t seq[] = {1, 4, 10, 0};
     for (int fly = 0; fly < 2; fly++) {
-        em_problem p;
-        em_init(&p, 17, 9, 10, 2, 1, 400 + (uint64_t)_i);
+        embedding_problem p;
+        embedding_init(&p, 17, 9, 10, 2, 1, 400 + (uint64_t)_i);
         p.d.seq_len = seq[_i];
         p.d.pos0 = 5;
         if (!fly)
-            em_add_table(&p, 15);
-        em_run(&p);
-        em_free(&p);
+            embedding_add_table(&p, 15);
+        embedding_run(&p);
+        embedding_free(&p);
     }
 }
 END_TEST
@@ -489,17 +489,17 @@ START_TEST(embed_fairseq_padding)
 {
     static const int32_t pad_idx[] = {1, 0, 6};
     for (int fly = 0; fly < 2; fly++) {
-        em_problem p;
-        em_init(&p, 7, 16, 12, 1, 0, 500 + (uint64_t)_i);
+        embedding_problem p;
+        embedding_init(&p, 7, 16, 12, 1, 0, 500 + (uint64_t)_i);
         p.d.padding_idx = pad_idx[_i];
         p.d.seq_len = 4;
         for (size_t t = 0; t < 12; t += 3)
             p.ids[t] = pad_idx[_i]; /* leading, inner and trailing pads */
         p.ids[11] = pad_idx[_i];
         if (!fly)
-            em_add_table(&p, 4 + (size_t)pad_idx[_i] + 1);
-        em_run(&p);
-        em_free(&p);
+            embedding_add_table(&p, 4 + (size_t)pad_idx[_i] + 1);
+        embedding_run(&p);
+        embedding_free(&p);
     }
 }
 END_TEST
@@ -507,12 +507,12 @@ END_TEST
 START_TEST(embed_scales)
 {
     static const float scale[] = {1.0f, 0.0f, -2.5f, 3e-5f};
-    em_problem p;
-    em_init(&p, 13, 33, 8, 0, 3, 600 + (uint64_t)_i);
+    embedding_problem p;
+    embedding_init(&p, 13, 33, 8, 0, 3, 600 + (uint64_t)_i);
     p.d.scale = scale[_i];
-    em_add_table(&p, 8);
-    em_run(&p);
-    em_free(&p);
+    embedding_add_table(&p, 8);
+    embedding_run(&p);
+    embedding_free(&p);
 }
 END_TEST
 
@@ -523,8 +523,8 @@ END_TEST
    blocks in any order), or the seed's sequences. */
 START_TEST(embed_long_streaming_calls)
 {
-    em_problem p;
-    em_init(&p, 50, 512, 600, 3, 1, 800 + (uint64_t)_i);
+    embedding_problem p;
+    embedding_init(&p, 50, 512, 600, 3, 1, 800 + (uint64_t)_i);
     p.ids[7] = p.ids[8] = p.ids[300] = 17; /* repeated ids */
     if (_i & 1) {
         p.positions = malloc(600 * sizeof *p.positions);
@@ -537,11 +537,11 @@ START_TEST(embed_long_streaming_calls)
         p.d.pos0 = 410;
     }
     if (_i & 2)
-        em_add_table(&p, 700);
+        embedding_add_table(&p, 700);
     else
         p.d.pe_params = pe_variants[(size_t)_i % N_PE_VARIANTS];
-    em_run(&p);
-    em_free(&p);
+    embedding_run(&p);
+    embedding_free(&p);
 }
 END_TEST
 
@@ -549,19 +549,19 @@ END_TEST
    d_model range) take a row-at-a-time path. */
 START_TEST(embed_wide_rows)
 {
-    em_problem p;
-    em_init(&p, 3, 8197, 3, 1, 2, 850 + (uint64_t)_i);
+    embedding_problem p;
+    embedding_init(&p, 3, 8197, 3, 1, 2, 850 + (uint64_t)_i);
     p.d.pe_params = pe_variants[(size_t)_i];
     p.d.pos0 = 31;
-    em_run(&p);
-    em_free(&p);
+    embedding_run(&p);
+    embedding_free(&p);
 }
 END_TEST
 
 /* KV-cache decoding: a one-token call at position p writes exactly row p of
    the one-shot call, for every p, through both PE sources, and with
    fairseq numbering (pos0 = the non-pad tokens already decoded). */
-static void decode_case(em_problem *p)
+static void decode_case(embedding_problem *p)
 {
     const size_t n = p->n_tokens, d = p->d.d_model;
     ck_assert_int_eq(peak_embed_pe(p->out, p->ld_out, p->ids, n, &p->d), PEAK_OK);
@@ -582,8 +582,8 @@ static void decode_case(em_problem *p)
 START_TEST(embed_kv_cache_decode)
 {
     static const size_t dims[] = {512, 37, 768, 64};
-    em_problem p;
-    em_init(&p, 40, dims[_i % 4], 70, (size_t)_i, 0, 900 + (uint64_t)_i);
+    embedding_problem p;
+    embedding_init(&p, 40, dims[_i % 4], 70, (size_t)_i, 0, 900 + (uint64_t)_i);
     p.d.pe_params = pe_variants[(size_t)_i % N_PE_VARIANTS];
     if (_i >= 4) {
         p.d.padding_idx = 2;
@@ -593,16 +593,17 @@ START_TEST(embed_kv_cache_decode)
         p.d.pos0 = 25;
     }
     if (_i & 1)
-        em_add_table(&p, 110);
+        embedding_add_table(&p, 110);
     decode_case(&p);
-    em_free(&p);
+    embedding_free(&p);
 }
 END_TEST
 
 /* ---- invalid arguments ---------------------------------------------------- */
 
-static void em_reject(em_problem *p, const char *what, peak_status want, float *out,
-                      ptrdiff_t ld_out, const int32_t *ids, size_t n, const peak_embed_desc *d)
+static void embedding_reject(embedding_problem *p, const char *what, peak_status want, float *out,
+                             ptrdiff_t ld_out, const int32_t *ids, size_t n,
+                             const peak_embed_desc *d)
 {
     peak_test_fill_canary(p->out, p->n_out);
     peak_status got = peak_embed_pe(out, ld_out, ids, n, d);
@@ -612,78 +613,78 @@ static void em_reject(em_problem *p, const char *what, peak_status want, float *
         CHECK(peak_test_is_canary(p->out[e]), "%s: output changed", what);
 }
 
-static void em_reject_desc(em_problem *p, const char *what, peak_status want,
-                           const peak_embed_desc *d)
+static void embedding_reject_desc(embedding_problem *p, const char *what, peak_status want,
+                                  const peak_embed_desc *d)
 {
-    em_reject(p, what, want, p->out, p->ld_out, p->ids, p->n_tokens, d);
+    embedding_reject(p, what, want, p->out, p->ld_out, p->ids, p->n_tokens, d);
 }
 
 START_TEST(embed_invalid_arguments)
 {
-    em_problem p;
-    em_init(&p, 10, 8, 6, 0, 0, 700);
-    em_add_table(&p, 6);
+    embedding_problem p;
+    embedding_init(&p, 10, 8, 6, 0, 0, 700);
+    embedding_add_table(&p, 6);
     const peak_status inval = PEAK_ERR_INVALID_ARG, range = PEAK_ERR_OUT_OF_RANGE;
-    em_reject(&p, "NULL out", inval, NULL, p.ld_out, p.ids, 6, &p.d);
-    em_reject(&p, "NULL ids", inval, p.out, p.ld_out, NULL, 6, &p.d);
-    em_reject(&p, "NULL desc", inval, p.out, p.ld_out, p.ids, 6, NULL);
-    em_reject(&p, "zero tokens", inval, p.out, p.ld_out, p.ids, 0, &p.d);
-    em_reject(&p, "ld_out < d_model", inval, p.out, 7, p.ids, 6, &p.d);
+    embedding_reject(&p, "NULL out", inval, NULL, p.ld_out, p.ids, 6, &p.d);
+    embedding_reject(&p, "NULL ids", inval, p.out, p.ld_out, NULL, 6, &p.d);
+    embedding_reject(&p, "NULL desc", inval, p.out, p.ld_out, p.ids, 6, NULL);
+    embedding_reject(&p, "zero tokens", inval, p.out, p.ld_out, p.ids, 0, &p.d);
+    embedding_reject(&p, "ld_out < d_model", inval, p.out, 7, p.ids, 6, &p.d);
     peak_embed_desc d = p.d;
     d.table = NULL;
-    em_reject_desc(&p, "NULL table", inval, &d);
+    embedding_reject_desc(&p, "NULL table", inval, &d);
     d = p.d;
     d.vocab = 0;
-    em_reject_desc(&p, "zero vocab", inval, &d);
+    embedding_reject_desc(&p, "zero vocab", inval, &d);
     d = p.d;
     d.d_model = 0;
-    em_reject_desc(&p, "zero d_model", inval, &d);
+    embedding_reject_desc(&p, "zero d_model", inval, &d);
     d = p.d;
     d.ld_table = 7;
-    em_reject_desc(&p, "ld_table < d_model", inval, &d);
+    embedding_reject_desc(&p, "ld_table < d_model", inval, &d);
     d = p.d;
     d.padding_idx = -2;
-    em_reject_desc(&p, "padding_idx < -1", inval, &d);
+    embedding_reject_desc(&p, "padding_idx < -1", inval, &d);
     d.padding_idx = 10;
-    em_reject_desc(&p, "padding_idx >= vocab", inval, &d);
+    embedding_reject_desc(&p, "padding_idx >= vocab", inval, &d);
     int64_t pos[6] = {0, 1, 2, 3, 4, 5};
     d = p.d;
     d.padding_idx = 1;
     d.positions = pos;
-    em_reject_desc(&p, "padding_idx with positions", inval, &d);
+    embedding_reject_desc(&p, "padding_idx with positions", inval, &d);
     d = p.d;
     d.table = p.out;
-    em_reject_desc(&p, "out == table", inval, &d);
+    embedding_reject_desc(&p, "out == table", inval, &d);
     d = p.d;
     d.pe = p.out;
-    em_reject_desc(&p, "out == pe", inval, &d);
+    embedding_reject_desc(&p, "out == pe", inval, &d);
     d = p.d;
     d.pe = NULL;
     d.pe_params.base = 0.0;
-    em_reject_desc(&p, "bad pe_params", inval, &d);
+    embedding_reject_desc(&p, "bad pe_params", inval, &d);
 
     p.ids[2] = -1;
-    em_reject_desc(&p, "id -1", range, &p.d);
+    embedding_reject_desc(&p, "id -1", range, &p.d);
     p.ids[2] = 10;
-    em_reject_desc(&p, "id == vocab", range, &p.d);
+    embedding_reject_desc(&p, "id == vocab", range, &p.d);
     p.ids[2] = 3;
     d = p.d;
     d.positions = pos;
     pos[5] = 6;
-    em_reject_desc(&p, "position == pe_rows", range, &d);
+    embedding_reject_desc(&p, "position == pe_rows", range, &d);
     pos[5] = -1;
-    em_reject_desc(&p, "position -1 without padding_idx", range, &d);
+    embedding_reject_desc(&p, "position -1 without padding_idx", range, &d);
     d.pe = NULL;
     pos[5] = (int64_t)PEAK_MAX_POSITION;
-    em_reject_desc(&p, "position == PEAK_MAX_POSITION", range, &d);
+    embedding_reject_desc(&p, "position == PEAK_MAX_POSITION", range, &d);
     d = p.d;
     d.pos0 = 1; /* tokens 0..5 at rows 1..6 of a 6-row table */
-    em_reject_desc(&p, "pos0 + n beyond the table", range, &d);
+    embedding_reject_desc(&p, "pos0 + n beyond the table", range, &d);
     d.pos0 = (size_t)PEAK_MAX_POSITION;
-    em_reject_desc(&p, "pos0 == PEAK_MAX_POSITION, table", range, &d);
+    embedding_reject_desc(&p, "pos0 == PEAK_MAX_POSITION, table", range, &d);
     d.pe = NULL;
-    em_reject_desc(&p, "pos0 == PEAK_MAX_POSITION, on the fly", range, &d);
-    em_free(&p);
+    embedding_reject_desc(&p, "pos0 == PEAK_MAX_POSITION, on the fly", range, &d);
+    embedding_free(&p);
 }
 END_TEST
 
@@ -692,19 +693,19 @@ END_TEST
    review finding: the table path compared pos0 with pe_rows). */
 START_TEST(embed_pads_only)
 {
-    em_problem p;
-    em_init(&p, 7, 16, 5, 1, 0, 550 + (uint64_t)_i);
+    embedding_problem p;
+    embedding_init(&p, 7, 16, 5, 1, 0, 550 + (uint64_t)_i);
     p.d.padding_idx = 3;
     for (size_t t = 0; t < 5; t++)
         p.ids[t] = 3;
     p.d.seq_len = 2;
     p.d.pos0 = _i & 2 ? (size_t)(PEAK_MAX_POSITION - 1) : 100;
     if (_i & 1)
-        em_add_table(&p, 4);
-    em_run(&p);
+        embedding_add_table(&p, 4);
+    embedding_run(&p);
     p.d.pos0 = (size_t)PEAK_MAX_POSITION;
-    em_reject_desc(&p, "pads only, pos0 == PEAK_MAX_POSITION", PEAK_ERR_OUT_OF_RANGE, &p.d);
-    em_free(&p);
+    embedding_reject_desc(&p, "pads only, pos0 == PEAK_MAX_POSITION", PEAK_ERR_OUT_OF_RANGE, &p.d);
+    embedding_free(&p);
 }
 END_TEST
 
@@ -712,7 +713,7 @@ END_TEST
 
 static Suite *make_suite(peak_isa isa)
 {
-    Suite *s = suite_create("emb-pe-add");
+    Suite *s = suite_create("embedding");
     TCase *tc = tcase_create(peak_isa_name(isa));
     tcase_add_loop_test(tc, pe_add_table_sizes_1_to_70, 0, SIZE_GROUPS);
     tcase_add_loop_test(tc, pe_add_on_the_fly_sizes_1_to_70, 0, SIZE_GROUPS);

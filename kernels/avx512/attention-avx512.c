@@ -1,7 +1,7 @@
 /*
- * sdpa-avx512.c - fused masked attention on AVX-512F (peak_attention).
+ * attention-avx512.c - fused masked attention on AVX-512F (peak_attention).
  *
- * The tiling, masks and special rows are ../sdpa-tiles.h's; this file holds
+ * The tiling, masks and special rows are attention.h's; this file holds
  * the three micro-kernels, with 16 query rows per zmm and blocks of 64 rows
  * (4 vectors) against tiles of 64 keys:
  *   scores: 6 keys x 4 row vectors = 24 accumulators; per d, 4 loads of Q^T
@@ -15,18 +15,18 @@
  * t = (s - m) * log2(e): subtracting before scaling keeps t exact to one
  * rounding even for scores of 1e4 and more.
  */
-#include "exp-avx512.h"
+#include "avx512/exp-avx512.h"
 #include "internal.h"
 
-#include "intrin-avx512.h"
+#include "avx512/intrin-avx512.h"
 
-#define SDPA_VW 16
-#define SDPA_BQ 64
-#define SDPA_BC 64
-#define SDPA_T8X8_IN peak_avx2_t8x8_in
-#define SDPA_T8X8_OUT peak_avx2_t8x8_out
-#include "../avx2/transpose-avx2.h"
-#include "../sdpa-tiles.h"
+#define PEAK_ATTENTION_VW 16
+#define PEAK_ATTENTION_BQ 64
+#define PEAK_ATTENTION_BC 64
+#define PEAK_ATTENTION_T8X8_IN peak_avx2_t8x8_in
+#define PEAK_ATTENTION_T8X8_OUT peak_avx2_t8x8_out
+#include "avx2/transpose-avx2.h"
+#include "attention.h"
 
 #define NJ 6 /* keys per score micro-tile */
 #define NC 6 /* V columns per P.V micro-tile */
@@ -40,17 +40,17 @@
 INLINE void scores_core(float *st, const float *const *kp, const float *qt, size_t dh, float scale,
                         float *tmax, int nj, int nrv)
 {
-    __m512 acc[NJ][SDPA_NRV];
+    __m512 acc[NJ][PEAK_ATTENTION_NRV];
 #pragma GCC unroll 6
     for (int jj = 0; jj < nj; jj++)
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++)
             acc[jj][rr] = _mm512_setzero_ps();
     for (size_t c = 0; c < dh; c++) {
-        __m512 vq[SDPA_NRV];
+        __m512 vq[PEAK_ATTENTION_NRV];
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++)
-            vq[rr] = _mm512_load_ps(qt + c * SDPA_BQ + rr * SDPA_VW);
+            vq[rr] = _mm512_load_ps(qt + c * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW);
 #pragma GCC unroll 6
         for (int jj = 0; jj < nj; jj++) {
             const __m512 vk = _mm512_set1_ps(kp[jj][c]);
@@ -60,21 +60,21 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
         }
     }
     const __m512 vscale = _mm512_set1_ps(scale);
-    __m512 vmax[SDPA_NRV];
+    __m512 vmax[PEAK_ATTENTION_NRV];
 #pragma GCC unroll 4
     for (int rr = 0; rr < nrv; rr++)
-        vmax[rr] = _mm512_load_ps(tmax + rr * SDPA_VW);
+        vmax[rr] = _mm512_load_ps(tmax + rr * PEAK_ATTENTION_VW);
 #pragma GCC unroll 6
     for (int jj = 0; jj < nj; jj++)
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++) {
             const __m512 vs = _mm512_mul_ps(acc[jj][rr], vscale);
-            _mm512_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, vs);
+            _mm512_store_ps(st + jj * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW, vs);
             vmax[rr] = _mm512_max_ps(vmax[rr], vs);
         }
 #pragma GCC unroll 4
     for (int rr = 0; rr < nrv; rr++)
-        _mm512_store_ps(tmax + rr * SDPA_VW, vmax[rr]);
+        _mm512_store_ps(tmax + rr * PEAK_ATTENTION_VW, vmax[rr]);
 }
 
 #define ROWS_SWITCH(f, nj, ...)                                                  \
@@ -88,14 +88,17 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
 static void isa_scores(float *st, const float *const *kp, const float *qt, size_t dh, size_t n,
                        float scale, float *tmax, size_t r0, size_t r1)
 {
-    const int nrv = (int)((r1 - r0) / SDPA_VW);
+    const int nrv = (int)((r1 - r0) / PEAK_ATTENTION_VW);
     size_t j = 0;
     for (; j + NJ <= n; j += NJ)
-        ROWS_SWITCH(scores_core, NJ, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh, scale, tmax + r0)
+        ROWS_SWITCH(scores_core, NJ, st + j * PEAK_ATTENTION_BQ + r0, kp + j, qt + r0, dh, scale,
+                    tmax + r0)
     for (; j + 4 <= n; j += 4)
-        ROWS_SWITCH(scores_core, 4, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh, scale, tmax + r0)
+        ROWS_SWITCH(scores_core, 4, st + j * PEAK_ATTENTION_BQ + r0, kp + j, qt + r0, dh, scale,
+                    tmax + r0)
     for (; j < n; j++)
-        ROWS_SWITCH(scores_core, 1, st + j * SDPA_BQ + r0, kp + j, qt + r0, dh, scale, tmax + r0)
+        ROWS_SWITCH(scores_core, 1, st + j * PEAK_ATTENTION_BQ + r0, kp + j, qt + r0, dh, scale,
+                    tmax + r0)
 }
 
 /* O^T[0 .. nc-1][.] += sum_j V[j][c] P^T[j][.] over nrv row vectors (oacc
@@ -103,18 +106,19 @@ static void isa_scores(float *st, const float *const *kp, const float *qt, size_
 INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, size_t n, int nc,
                     int nrv)
 {
-    __m512 acc[NC][SDPA_NRV];
+    __m512 acc[NC][PEAK_ATTENTION_NRV];
 #pragma GCC unroll 6
     for (int cc = 0; cc < nc; cc++)
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++)
-            acc[cc][rr] = _mm512_load_ps(oacc + (size_t)cc * SDPA_BQ + rr * SDPA_VW);
+            acc[cc][rr] =
+                _mm512_load_ps(oacc + (size_t)cc * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW);
     for (size_t j = 0; j < n; j++) {
-        __m512 vp_[SDPA_NRV];
+        __m512 vp_[PEAK_ATTENTION_NRV];
         const float *vj = v + j * ldv;
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++)
-            vp_[rr] = _mm512_load_ps(pt + j * SDPA_BQ + rr * SDPA_VW);
+            vp_[rr] = _mm512_load_ps(pt + j * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW);
 #pragma GCC unroll 6
         for (int cc = 0; cc < nc; cc++) {
             const __m512 vv = _mm512_set1_ps(vj[cc]);
@@ -127,20 +131,21 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
     for (int cc = 0; cc < nc; cc++)
 #pragma GCC unroll 4
         for (int rr = 0; rr < nrv; rr++)
-            _mm512_store_ps(oacc + (size_t)cc * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
+            _mm512_store_ps(oacc + (size_t)cc * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW,
+                            acc[cc][rr]);
 }
 
 static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, size_t dv, size_t n,
                    size_t r0, size_t r1)
 {
-    const int nrv = (int)((r1 - r0) / SDPA_VW);
+    const int nrv = (int)((r1 - r0) / PEAK_ATTENTION_VW);
     size_t c = 0;
     for (; c + NC <= dv; c += NC)
-        ROWS_SWITCH(pv_core, NC, oacc + c * SDPA_BQ + r0, v + c, ldv, pt + r0, n)
+        ROWS_SWITCH(pv_core, NC, oacc + c * PEAK_ATTENTION_BQ + r0, v + c, ldv, pt + r0, n)
     for (; c + 4 <= dv; c += 4)
-        ROWS_SWITCH(pv_core, 4, oacc + c * SDPA_BQ + r0, v + c, ldv, pt + r0, n)
+        ROWS_SWITCH(pv_core, 4, oacc + c * PEAK_ATTENTION_BQ + r0, v + c, ldv, pt + r0, n)
     for (; c < dv; c++)
-        ROWS_SWITCH(pv_core, 1, oacc + c * SDPA_BQ + r0, v + c, ldv, pt + r0, n)
+        ROWS_SWITCH(pv_core, 1, oacc + c * PEAK_ATTENTION_BQ + r0, v + c, ldv, pt + r0, n)
 }
 
 /* Masked scores of one row vector: s + B where B is finite and -inf where
@@ -151,10 +156,11 @@ static __m512 mask_max(float *s, const float *bt, size_t n)
     const __m512 vninf = _mm512_set1_ps(-INFINITY);
     __m512 vmax = vninf;
     for (size_t j = 0; j < n; j++) {
-        const __m512 vb = _mm512_load_ps(bt + j * SDPA_BQ);
+        const __m512 vb = _mm512_load_ps(bt + j * PEAK_ATTENTION_BQ);
         const __mmask16 vis = _mm512_cmp_ps_mask(vb, vninf, _CMP_NEQ_UQ);
-        const __m512 vs = _mm512_mask_add_ps(vninf, vis, _mm512_load_ps(s + j * SDPA_BQ), vb);
-        _mm512_store_ps(s + j * SDPA_BQ, vs);
+        const __m512 vs =
+            _mm512_mask_add_ps(vninf, vis, _mm512_load_ps(s + j * PEAK_ATTENTION_BQ), vb);
+        _mm512_store_ps(s + j * PEAK_ATTENTION_BQ, vs);
         vmax = _mm512_max_ps(vmax, vs);
     }
     return vmax;
@@ -166,9 +172,10 @@ static __m512 exp_and_sum(float *s, __m512 vm, size_t n)
     const __m512 vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
     __m512 vsum = _mm512_setzero_ps();
     for (size_t j = 0; j < n; j++) {
-        const __m512 vt = _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(s + j * SDPA_BQ), vm), vlog2e);
+        const __m512 vt =
+            _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(s + j * PEAK_ATTENTION_BQ), vm), vlog2e);
         const __m512 vp = peak_avx512_exp2(vt);
-        _mm512_store_ps(s + j * SDPA_BQ, vp);
+        _mm512_store_ps(s + j * PEAK_ATTENTION_BQ, vp);
         vsum = _mm512_add_ps(vsum, vp);
     }
     return vsum;
@@ -177,14 +184,15 @@ static __m512 exp_and_sum(float *s, __m512 vm, size_t n)
 static void rescale(float *oacc, __m512 valpha, size_t dv)
 {
     for (size_t c = 0; c < dv; c++)
-        _mm512_store_ps(oacc + c * SDPA_BQ, _mm512_mul_ps(_mm512_load_ps(oacc + c * SDPA_BQ), valpha));
+        _mm512_store_ps(oacc + c * PEAK_ATTENTION_BQ,
+                        _mm512_mul_ps(_mm512_load_ps(oacc + c * PEAK_ATTENTION_BQ), valpha));
 }
 
-static void isa_online_softmax(const sdpa_ws *w, const float *bt, size_t dv, size_t n, size_t r0,
-                               size_t r1)
+static void isa_online_softmax(const attention_ws *w, const float *bt, size_t dv, size_t n,
+                               size_t r0, size_t r1)
 {
     const __m512 vninf = _mm512_set1_ps(-INFINITY), vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
-    for (size_t r = r0; r < r1; r += SDPA_VW) {
+    for (size_t r = r0; r < r1; r += PEAK_ATTENTION_VW) {
         const __m512 vm_old = _mm512_load_ps(w->m + r);
         const __m512 vtile = bt ? mask_max(w->st + r, bt + r, n) : _mm512_load_ps(w->tmax + r);
         /* MAXPS returns its second operand if either is NaN: a NaN m_old
@@ -205,10 +213,10 @@ static void isa_online_softmax(const sdpa_ws *w, const float *bt, size_t dv, siz
 static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
 {
     __m512 vbad = _mm512_setzero_ps(); /* x - x: NaN exactly for inf and NaN */
-    const __mmask16 ktail = (__mmask16)((1u << (dv % SDPA_VW)) - 1);
+    const __mmask16 ktail = (__mmask16)((1u << (dv % PEAK_ATTENTION_VW)) - 1);
     for (size_t j = 0; j < n; j++) {
         size_t c = 0;
-        for (; c + SDPA_VW <= dv; c += SDPA_VW) {
+        for (; c + PEAK_ATTENTION_VW <= dv; c += PEAK_ATTENTION_VW) {
             const __m512 vx = _mm512_loadu_ps(src[j] + c);
             vbad = _mm512_add_ps(vbad, _mm512_sub_ps(vx, vx));
             _mm512_store_ps(dst + j * ld + c, vx);
@@ -227,19 +235,19 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
 static __mmask16 tail_mask(size_t n)
 {
     /* one cast of the whole: ?: promotes __mmask16 operands to int */
-    return (__mmask16)(n >= SDPA_VW ? 0xffffu : (1u << n) - 1u);
+    return (__mmask16)(n >= PEAK_ATTENTION_VW ? 0xffffu : (1u << n) - 1u);
 }
 
 static float isa_dot(const float *a, const float *b, size_t n)
 {
     __m512 vacc0 = _mm512_setzero_ps(), vacc1 = _mm512_setzero_ps();
     size_t c = 0;
-    for (; c + 2 * SDPA_VW <= n; c += 2 * SDPA_VW) {
+    for (; c + 2 * PEAK_ATTENTION_VW <= n; c += 2 * PEAK_ATTENTION_VW) {
         vacc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + c), _mm512_loadu_ps(b + c), vacc0);
-        vacc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + c + SDPA_VW),
-                                _mm512_loadu_ps(b + c + SDPA_VW), vacc1);
+        vacc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + c + PEAK_ATTENTION_VW),
+                                _mm512_loadu_ps(b + c + PEAK_ATTENTION_VW), vacc1);
     }
-    for (; c < n; c += SDPA_VW) {
+    for (; c < n; c += PEAK_ATTENTION_VW) {
         const __mmask16 k = tail_mask(n - c);
         vacc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + c), _mm512_maskz_loadu_ps(k, b + c),
                                 vacc0);
@@ -251,7 +259,7 @@ static float isa_row_exp(float *s, float m, size_t n)
 {
     const __m512 vm = _mm512_set1_ps(m), vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
     __m512 vsum = _mm512_setzero_ps();
-    for (size_t j = 0; j < n; j += SDPA_VW) {
+    for (size_t j = 0; j < n; j += PEAK_ATTENTION_VW) {
         const __mmask16 k = tail_mask(n - j);
         const __m512 vt = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), vm), vlog2e);
         const __m512 vp = peak_avx512_exp2_maskz(k, vt);
@@ -271,7 +279,7 @@ static void row_pv_cols(float *acc, float alpha, const float *p, const float *co
     __m512 va[4];
     const __m512 valpha = _mm512_set1_ps(alpha);
     for (int v = 0; v < 4; v++) {
-        const size_t c = c0 + (size_t)v * SDPA_VW;
+        const size_t c = c0 + (size_t)v * PEAK_ATTENTION_VW;
         k[v] = c < dv ? tail_mask(dv - c) : 0;
         va[v] = _mm512_mul_ps(_mm512_maskz_load_ps(k[v] ? 0xffff : 0, acc + (k[v] ? c : 0)), valpha);
     }
@@ -280,28 +288,29 @@ static void row_pv_cols(float *acc, float alpha, const float *p, const float *co
             continue; /* a masked key: its V row is not read */
         const __m512 vp_ = _mm512_set1_ps(p[j]);
         for (int v = 0; v < 4; v++)
-            va[v] = _mm512_fmadd_ps(vp_, _mm512_maskz_loadu_ps(k[v], vp[j] + c0 + (size_t)v * SDPA_VW),
-                                    va[v]);
+            va[v] = _mm512_fmadd_ps(
+                vp_, _mm512_maskz_loadu_ps(k[v], vp[j] + c0 + (size_t)v * PEAK_ATTENTION_VW),
+                va[v]);
     }
     for (int v = 0; v < 4; v++)
         if (k[v])
-            _mm512_store_ps(acc + c0 + (size_t)v * SDPA_VW, va[v]);
+            _mm512_store_ps(acc + c0 + (size_t)v * PEAK_ATTENTION_VW, va[v]);
 }
 
 static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
                        size_t dv)
 {
-    for (size_t c0 = 0; c0 < dv; c0 += 4 * SDPA_VW)
+    for (size_t c0 = 0; c0 < dv; c0 += 4 * PEAK_ATTENTION_VW)
         row_pv_cols(acc, alpha, p, vp, n, c0, dv);
 }
 
-size_t peak_f32_sdpa_workspace__avx512(const peak_attn_desc *desc)
+size_t peak_f32_attention_workspace__avx512(const peak_attention_desc *desc)
 {
-    return sdpa_tiles_workspace(desc);
+    return attention_tiles_workspace(desc);
 }
 
-void peak_f32_sdpa__avx512(float *o, const float *q, const float *k, const float *v,
-                           const peak_attn_desc *desc, void *workspace)
+void peak_f32_attention__avx512(float *o, const float *q, const float *k, const float *v,
+                                const peak_attention_desc *desc, void *workspace)
 {
-    sdpa_tiles_run(o, q, k, v, desc, workspace);
+    attention_tiles_run(o, q, k, v, desc, workspace);
 }

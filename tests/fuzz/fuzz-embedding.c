@@ -1,5 +1,5 @@
 /*
- * fuzz-embed.c - peak_pe_add and peak_embed_pe (the first byte picks which):
+ * fuzz-embedding.c - peak_pe_add and peak_embed_pe (the first byte picks which):
  * every tier returns the scalar tier's bits (peak.h: "every tier gives the
  * same bits"), row gaps of the output keep their canaries, inputs are not
  * written, and pad tokens (fairseq numbering) get E[id] * scale alone.

@@ -1,17 +1,17 @@
 /*
- * emb-pe-add-avx512.c - x += PE and out = E[id] * scale + PE with AVX-512
+ * embedding-avx512.c - x += PE and out = E[id] * scale + PE with AVX-512
  * F: 16 floats a vector, masked row tails (nothing outside a row's d_model
  * floats is read or written).
  *
- * Bit-identical to emb-pe-add-scalar.c: an element is x + pe, or e * scale
+ * Bit-identical to embedding-scalar.c: an element is x + pe, or e * scale
  * rounded and then + pe rounded (vmulps, vaddps: never an FMA), exactly the
  * scalar's operations; on-the-fly PE comes from this tier's rows driver,
  * which evaluates peak_pe_table's own expressions.  The loops are in
- * emb-pe-add.h; this file holds what the vector width decides.
+ * embedding.h; this file holds what the vector width decides.
  */
-#include "emb-pe-add.h"
+#include "embedding.h"
 
-#include "intrin-avx512.h"
+#include "avx512/intrin-avx512.h"
 
 static inline __mmask16 tail_mask(size_t n)
 {
@@ -25,7 +25,8 @@ static inline __m512 scale_add16(const float *e, __m512 vscale, const float *pe)
 }
 
 /* out[0 .. n) for n < 16: a row's head or tail. */
-static inline void emb_part(float *out, const float *e, __m512 vscale, const float *pe, size_t n)
+static inline void embedding_part(float *out, const float *e, __m512 vscale, const float *pe,
+                                  size_t n)
 {
     const __mmask16 m = tail_mask(n);
     __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, e), vscale);
@@ -38,10 +39,11 @@ static inline void emb_part(float *out, const float *e, __m512 vscale, const flo
    vector leave the loop overhead a small share.  Streaming stores need
    64-byte aligned addresses: the floats before the first boundary go
    through an ordinary masked store.  Each iteration also prefetches the
-   matching lines of next (emb-pe-add.h); pf is where that stopped. */
-static inline __attribute__((always_inline)) void
-emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
-        const float *next)
+   matching lines of next (embedding.h); pf is where that stopped. */
+static inline __attribute__((always_inline)) void embedding_row(float *out, const float *e,
+                                                                float scale, const float *pe,
+                                                                size_t n, bool stream,
+                                                                const float *next)
 {
     const __m512 vscale = _mm512_set1_ps(scale);
     size_t j = 0, pf = 0;
@@ -49,14 +51,14 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool
         j = (64 - ((uintptr_t)out & 63)) / sizeof(float) & 15;
         j = j < n ? j : n;
         if (j)
-            emb_part(out, e, vscale, pe, j);
+            embedding_part(out, e, vscale, pe, j);
         for (; j + 16 <= n; j += 16, pf = j) {
-            peak_emb_prefetch_part(next, j, 16);
+            peak_embedding_prefetch_part(next, j, 16);
             _mm512_stream_ps(out + j, scale_add16(e + j, vscale, pe ? pe + j : NULL));
         }
     }
     for (; j + 64 <= n; j += 64, pf = j) {
-        peak_emb_prefetch_part(next, j, 64);
+        peak_embedding_prefetch_part(next, j, 64);
         const __m512 v0 = scale_add16(e + j, vscale, pe ? pe + j : NULL);
         const __m512 v1 = scale_add16(e + j + 16, vscale, pe ? pe + j + 16 : NULL);
         const __m512 v2 = scale_add16(e + j + 32, vscale, pe ? pe + j + 32 : NULL);
@@ -66,22 +68,23 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n, bool
         _mm512_storeu_ps(out + j + 32, v2);
         _mm512_storeu_ps(out + j + 48, v3);
     }
-    peak_emb_prefetch_rest(next, pf, n);
+    peak_embedding_prefetch_rest(next, pf, n);
     for (; j + 16 <= n; j += 16)
         _mm512_storeu_ps(out + j, scale_add16(e + j, vscale, pe ? pe + j : NULL));
     if (j < n)
-        emb_part(out + j, e + j, vscale, pe ? pe + j : NULL, n - j);
+        embedding_part(out + j, e + j, vscale, pe ? pe + j : NULL, n - j);
 }
 
 /* pe == NULL (a fairseq pad token) is rare: one predictable branch. */
-static inline __attribute__((always_inline)) void
-emb_row_avx512(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
-               const float *next)
+static inline __attribute__((always_inline)) void embedding_row_avx512(float *out, const float *e,
+                                                                       float scale, const float *pe,
+                                                                       size_t n, bool stream,
+                                                                       const float *next)
 {
     if (pe)
-        emb_row(out, e, scale, pe, n, stream, next);
+        embedding_row(out, e, scale, pe, n, stream, next);
     else
-        emb_row(out, e, scale, NULL, n, stream, next);
+        embedding_row(out, e, scale, NULL, n, stream, next);
 }
 
 static inline __attribute__((always_inline)) void
@@ -105,12 +108,12 @@ add_row_avx512(float *x, const float *pe, size_t n)
 
 static void embed_sink(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
 {
-    peak_embed_fly_block(ctx, t0, t1, c0, c1, emb_row_avx512, false);
+    peak_embed_fly_block(ctx, t0, t1, c0, c1, embedding_row_avx512, false);
 }
 
 static void embed_sink_stream(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
 {
-    peak_embed_fly_block(ctx, t0, t1, c0, c1, emb_row_avx512, true);
+    peak_embed_fly_block(ctx, t0, t1, c0, c1, embedding_row_avx512, true);
 }
 
 static void pe_add_sink(void *ctx, size_t s0, size_t s1, size_t c0, size_t c1)
@@ -125,11 +128,11 @@ void peak_f32_embed_pe__avx512(float *out, ptrdiff_t ld_out, const int32_t *ids,
     assert(out && ids && pos && desc && desc->table && batch > 0);
     if (desc->pe)
         peak_embed_table_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
-                             emb_row_avx512, stream);
+                             embedding_row_avx512, stream);
     else
         peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
-                           emb_row_avx512, peak_pe_rows__avx512, embed_sink, embed_sink_stream,
-                           peak_f32_pe_table__avx512, stream);
+                           embedding_row_avx512, peak_pe_rows__avx512, embed_sink,
+                           embed_sink_stream, peak_f32_pe_table__avx512, stream);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     _mm_sfence();
 }

@@ -1,5 +1,5 @@
 /*
- * sdpa-scalar.c - scaled dot-product attention, the reference every SIMD
+ * attention-scalar.c - scaled dot-product attention, the reference every SIMD
  * tier is tested against (peak_attention in peak.h).
  *
  * One query row at a time, the textbook way: all scores of the row into the
@@ -24,13 +24,13 @@
 
 /* The scratch layout: scores[kv_len] then acc[v_head_dim], all double (the
    workspace is 64-byte aligned, so both arrays are naturally aligned). */
-typedef struct sdpa_scratch {
+typedef struct attention_scratch {
     double *scores;
     double *acc;
-} sdpa_scratch;
+} attention_scratch;
 
 /* Where one (b, h, i) row reads and writes, and the mask that applies. */
-typedef struct sdpa_row {
+typedef struct attention_row {
     const float *q;
     const float *k; /* key 0 of kv head h/g; key j at k + j * k_ld */
     const float *v;
@@ -40,9 +40,9 @@ typedef struct sdpa_row {
     const uint8_t *keep;
     const float *bias;
     peak_key_range keys;
-} sdpa_row;
+} attention_row;
 
-size_t peak_f32_sdpa_workspace__scalar(const peak_attn_desc *desc)
+size_t peak_f32_attention_workspace__scalar(const peak_attention_desc *desc)
 {
     assert(desc);
     const size_t n = desc->kv_len + desc->v_head_dim;
@@ -61,14 +61,14 @@ static double dot(const float *a, const float *b, size_t n)
     return s;
 }
 
-static bool row_visible(const sdpa_row *r, size_t j)
+static bool row_visible(const attention_row *r, size_t j)
 {
     return j >= r->keys.lo && j < r->keys.hi && peak_mask_visible(r->keep, r->bias, j);
 }
 
 /* Fills scores for the visible keys and returns their maximum; *poisoned
    is set when one of them is +inf or NaN. */
-static double row_scores(const sdpa_row *r, const peak_attn_desc *d, double *scores,
+static double row_scores(const attention_row *r, const peak_attention_desc *d, double *scores,
                          bool *poisoned)
 {
     double m = -INFINITY;
@@ -90,7 +90,8 @@ static double row_scores(const sdpa_row *r, const peak_attn_desc *d, double *sco
 
 /* acc = sum_j exp(s_j - m) V_j over visible keys; returns the sum of the
    weights. */
-static double row_accumulate(const sdpa_row *r, size_t dv, double m, const sdpa_scratch *w)
+static double row_accumulate(const attention_row *r, size_t dv, double m,
+                             const attention_scratch *w)
 {
     double sum = 0.0;
     for (size_t c = 0; c < dv; c++)
@@ -107,7 +108,7 @@ static double row_accumulate(const sdpa_row *r, size_t dv, double m, const sdpa_
     return sum;
 }
 
-static void row_fill(const sdpa_row *r, size_t dv, float value, float lse)
+static void row_fill(const attention_row *r, size_t dv, float value, float lse)
 {
     for (size_t c = 0; c < dv; c++)
         r->o[c] = value;
@@ -115,7 +116,8 @@ static void row_fill(const sdpa_row *r, size_t dv, float value, float lse)
         *r->lse = lse;
 }
 
-static void sdpa_one_row(const sdpa_row *r, const peak_attn_desc *d, const sdpa_scratch *w)
+static void attention_one_row(const attention_row *r, const peak_attention_desc *d,
+                              const attention_scratch *w)
 {
     bool poisoned;
     const double m = row_scores(r, d, w->scores, &poisoned);
@@ -137,7 +139,7 @@ static void sdpa_one_row(const sdpa_row *r, const peak_attn_desc *d, const sdpa_
 
 /* Points r at the operands of (b, h, i); the K/V pointers only depend on
    (b, h) and are set by the caller. */
-static void row_locate(sdpa_row *r, const float *q, float *o, const peak_attn_desc *d,
+static void row_locate(attention_row *r, const float *q, float *o, const peak_attention_desc *d,
                        size_t b, size_t h, size_t i)
 {
     r->q = q + (ptrdiff_t)b * d->q_stride[0] + (ptrdiff_t)i * d->q_stride[1] +
@@ -152,19 +154,19 @@ static void row_locate(sdpa_row *r, const float *q, float *o, const peak_attn_de
     r->bias = peak_mask_bias_row(&d->mask, b, h, i);
 }
 
-void peak_f32_sdpa__scalar(float *o, const float *q, const float *k, const float *v,
-                           const peak_attn_desc *desc, void *workspace)
+void peak_f32_attention__scalar(float *o, const float *q, const float *k, const float *v,
+                                const peak_attention_desc *desc, void *workspace)
 {
     assert(o && q && k && v && desc);
-    const peak_attn_desc *d = desc;
+    const peak_attention_desc *d = desc;
     assert(d->kv_heads > 0 && d->heads % d->kv_heads == 0);
     /* scale != 0 in its bits (api.c), but a subnormal scale compares
        equal to 0 under DAZ, so only finiteness is asserted. */
     assert(d->v_head_dim > 0 && isfinite(d->scale));
     assert(workspace); /* 8 (Lk + Dv) > 0 bytes: api.c always passes one */
-    const sdpa_scratch w = {(double *)workspace, (double *)workspace + d->kv_len};
+    const attention_scratch w = {(double *)workspace, (double *)workspace + d->kv_len};
     const size_t group = d->heads / d->kv_heads;
-    sdpa_row r;
+    attention_row r;
     r.k_ld = d->k_stride[1];
     r.v_ld = d->v_stride[1];
     for (size_t b = 0; b < d->batch; b++) {
@@ -174,7 +176,7 @@ void peak_f32_sdpa__scalar(float *o, const float *q, const float *k, const float
             r.v = v + (ptrdiff_t)b * d->v_stride[0] + kvh * d->v_stride[2];
             for (size_t i = 0; i < d->q_len; i++) {
                 row_locate(&r, q, o, d, b, h, i);
-                sdpa_one_row(&r, d, &w);
+                attention_one_row(&r, d, &w);
             }
         }
     }

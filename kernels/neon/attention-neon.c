@@ -1,7 +1,7 @@
 /*
- * sdpa-neon.c - fused masked attention on AArch64 AdvSIMD (peak_attention).
+ * attention-neon.c - fused masked attention on AArch64 AdvSIMD (peak_attention).
  *
- * The tiling, masks and special rows are ../sdpa-tiles.h's; this file holds
+ * The tiling, masks and special rows are attention.h's; this file holds
  * the micro-kernels, with 4 query rows per vector, blocks of 64 rows and
  * tiles of 64 keys, as on x86 (so the workspace formula in peak.h holds for
  * this tier too; 80 KiB of a tile's operands at Dh = Dv = 64 spill from a
@@ -28,15 +28,15 @@
  * 3 ms per head at 3 GHz.  Not measured: no AArch64 hardware here, only
  * qemu.
  */
-#include "exp-neon.h"
+#include "neon/exp-neon.h"
 #include "internal.h"
 
 #include <arm_neon.h>
 
-#define SDPA_VW 4
-#define SDPA_BQ 64
-#define SDPA_BC 64
-#include "../sdpa-tiles.h"
+#define PEAK_ATTENTION_VW 4
+#define PEAK_ATTENTION_BQ 64
+#define PEAK_ATTENTION_BC 64
+#include "attention.h"
 
 #define NJ 8  /* keys (or V columns) per micro-tile */
 #define NRV 2 /* row vectors per micro-tile */
@@ -46,14 +46,13 @@
 
 /* acc[rr][jj] += vq[rr] * lane L of vk[jj], for the nj keys and nrv row
    vectors; L must be a literal (the lane is an immediate). */
-#define SCORES_LANE(L)                                                           \
-    do {                                                                         \
-        float32x4_t vq_[NRV];                                                    \
-        UNROLL for (int rr = 0; rr < nrv; rr++)                                  \
-            vq_[rr] = vld1q_f32(qt + (c + (L)) * SDPA_BQ + (size_t)rr * SDPA_VW); \
-        UNROLL for (int jj = 0; jj < nj; jj++)                                   \
-            UNROLL for (int rr = 0; rr < nrv; rr++)                              \
-                acc[rr][jj] = vfmaq_laneq_f32(acc[rr][jj], vq_[rr], vk[jj], (L)); \
+#define SCORES_LANE(L)                                                                             \
+    do {                                                                                           \
+        float32x4_t vq_[NRV];                                                                      \
+        UNROLL for (int rr = 0; rr < nrv; rr++) vq_[rr] =                                          \
+            vld1q_f32(qt + (c + (L)) * PEAK_ATTENTION_BQ + (size_t)rr * PEAK_ATTENTION_VW);        \
+        UNROLL for (int jj = 0; jj < nj; jj++) UNROLL for (int rr = 0; rr < nrv; rr++)             \
+            acc[rr][jj] = vfmaq_laneq_f32(acc[rr][jj], vq_[rr], vk[jj], (L));                      \
     } while (0)
 
 /* S^T[jj][.] * scale for keys kp[0 .. nj-1] and nrv row vectors (st, qt
@@ -78,8 +77,8 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
     }
     for (; c < dh; c++) {
         float32x4_t vq[NRV];
-        UNROLL for (int rr = 0; rr < nrv; rr++)
-            vq[rr] = vld1q_f32(qt + c * SDPA_BQ + (size_t)rr * SDPA_VW);
+        UNROLL for (int rr = 0; rr < nrv; rr++) vq[rr] =
+            vld1q_f32(qt + c * PEAK_ATTENTION_BQ + (size_t)rr * PEAK_ATTENTION_VW);
         UNROLL for (int jj = 0; jj < nj; jj++) {
             const float32x4_t vk = vld1q_dup_f32(kp[jj] + c);
             UNROLL for (int rr = 0; rr < nrv; rr++)
@@ -88,13 +87,13 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
     }
     const float32x4_t vscale = vdupq_n_f32(scale);
     UNROLL for (int rr = 0; rr < nrv; rr++) {
-        float32x4_t vmax = vld1q_f32(tmax + (size_t)rr * SDPA_VW);
+        float32x4_t vmax = vld1q_f32(tmax + (size_t)rr * PEAK_ATTENTION_VW);
         UNROLL for (int jj = 0; jj < nj; jj++) {
             const float32x4_t vs = vmulq_f32(acc[rr][jj], vscale);
-            vst1q_f32(st + (size_t)jj * SDPA_BQ + (size_t)rr * SDPA_VW, vs);
+            vst1q_f32(st + (size_t)jj * PEAK_ATTENTION_BQ + (size_t)rr * PEAK_ATTENTION_VW, vs);
             vmax = vmaxnmq_f32(vmax, vs);
         }
-        vst1q_f32(tmax + (size_t)rr * SDPA_VW, vmax);
+        vst1q_f32(tmax + (size_t)rr * PEAK_ATTENTION_VW, vmax);
     }
 }
 
@@ -115,14 +114,13 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
                     int nrv)
 {
     float32x4_t acc[NRV][NJ];
-    UNROLL for (int rr = 0; rr < nrv; rr++)
-        UNROLL for (int cc = 0; cc < nc; cc++)
-            acc[rr][cc] = vld1q_f32(oacc + (size_t)cc * SDPA_BQ + (size_t)rr * SDPA_VW);
+    UNROLL for (int rr = 0; rr < nrv; rr++) UNROLL for (int cc = 0; cc < nc; cc++) acc[rr][cc] =
+        vld1q_f32(oacc + (size_t)cc * PEAK_ATTENTION_BQ + (size_t)rr * PEAK_ATTENTION_VW);
     for (size_t j = 0; j < n; j++) {
         float32x4_t vpt[NRV];
         const float *vj = v + j * ldv;
-        UNROLL for (int rr = 0; rr < nrv; rr++)
-            vpt[rr] = vld1q_f32(pt + j * SDPA_BQ + (size_t)rr * SDPA_VW);
+        UNROLL for (int rr = 0; rr < nrv; rr++) vpt[rr] =
+            vld1q_f32(pt + j * PEAK_ATTENTION_BQ + (size_t)rr * PEAK_ATTENTION_VW);
         if (nc == 1) {
             const float32x4_t vv = vld1q_dup_f32(vj);
             UNROLL for (int rr = 0; rr < nrv; rr++)
@@ -136,12 +134,11 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
         PV_LANE(2);
         PV_LANE(3);
     }
-    UNROLL for (int rr = 0; rr < nrv; rr++)
-        UNROLL for (int cc = 0; cc < nc; cc++)
-            vst1q_f32(oacc + (size_t)cc * SDPA_BQ + (size_t)rr * SDPA_VW, acc[rr][cc]);
+    UNROLL for (int rr = 0; rr < nrv; rr++) UNROLL for (int cc = 0; cc < nc; cc++) vst1q_f32(
+        oacc + (size_t)cc * PEAK_ATTENTION_BQ + (size_t)rr * PEAK_ATTENTION_VW, acc[rr][cc]);
 }
 
-SDPA_DEFINE_ROW_PAIR_DRIVERS(NJ)
+PEAK_ATTENTION_DEFINE_ROW_PAIR_DRIVERS(NJ)
 
 /* Masked scores of one row vector: s + B where B is finite and -inf where
    B is -inf (a select, so that a NaN or inf score at a masked key cannot
@@ -151,10 +148,10 @@ static float32x4_t mask_max(float *s, const float *bt, size_t n)
     const float32x4_t vninf = vdupq_n_f32(-INFINITY);
     float32x4_t vmax = vninf;
     for (size_t j = 0; j < n; j++) {
-        const float32x4_t vb = vld1q_f32(bt + j * SDPA_BQ);
-        const float32x4_t vs =
-            vbslq_f32(vceqq_f32(vb, vninf), vninf, vaddq_f32(vld1q_f32(s + j * SDPA_BQ), vb));
-        vst1q_f32(s + j * SDPA_BQ, vs);
+        const float32x4_t vb = vld1q_f32(bt + j * PEAK_ATTENTION_BQ);
+        const float32x4_t vs = vbslq_f32(vceqq_f32(vb, vninf), vninf,
+                                         vaddq_f32(vld1q_f32(s + j * PEAK_ATTENTION_BQ), vb));
+        vst1q_f32(s + j * PEAK_ATTENTION_BQ, vs);
         vmax = vmaxnmq_f32(vmax, vs);
     }
     return vmax;
@@ -168,7 +165,7 @@ static float32x4_t exp_and_sum(float *s, float32x4_t vm, size_t n)
     float32x4_t vsum0 = vdupq_n_f32(0.0f), vsum1 = vdupq_n_f32(0.0f);
     size_t j = 0;
     for (; j + 2 <= n; j += 2) {
-        float *s0 = s + j * SDPA_BQ, *s1 = s0 + SDPA_BQ;
+        float *s0 = s + j * PEAK_ATTENTION_BQ, *s1 = s0 + PEAK_ATTENTION_BQ;
         const float32x4_t vp0 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s0), vm), vlog2e));
         const float32x4_t vp1 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s1), vm), vlog2e));
         vst1q_f32(s0, vp0);
@@ -177,7 +174,7 @@ static float32x4_t exp_and_sum(float *s, float32x4_t vm, size_t n)
         vsum1 = vaddq_f32(vsum1, vp1);
     }
     if (j < n) {
-        float *s0 = s + j * SDPA_BQ;
+        float *s0 = s + j * PEAK_ATTENTION_BQ;
         const float32x4_t vp0 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s0), vm), vlog2e));
         vst1q_f32(s0, vp0);
         vsum0 = vaddq_f32(vsum0, vp0);
@@ -188,14 +185,15 @@ static float32x4_t exp_and_sum(float *s, float32x4_t vm, size_t n)
 static void rescale(float *oacc, float32x4_t valpha, size_t dv)
 {
     for (size_t c = 0; c < dv; c++)
-        vst1q_f32(oacc + c * SDPA_BQ, vmulq_f32(vld1q_f32(oacc + c * SDPA_BQ), valpha));
+        vst1q_f32(oacc + c * PEAK_ATTENTION_BQ,
+                  vmulq_f32(vld1q_f32(oacc + c * PEAK_ATTENTION_BQ), valpha));
 }
 
-static void isa_online_softmax(const sdpa_ws *w, const float *bt, size_t dv, size_t n, size_t r0,
-                               size_t r1)
+static void isa_online_softmax(const attention_ws *w, const float *bt, size_t dv, size_t n,
+                               size_t r0, size_t r1)
 {
     const float32x4_t vninf = vdupq_n_f32(-INFINITY), vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
-    for (size_t r = r0; r < r1; r += SDPA_VW) {
+    for (size_t r = r0; r < r1; r += PEAK_ATTENTION_VW) {
         const float32x4_t vm_old = vld1q_f32(w->m + r);
         const float32x4_t vtile = bt ? mask_max(w->st + r, bt + r, n) : vld1q_f32(w->tmax + r);
         /* A NaN m_old (whose l is already NaN) is dropped by FMAXNM. */
@@ -220,7 +218,7 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
     float tail = 0.0f;
     for (size_t j = 0; j < n; j++) {
         size_t c = 0;
-        for (; c + SDPA_VW <= dv; c += SDPA_VW) {
+        for (; c + PEAK_ATTENTION_VW <= dv; c += PEAK_ATTENTION_VW) {
             const float32x4_t vx = vld1q_f32(src[j] + c);
             vbad = vaddq_f32(vbad, vsubq_f32(vx, vx));
             vst1q_f32(dst + j * ld + c, vx);
@@ -243,13 +241,13 @@ static float isa_dot(const float *a, const float *b, size_t n)
     float32x4_t vacc0 = vdupq_n_f32(0.0f), vacc1 = vdupq_n_f32(0.0f);
     float32x4_t vacc2 = vdupq_n_f32(0.0f), vacc3 = vdupq_n_f32(0.0f);
     size_t c = 0;
-    for (; c + 4 * SDPA_VW <= n; c += 4 * SDPA_VW) {
+    for (; c + 4 * PEAK_ATTENTION_VW <= n; c += 4 * PEAK_ATTENTION_VW) {
         vacc0 = vfmaq_f32(vacc0, vld1q_f32(a + c), vld1q_f32(b + c));
         vacc1 = vfmaq_f32(vacc1, vld1q_f32(a + c + 4), vld1q_f32(b + c + 4));
         vacc2 = vfmaq_f32(vacc2, vld1q_f32(a + c + 8), vld1q_f32(b + c + 8));
         vacc3 = vfmaq_f32(vacc3, vld1q_f32(a + c + 12), vld1q_f32(b + c + 12));
     }
-    for (; c + SDPA_VW <= n; c += SDPA_VW)
+    for (; c + PEAK_ATTENTION_VW <= n; c += PEAK_ATTENTION_VW)
         vacc0 = vfmaq_f32(vacc0, vld1q_f32(a + c), vld1q_f32(b + c));
     float s = vaddvq_f32(vaddq_f32(vaddq_f32(vacc0, vacc1), vaddq_f32(vacc2, vacc3)));
     for (; c < n; c++)
@@ -262,7 +260,7 @@ static float isa_row_exp(float *s, float m, size_t n)
     const float32x4_t vm = vdupq_n_f32(m), vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
     float32x4_t vsum = vdupq_n_f32(0.0f);
     size_t j = 0;
-    for (; j + SDPA_VW <= n; j += SDPA_VW) {
+    for (; j + PEAK_ATTENTION_VW <= n; j += PEAK_ATTENTION_VW) {
         const float32x4_t vp =
             peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s + j), vm), vlog2e));
         vst1q_f32(s + j, vp);
@@ -271,7 +269,7 @@ static float isa_row_exp(float *s, float m, size_t n)
     float sum = vaddvq_f32(vsum);
     if (j < n) {
         /* Through a buffer; unused lanes are neither stored nor summed. */
-        float buf[SDPA_VW] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float buf[PEAK_ATTENTION_VW] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (size_t l = 0; l < n - j; l++)
             buf[l] = s[j + l];
         const float32x4_t vp =
@@ -323,13 +321,13 @@ static void isa_row_pv(float *acc, float alpha, const float *p, const float *con
     }
 }
 
-size_t peak_f32_sdpa_workspace__neon(const peak_attn_desc *desc)
+size_t peak_f32_attention_workspace__neon(const peak_attention_desc *desc)
 {
-    return sdpa_tiles_workspace(desc);
+    return attention_tiles_workspace(desc);
 }
 
-void peak_f32_sdpa__neon(float *o, const float *q, const float *k, const float *v,
-                         const peak_attn_desc *desc, void *workspace)
+void peak_f32_attention__neon(float *o, const float *q, const float *k, const float *v,
+                              const peak_attention_desc *desc, void *workspace)
 {
-    sdpa_tiles_run(o, q, k, v, desc, workspace);
+    attention_tiles_run(o, q, k, v, desc, workspace);
 }

@@ -1,12 +1,12 @@
 /*
- * emb-pe-add-neon.c - x += PE and out = E[id] * scale + PE on AArch64
+ * embedding-neon.c - x += PE and out = E[id] * scale + PE on AArch64
  * AdvSIMD: 4 floats a vector, 16 an iteration.
  *
- * Bit-identical to emb-pe-add-scalar.c: an element is x + pe, or e * scale
+ * Bit-identical to embedding-scalar.c: an element is x + pe, or e * scale
  * rounded and then + pe rounded (FMUL, FADD: never an FMLA), exactly the
  * scalar's operations; on-the-fly PE comes from this tier's rows driver
  * (pe-table-neon.c), which evaluates peak_pe_table's own expressions.  The
- * loops are in emb-pe-add.h; this file holds what the vector width decides.
+ * loops are in embedding.h; this file holds what the vector width decides.
  * The last n % 4 floats of a row are done one at a time with the same two
  * operations (AdvSIMD has no masked loads): nothing outside a row's d_model
  * floats is read or written.
@@ -23,7 +23,7 @@
  * (prefetched a few tokens ahead, as on x86) set the pace.  Not measured: no AArch64 hardware
  * here, only qemu.
  */
-#include "emb-pe-add.h"
+#include "embedding.h"
 
 #include <arm_neon.h>
 
@@ -37,7 +37,7 @@ static inline float32x4_t scale_add4(const float *e, float32x4_t vscale, const f
    and a store each, so that the loop overhead is a small share.  Each
    out[j] is read (as pe[j]) before it is written, so out == pe works. */
 static inline __attribute__((always_inline)) void
-emb_row(float *out, const float *e, float scale, const float *pe, size_t n)
+embedding_row(float *out, const float *e, float scale, const float *pe, size_t n)
 {
     const float32x4_t vscale = vdupq_n_f32(scale);
     size_t j = 0;
@@ -60,16 +60,17 @@ emb_row(float *out, const float *e, float scale, const float *pe, size_t n)
 }
 
 /* pe == NULL (a fairseq pad token) is rare: one predictable branch. */
-static inline __attribute__((always_inline)) void
-emb_row_neon(float *out, const float *e, float scale, const float *pe, size_t n, bool stream,
-             const float *next)
+static inline __attribute__((always_inline)) void embedding_row_neon(float *out, const float *e,
+                                                                     float scale, const float *pe,
+                                                                     size_t n, bool stream,
+                                                                     const float *next)
 {
     (void)stream;
-    peak_emb_prefetch_rest(next, 0, n);
+    peak_embedding_prefetch_rest(next, 0, n);
     if (pe)
-        emb_row(out, e, scale, pe, n);
+        embedding_row(out, e, scale, pe, n);
     else
-        emb_row(out, e, scale, NULL, n);
+        embedding_row(out, e, scale, NULL, n);
 }
 
 static inline __attribute__((always_inline)) void
@@ -90,7 +91,7 @@ add_row_neon(float *x, const float *pe, size_t n)
 
 static void embed_sink(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
 {
-    peak_embed_fly_block(ctx, t0, t1, c0, c1, emb_row_neon, false);
+    peak_embed_fly_block(ctx, t0, t1, c0, c1, embedding_row_neon, false);
 }
 
 static void pe_add_sink(void *ctx, size_t s0, size_t s1, size_t c0, size_t c1)
@@ -105,10 +106,10 @@ void peak_f32_embed_pe__neon(float *out, ptrdiff_t ld_out, const int32_t *ids,
     assert(out && ids && pos && desc && desc->table && batch > 0);
     if (desc->pe)
         peak_embed_table_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
-                             emb_row_neon, stream);
+                             embedding_row_neon, stream);
     else
         peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc,
-                           emb_row_neon, peak_pe_rows__neon, embed_sink, embed_sink,
+                           embedding_row_neon, peak_pe_rows__neon, embed_sink, embed_sink,
                            peak_f32_pe_table__neon, stream);
 }
 

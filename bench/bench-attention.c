@@ -1,5 +1,5 @@
 /*
- * bench-sdpa.c - fused attention per tier and through dispatch, against
+ * bench-attention.c - fused attention per tier and through dispatch, against
  * OpenBLAS sgemm + peak_softmax + sgemm (the unfused path), all in one
  * binary so that every ratio comes from one run.
  *
@@ -8,7 +8,7 @@
  *   (top-left); BERT/GPT-2 H = 12, L = 128, 512, 1024; cross H = 8,
  *   Lq = 50, Lk = 512; decode H = 8, Lq = 1, Lk = 2048 with K/V warm, and
  *   cold (rotating through copies of K/V larger than the last-level cache).
- * Names: sdpa/<variant>/H:<h>/Lq:<n>/Lk:<n>/causal:<0|1>/cold:<0|1>.
+ * Names: attention/<variant>/H:<h>/Lq:<n>/Lk:<n>/causal:<0|1>/cold:<0|1>.
  * Variants: scalar, avx2, avx512 (one tier through peak_kernels_for(), its
  * workspace allocated once), dispatch (peak_attention with a caller
  * workspace), openblas (per head: S = Q K^T by cblas_sgemm, peak_softmax in
@@ -37,62 +37,64 @@
 #include <cblas.h>
 #endif
 
-#define AT_DH 64
+#define ATTENTION_DH 64
 
-typedef enum at_impl { AT_TIER, AT_DISPATCH, AT_OPENBLAS } at_impl;
+typedef enum attention_impl {
+    ATTENTION_TIER,
+    ATTENTION_DISPATCH,
+    ATTENTION_OPENBLAS
+} attention_impl;
 
-typedef struct at_variant {
+typedef struct attention_variant {
     const char *name;
-    at_impl impl;
+    attention_impl impl;
     peak_isa isa;
-} at_variant;
+} attention_variant;
 
-static const at_variant at_variants[] = {
-    {"scalar", AT_TIER, PEAK_ISA_SCALAR},
+static const attention_variant attention_variants[] = {
+    {"scalar", ATTENTION_TIER, PEAK_ISA_SCALAR},
 #if defined(__x86_64__)
-    {"avx2", AT_TIER, PEAK_ISA_AVX2},
-    {"avx512", AT_TIER, PEAK_ISA_AVX512},
+    {"avx2", ATTENTION_TIER, PEAK_ISA_AVX2},           {"avx512", ATTENTION_TIER, PEAK_ISA_AVX512},
 #endif
-    {"dispatch", AT_DISPATCH, PEAK_ISA_SCALAR},
+    {"dispatch", ATTENTION_DISPATCH, PEAK_ISA_SCALAR},
 #if PEAK_BENCH_OPENBLAS
-    {"openblas", AT_OPENBLAS, PEAK_ISA_SCALAR},
+    {"openblas", ATTENTION_OPENBLAS, PEAK_ISA_SCALAR},
 #endif
 };
 
 /* {H, Lq, Lk, causal, cold} */
-static const int64_t at_shapes[][5] = {
-    {8, 128, 128, 0, 0},   {8, 128, 128, 1, 0},   {8, 512, 512, 0, 0},
-    {8, 512, 512, 1, 0},   {8, 2048, 2048, 0, 0}, {8, 2048, 2048, 1, 0},
-    {8, 4096, 4096, 0, 0}, {8, 4096, 4096, 1, 0}, {12, 128, 128, 0, 0},
-    {12, 512, 512, 0, 0},  {12, 1024, 1024, 0, 0}, {12, 1024, 1024, 1, 0},
+static const int64_t attention_shapes[][5] = {
+    {8, 128, 128, 0, 0},   {8, 128, 128, 1, 0},   {8, 512, 512, 0, 0},    {8, 512, 512, 1, 0},
+    {8, 2048, 2048, 0, 0}, {8, 2048, 2048, 1, 0}, {8, 4096, 4096, 0, 0},  {8, 4096, 4096, 1, 0},
+    {12, 128, 128, 0, 0},  {12, 512, 512, 0, 0},  {12, 1024, 1024, 0, 0}, {12, 1024, 1024, 1, 0},
     {8, 50, 512, 0, 0},    {8, 1, 2048, 0, 0},    {8, 1, 2048, 0, 1},
 };
 
-typedef struct at_case {
-    const at_variant *v;
-    peak_attn_desc d;
+typedef struct attention_case {
+    const attention_variant *v;
+    peak_attention_desc d;
     float *q, *o, *kv; /* kv: n_copies of K then V */
     size_t kv_floats, n_copies, copy;
     void *ws;
     size_t ws_bytes;
     float *s;          /* openblas: one head's scores */
-} at_case;
+} attention_case;
 
-static const float *at_k(const at_case *c)
+static const float *attention_k(const attention_case *c)
 {
     return c->kv + c->copy * 2 * c->kv_floats;
 }
 
-static const float *at_v(const at_case *c)
+static const float *attention_v(const attention_case *c)
 {
-    return at_k(c) + c->kv_floats;
+    return attention_k(c) + c->kv_floats;
 }
 
 #if PEAK_BENCH_OPENBLAS
-static void openblas_run(at_case *c)
+static void openblas_run(attention_case *c)
 {
-    const peak_attn_desc *d = &c->d;
-    const int H = (int)d->heads, Lq = (int)d->q_len, Lk = (int)d->kv_len, D = AT_DH;
+    const peak_attention_desc *d = &c->d;
+    const int H = (int)d->heads, Lq = (int)d->q_len, Lk = (int)d->kv_len, D = ATTENTION_DH;
     peak_softmax_desc sd = PEAK_SOFTMAX_DESC_DEFAULT;
     sd.batch = sd.heads = 1;
     sd.q_len = d->q_len;
@@ -103,25 +105,26 @@ static void openblas_run(at_case *c)
     sd.scale = d->scale;
     sd.mask = d->mask;
     for (int h = 0; h < H; h++) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Lk, D, 1.0f, c->q + h * D,
-                    H * D, at_k(c) + h * D, H * D, 0.0f, c->s, Lk);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Lk, D, 1.0f, c->q + h * D, H * D,
+                    attention_k(c) + h * D, H * D, 0.0f, c->s, Lk);
         peak_softmax(c->s, c->s, &sd);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lq, D, Lk, 1.0f, c->s, Lk,
-                    at_v(c) + h * D, H * D, 0.0f, c->o + h * D, H * D);
+                    attention_v(c) + h * D, H * D, 0.0f, c->o + h * D, H * D);
     }
 }
 #endif
 
-static void at_run(at_case *c)
+static void attention_run(attention_case *c)
 {
     switch (c->v->impl) {
-    case AT_TIER:
-        peak_kernels_for(c->v->isa)->attention(c->o, c->q, at_k(c), at_v(c), &c->d, c->ws);
+    case ATTENTION_TIER:
+        peak_kernels_for(c->v->isa)->attention(c->o, c->q, attention_k(c), attention_v(c), &c->d,
+                                               c->ws);
         break;
-    case AT_DISPATCH:
-        peak_attention(c->o, c->q, at_k(c), at_v(c), &c->d, c->ws, c->ws_bytes);
+    case ATTENTION_DISPATCH:
+        peak_attention(c->o, c->q, attention_k(c), attention_v(c), &c->d, c->ws, c->ws_bytes);
         break;
-    case AT_OPENBLAS:
+    case ATTENTION_OPENBLAS:
 #if PEAK_BENCH_OPENBLAS
         openblas_run(c);
 #endif
@@ -132,33 +135,33 @@ static void at_run(at_case *c)
 
 /* Row i of head h against double precision; returns the error bound
    violated, 0 if fine. */
-static double at_check_row(const at_case *c, size_t h, size_t i)
+static double attention_check_row(const attention_case *c, size_t h, size_t i)
 {
-    const peak_attn_desc *d = &c->d;
+    const peak_attention_desc *d = &c->d;
     const size_t H = d->heads, Lk = d->kv_len;
-    const float *q = c->q + (i * H + h) * AT_DH, *k = at_k(c), *v = at_v(c);
+    const float *q = c->q + (i * H + h) * ATTENTION_DH, *k = attention_k(c), *v = attention_v(c);
     size_t hi = Lk;
     if (d->mask.causal)
         hi = i + 1 < Lk ? i + 1 : Lk;
-    double m = -INFINITY, sum = 0.0, acc[AT_DH] = {0}, vmax = 0.0, worst = 0.0;
+    double m = -INFINITY, sum = 0.0, acc[ATTENTION_DH] = {0}, vmax = 0.0, worst = 0.0;
     double *s = malloc(hi * sizeof *s);
     for (size_t j = 0; j < hi; j++) {
         double dot = 0.0;
-        for (size_t e = 0; e < AT_DH; e++)
-            dot += (double)q[e] * k[(j * H + h) * AT_DH + e];
+        for (size_t e = 0; e < ATTENTION_DH; e++)
+            dot += (double)q[e] * k[(j * H + h) * ATTENTION_DH + e];
         s[j] = dot * d->scale;
         m = s[j] > m ? s[j] : m;
     }
     for (size_t j = 0; j < hi; j++) {
         const double p = exp(s[j] - m);
         sum += p;
-        for (size_t e = 0; e < AT_DH; e++) {
-            acc[e] += p * v[(j * H + h) * AT_DH + e];
-            vmax = fmax(vmax, fabs(v[(j * H + h) * AT_DH + e]));
+        for (size_t e = 0; e < ATTENTION_DH; e++) {
+            acc[e] += p * v[(j * H + h) * ATTENTION_DH + e];
+            vmax = fmax(vmax, fabs(v[(j * H + h) * ATTENTION_DH + e]));
         }
     }
-    for (size_t e = 0; e < AT_DH; e++) {
-        const double err = fabs(acc[e] / sum - c->o[(i * H + h) * AT_DH + e]);
+    for (size_t e = 0; e < ATTENTION_DH; e++) {
+        const double err = fabs(acc[e] / sum - c->o[(i * H + h) * ATTENTION_DH + e]);
         if (!(err <= 1e-5 * vmax))
             worst = isnan(err) ? INFINITY : fmax(worst, err);
     }
@@ -166,7 +169,7 @@ static double at_check_row(const at_case *c, size_t h, size_t i)
     return worst;
 }
 
-static void at_fill(float *x, size_t n, uint64_t seed)
+static void attention_fill(float *x, size_t n, uint64_t seed)
 {
     for (size_t e = 0; e < n; e++) {
         seed = seed * 6364136223846793005u + 1442695040888963407u;
@@ -174,12 +177,12 @@ static void at_fill(float *x, size_t n, uint64_t seed)
     }
 }
 
-static void *at_alloc(size_t bytes)
+static void *attention_alloc(size_t bytes)
 {
     return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
-static double at_visible_pairs(const peak_attn_desc *d)
+static double attention_visible_pairs(const peak_attention_desc *d)
 {
     if (!d->mask.causal)
         return (double)d->q_len * (double)d->kv_len;
@@ -189,83 +192,86 @@ static double at_visible_pairs(const peak_attn_desc *d)
     return n;
 }
 
-static const char *at_setup(at_case *c, gb_state *st)
+static const char *attention_setup(attention_case *c, gb_state *st)
 {
-    peak_attn_desc *d = &c->d;
+    peak_attention_desc *d = &c->d;
     const size_t H = (size_t)gb_range(st, 0);
-    *d = (peak_attn_desc)PEAK_ATTN_DESC_DEFAULT;
+    *d = (peak_attention_desc)PEAK_ATTENTION_DESC_DEFAULT;
     d->batch = 1;
     d->heads = d->kv_heads = H;
     d->q_len = (size_t)gb_range(st, 1);
     d->kv_len = (size_t)gb_range(st, 2);
-    d->head_dim = d->v_head_dim = AT_DH;
+    d->head_dim = d->v_head_dim = ATTENTION_DH;
     d->scale = 0.125f;
     d->mask.causal = (int)gb_range(st, 3);
-    const ptrdiff_t row = (ptrdiff_t)(H * AT_DH);
-    const ptrdiff_t qs[3] = {(ptrdiff_t)d->q_len * row, row, AT_DH};
-    const ptrdiff_t ks[3] = {(ptrdiff_t)d->kv_len * row, row, AT_DH};
+    const ptrdiff_t row = (ptrdiff_t)(H * ATTENTION_DH);
+    const ptrdiff_t qs[3] = {(ptrdiff_t)d->q_len * row, row, ATTENTION_DH};
+    const ptrdiff_t ks[3] = {(ptrdiff_t)d->kv_len * row, row, ATTENTION_DH};
     memcpy(d->q_stride, qs, sizeof qs);
     memcpy(d->o_stride, qs, sizeof qs);
     memcpy(d->k_stride, ks, sizeof ks);
     memcpy(d->v_stride, ks, sizeof ks);
-    if (c->v->impl == AT_TIER && !peak_kernels_for(c->v->isa))
+    if (c->v->impl == ATTENTION_TIER && !peak_kernels_for(c->v->isa))
         return "isa not compiled in";
-    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_AVX2 && !__builtin_cpu_supports("avx2"))
+    if (c->v->impl == ATTENTION_TIER && c->v->isa == PEAK_ISA_AVX2 &&
+        !__builtin_cpu_supports("avx2"))
         return "isa unsupported";
-    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_AVX512 &&
+    if (c->v->impl == ATTENTION_TIER && c->v->isa == PEAK_ISA_AVX512 &&
         !__builtin_cpu_supports("avx512f"))
         return "isa unsupported";
-    if (c->v->impl == AT_TIER && c->v->isa == PEAK_ISA_SCALAR && d->q_len * d->kv_len >= 1 << 20)
+    if (c->v->impl == ATTENTION_TIER && c->v->isa == PEAK_ISA_SCALAR &&
+        d->q_len * d->kv_len >= 1 << 20)
         return "scalar: too slow at this size";
-    c->kv_floats = d->kv_len * H * AT_DH;
+    c->kv_floats = d->kv_len * H * ATTENTION_DH;
     /* Cold: copies of K and V that together exceed this machine's 300 MiB
        L3 (and any smaller one). */
     c->n_copies = gb_range(st, 4) ? (size_t)(400u << 20) / (2 * c->kv_floats * sizeof(float)) + 1 : 1;
-    c->q = at_alloc(d->q_len * H * AT_DH * sizeof(float));
-    c->o = at_alloc(d->q_len * H * AT_DH * sizeof(float));
-    c->kv = at_alloc(c->n_copies * 2 * c->kv_floats * sizeof(float));
-    if (c->v->impl == AT_TIER)
+    c->q = attention_alloc(d->q_len * H * ATTENTION_DH * sizeof(float));
+    c->o = attention_alloc(d->q_len * H * ATTENTION_DH * sizeof(float));
+    c->kv = attention_alloc(c->n_copies * 2 * c->kv_floats * sizeof(float));
+    if (c->v->impl == ATTENTION_TIER)
         c->ws_bytes = peak_kernels_for(c->v->isa)->attention_ws(d);
     else if (peak_attention_workspace_size(d, &c->ws_bytes) != PEAK_OK)
         return "workspace size";
-    c->ws = at_alloc(c->ws_bytes ? c->ws_bytes : 64);
-    if (c->v->impl == AT_OPENBLAS)
-        c->s = at_alloc(d->q_len * d->kv_len * sizeof(float));
-    if (!c->q || !c->o || !c->kv || !c->ws || (c->v->impl == AT_OPENBLAS && !c->s))
+    c->ws = attention_alloc(c->ws_bytes ? c->ws_bytes : 64);
+    if (c->v->impl == ATTENTION_OPENBLAS)
+        c->s = attention_alloc(d->q_len * d->kv_len * sizeof(float));
+    if (!c->q || !c->o || !c->kv || !c->ws || (c->v->impl == ATTENTION_OPENBLAS && !c->s))
         return "out of memory";
-    at_fill(c->q, d->q_len * H * AT_DH, 1);
+    attention_fill(c->q, d->q_len * H * ATTENTION_DH, 1);
     for (size_t e = 0; e < c->n_copies; e++)
-        at_fill(c->kv + e * 2 * c->kv_floats, 2 * c->kv_floats, 2);
+        attention_fill(c->kv + e * 2 * c->kv_floats, 2 * c->kv_floats, 2);
     return NULL;
 }
 
-static void bench_sdpa(gb_state *st, void *user)
+static void bench_attention(gb_state *st, void *user)
 {
-    at_case c;
+    attention_case c;
     memset(&c, 0, sizeof c);
     c.v = user;
-    const char *why = at_setup(&c, st);
+    const char *why = attention_setup(&c, st);
     if (!why) {
-        at_run(&c);
+        attention_run(&c);
         c.copy = 0;
         const size_t rows[3] = {0, c.d.q_len / 2, c.d.q_len - 1};
         for (size_t r = 0; r < 3 && !why; r++)
             for (size_t h = 0; h < c.d.heads && !why; h += c.d.heads - 1)
-                if (at_check_row(&c, h, rows[r]) != 0.0)
+                if (attention_check_row(&c, h, rows[r]) != 0.0)
                     why = "wrong result";
     }
     if (why) {
         gb_skip_with_error(st, why);
     } else {
         while (gb_keep_running(st)) {
-            at_run(&c);
+            attention_run(&c);
             gb_do_not_optimize(c.o);
         }
-        const double it = (double)gb_iterations(st), per_pair = 4.0 * AT_DH * (double)c.d.heads;
+        const double it = (double)gb_iterations(st),
+                     per_pair = 4.0 * ATTENTION_DH * (double)c.d.heads;
         gb_set_counter(st, "GFLOPs",
                        it * per_pair * (double)c.d.q_len * (double)c.d.kv_len * 1e-9,
                        GB_COUNTER_RATE);
-        gb_set_counter(st, "GFLOPs_visible", it * per_pair * at_visible_pairs(&c.d) * 1e-9,
+        gb_set_counter(st, "GFLOPs_visible", it * per_pair * attention_visible_pairs(&c.d) * 1e-9,
                        GB_COUNTER_RATE);
         gb_set_counter(st, "workspace_bytes", (double)c.ws_bytes, GB_COUNTER_PLAIN);
     }
@@ -276,18 +282,18 @@ static void bench_sdpa(gb_state *st, void *user)
     free(c.q);
 }
 
-void bench_register_sdpa(void)
+void bench_register_attention(void)
 {
     static const char *const arg_names[] = {"H", "Lq", "Lk", "causal", "cold"};
     char name[64];
 #if PEAK_BENCH_OPENBLAS
     openblas_set_num_threads(1);
 #endif
-    for (size_t s = 0; s < sizeof at_shapes / sizeof at_shapes[0]; s++)
-        for (size_t i = 0; i < sizeof at_variants / sizeof at_variants[0]; i++) {
-            snprintf(name, sizeof name, "sdpa/%s", at_variants[i].name);
-            gb_bench *b = gb_register(name, bench_sdpa, (void *)&at_variants[i]);
-            b = gb_args(b, at_shapes[s], 5);
+    for (size_t s = 0; s < sizeof attention_shapes / sizeof attention_shapes[0]; s++)
+        for (size_t i = 0; i < sizeof attention_variants / sizeof attention_variants[0]; i++) {
+            snprintf(name, sizeof name, "attention/%s", attention_variants[i].name);
+            gb_bench *b = gb_register(name, bench_attention, (void *)&attention_variants[i]);
+            b = gb_args(b, attention_shapes[s], 5);
             b = gb_arg_names(b, arg_names, 5);
             b = gb_unit(b, GB_MICROSECOND);
             if (gb_use_real_time(b) == NULL) {

@@ -1,5 +1,5 @@
 /*
- * emb-pe-add-scalar.c - positional add and fused embedding + PE, the
+ * embedding-scalar.c - positional add and fused embedding + PE, the
  * reference every SIMD tier must match bit for bit (peak_pe_add and
  * peak_embed_pe in peak.h).
  *

@@ -1,7 +1,7 @@
 /*
- * sdpa-avx2.c - fused masked attention on AVX2 + FMA (peak_attention).
+ * attention-avx2.c - fused masked attention on AVX2 + FMA (peak_attention).
  *
- * The tiling, masks and special rows are ../sdpa-tiles.h's; this file holds
+ * The tiling, masks and special rows are attention.h's; this file holds
  * the micro-kernels, with 8 query rows per ymm, blocks of 64 rows and tiles
  * of 64 keys.  With 16 registers a micro-tile is 6 keys (or V columns) x
  * 2 row vectors: 12 accumulators, 2 vector loads and one broadcast at a
@@ -10,18 +10,18 @@
  * Exponentials are exp-avx2.h's 2^t, t = (s - m) * log2(e) (subtracting
  * first keeps t to one rounding for scores of 1e4 and more).
  */
-#include "exp-avx2.h"
+#include "avx2/exp-avx2.h"
 #include "internal.h"
 
 #include <immintrin.h>
 
-#define SDPA_VW 8
-#define SDPA_BQ 64
-#define SDPA_BC 64
-#define SDPA_T8X8_IN peak_avx2_t8x8_in
-#define SDPA_T8X8_OUT peak_avx2_t8x8_out
-#include "../avx2/transpose-avx2.h"
-#include "../sdpa-tiles.h"
+#define PEAK_ATTENTION_VW 8
+#define PEAK_ATTENTION_BQ 64
+#define PEAK_ATTENTION_BC 64
+#define PEAK_ATTENTION_T8X8_IN peak_avx2_t8x8_in
+#define PEAK_ATTENTION_T8X8_OUT peak_avx2_t8x8_out
+#include "avx2/transpose-avx2.h"
+#include "attention.h"
 
 #define NJ 6  /* keys (or V columns) per micro-tile */
 #define NRV 2 /* row vectors per micro-tile */
@@ -44,7 +44,7 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
         __m256 vq[NRV];
 #pragma GCC unroll 2
         for (int rr = 0; rr < nrv; rr++)
-            vq[rr] = _mm256_load_ps(qt + c * SDPA_BQ + rr * SDPA_VW);
+            vq[rr] = _mm256_load_ps(qt + c * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW);
 #pragma GCC unroll 6
         for (int jj = 0; jj < nj; jj++) {
             const __m256 vk = _mm256_broadcast_ss(kp[jj] + c);
@@ -57,18 +57,18 @@ INLINE void scores_core(float *st, const float *const *kp, const float *qt, size
     __m256 vmax[NRV];
 #pragma GCC unroll 2
     for (int rr = 0; rr < nrv; rr++)
-        vmax[rr] = _mm256_load_ps(tmax + rr * SDPA_VW);
+        vmax[rr] = _mm256_load_ps(tmax + rr * PEAK_ATTENTION_VW);
 #pragma GCC unroll 6
     for (int jj = 0; jj < nj; jj++)
 #pragma GCC unroll 2
         for (int rr = 0; rr < nrv; rr++) {
             const __m256 vs = _mm256_mul_ps(acc[jj][rr], vscale);
-            _mm256_store_ps(st + jj * SDPA_BQ + rr * SDPA_VW, vs);
+            _mm256_store_ps(st + jj * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW, vs);
             vmax[rr] = _mm256_max_ps(vmax[rr], vs);
         }
 #pragma GCC unroll 2
     for (int rr = 0; rr < nrv; rr++)
-        _mm256_store_ps(tmax + rr * SDPA_VW, vmax[rr]);
+        _mm256_store_ps(tmax + rr * PEAK_ATTENTION_VW, vmax[rr]);
 }
 
 /* O^T[0 .. nc-1][.] += sum_j V[j][c] P^T[j][.] (oacc and v point at the
@@ -81,13 +81,14 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
     for (int cc = 0; cc < nc; cc++)
 #pragma GCC unroll 2
         for (int rr = 0; rr < nrv; rr++)
-            acc[cc][rr] = _mm256_load_ps(oacc + (size_t)cc * SDPA_BQ + rr * SDPA_VW);
+            acc[cc][rr] =
+                _mm256_load_ps(oacc + (size_t)cc * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW);
     for (size_t j = 0; j < n; j++) {
         __m256 vpt[NRV];
         const float *vj = v + j * ldv;
 #pragma GCC unroll 2
         for (int rr = 0; rr < nrv; rr++)
-            vpt[rr] = _mm256_load_ps(pt + j * SDPA_BQ + rr * SDPA_VW);
+            vpt[rr] = _mm256_load_ps(pt + j * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW);
 #pragma GCC unroll 6
         for (int cc = 0; cc < nc; cc++) {
             const __m256 vv = _mm256_broadcast_ss(vj + cc);
@@ -100,10 +101,11 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
     for (int cc = 0; cc < nc; cc++)
 #pragma GCC unroll 2
         for (int rr = 0; rr < nrv; rr++)
-            _mm256_store_ps(oacc + (size_t)cc * SDPA_BQ + rr * SDPA_VW, acc[cc][rr]);
+            _mm256_store_ps(oacc + (size_t)cc * PEAK_ATTENTION_BQ + rr * PEAK_ATTENTION_VW,
+                            acc[cc][rr]);
 }
 
-SDPA_DEFINE_ROW_PAIR_DRIVERS(NJ)
+PEAK_ATTENTION_DEFINE_ROW_PAIR_DRIVERS(NJ)
 
 /* Masked scores of one row vector: s + B where B is finite and -inf where
    B is -inf (a select, so that a NaN or inf score at a masked key cannot
@@ -113,11 +115,11 @@ static __m256 mask_max(float *s, const float *bt, size_t n)
     const __m256 vninf = _mm256_set1_ps(-INFINITY);
     __m256 vmax = vninf;
     for (size_t j = 0; j < n; j++) {
-        const __m256 vb = _mm256_load_ps(bt + j * SDPA_BQ);
+        const __m256 vb = _mm256_load_ps(bt + j * PEAK_ATTENTION_BQ);
         const __m256 vmasked = _mm256_cmp_ps(vb, vninf, _CMP_EQ_OQ);
-        const __m256 vs =
-            _mm256_blendv_ps(_mm256_add_ps(_mm256_load_ps(s + j * SDPA_BQ), vb), vninf, vmasked);
-        _mm256_store_ps(s + j * SDPA_BQ, vs);
+        const __m256 vs = _mm256_blendv_ps(
+            _mm256_add_ps(_mm256_load_ps(s + j * PEAK_ATTENTION_BQ), vb), vninf, vmasked);
+        _mm256_store_ps(s + j * PEAK_ATTENTION_BQ, vs);
         vmax = _mm256_max_ps(vmax, vs);
     }
     return vmax;
@@ -129,9 +131,10 @@ static __m256 exp_and_sum(float *s, __m256 vm, size_t n)
     const __m256 vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
     __m256 vsum = _mm256_setzero_ps();
     for (size_t j = 0; j < n; j++) {
-        const __m256 vt = _mm256_mul_ps(_mm256_sub_ps(_mm256_load_ps(s + j * SDPA_BQ), vm), vlog2e);
+        const __m256 vt =
+            _mm256_mul_ps(_mm256_sub_ps(_mm256_load_ps(s + j * PEAK_ATTENTION_BQ), vm), vlog2e);
         const __m256 vp = peak_avx2_exp2_ftz(vt);
-        _mm256_store_ps(s + j * SDPA_BQ, vp);
+        _mm256_store_ps(s + j * PEAK_ATTENTION_BQ, vp);
         vsum = _mm256_add_ps(vsum, vp);
     }
     return vsum;
@@ -140,14 +143,15 @@ static __m256 exp_and_sum(float *s, __m256 vm, size_t n)
 static void rescale(float *oacc, __m256 valpha, size_t dv)
 {
     for (size_t c = 0; c < dv; c++)
-        _mm256_store_ps(oacc + c * SDPA_BQ, _mm256_mul_ps(_mm256_load_ps(oacc + c * SDPA_BQ), valpha));
+        _mm256_store_ps(oacc + c * PEAK_ATTENTION_BQ,
+                        _mm256_mul_ps(_mm256_load_ps(oacc + c * PEAK_ATTENTION_BQ), valpha));
 }
 
-static void isa_online_softmax(const sdpa_ws *w, const float *bt, size_t dv, size_t n, size_t r0,
-                               size_t r1)
+static void isa_online_softmax(const attention_ws *w, const float *bt, size_t dv, size_t n,
+                               size_t r0, size_t r1)
 {
     const __m256 vninf = _mm256_set1_ps(-INFINITY), vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
-    for (size_t r = r0; r < r1; r += SDPA_VW) {
+    for (size_t r = r0; r < r1; r += PEAK_ATTENTION_VW) {
         const __m256 vm_old = _mm256_load_ps(w->m + r);
         const __m256 vtile = bt ? mask_max(w->st + r, bt + r, n) : _mm256_load_ps(w->tmax + r);
         /* A NaN m_old (whose l is already NaN) is dropped by MAXPS. */
@@ -170,7 +174,7 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
     float tail = 0.0f;
     for (size_t j = 0; j < n; j++) {
         size_t c = 0;
-        for (; c + SDPA_VW <= dv; c += SDPA_VW) {
+        for (; c + PEAK_ATTENTION_VW <= dv; c += PEAK_ATTENTION_VW) {
             const __m256 vx = _mm256_loadu_ps(src[j] + c);
             vbad = _mm256_add_ps(vbad, _mm256_sub_ps(vx, vx));
             _mm256_store_ps(dst + j * ld + c, vx);
@@ -188,7 +192,7 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
 /* Lanes < n set (VMASKMOVPS never touches the others' memory). */
 static __m256i tail_mask(size_t n)
 {
-    const int k = n >= SDPA_VW ? SDPA_VW : (int)n;
+    const int k = n >= PEAK_ATTENTION_VW ? PEAK_ATTENTION_VW : (int)n;
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
@@ -204,12 +208,12 @@ static float isa_dot(const float *a, const float *b, size_t n)
 {
     __m256 vacc0 = _mm256_setzero_ps(), vacc1 = _mm256_setzero_ps();
     size_t c = 0;
-    for (; c + 2 * SDPA_VW <= n; c += 2 * SDPA_VW) {
+    for (; c + 2 * PEAK_ATTENTION_VW <= n; c += 2 * PEAK_ATTENTION_VW) {
         vacc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), vacc0);
-        vacc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + SDPA_VW),
-                                _mm256_loadu_ps(b + c + SDPA_VW), vacc1);
+        vacc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + PEAK_ATTENTION_VW),
+                                _mm256_loadu_ps(b + c + PEAK_ATTENTION_VW), vacc1);
     }
-    for (; c < n; c += SDPA_VW) {
+    for (; c < n; c += PEAK_ATTENTION_VW) {
         const __m256i k = tail_mask(n - c);
         vacc0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + c, k), _mm256_maskload_ps(b + c, k), vacc0);
     }
@@ -220,7 +224,7 @@ static float isa_row_exp(float *s, float m, size_t n)
 {
     const __m256 vm = _mm256_set1_ps(m), vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
     __m256 vsum = _mm256_setzero_ps();
-    for (size_t j = 0; j < n; j += SDPA_VW) {
+    for (size_t j = 0; j < n; j += PEAK_ATTENTION_VW) {
         const __m256i k = tail_mask(n - j);
         /* Masked-off lanes load 0 and give 2^(-m log2 e): zeroed below. */
         const __m256 vt = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(s + j, k), vm), vlog2e);
@@ -240,7 +244,7 @@ static void row_pv_cols(float *acc, float alpha, const float *p, const float *co
     __m256 va[4];
     const __m256 valpha = _mm256_set1_ps(alpha);
     for (int v = 0; v < 4; v++) {
-        const size_t c = c0 + (size_t)v * SDPA_VW;
+        const size_t c = c0 + (size_t)v * PEAK_ATTENTION_VW;
         k[v] = tail_mask(c < dv ? dv - c : 0);
         va[v] = _mm256_mul_ps(_mm256_maskload_ps(acc + (c < dv ? c : 0), k[v]), valpha);
     }
@@ -249,12 +253,12 @@ static void row_pv_cols(float *acc, float alpha, const float *p, const float *co
             continue; /* a masked key: its V row is not read */
         const __m256 vp_ = _mm256_set1_ps(p[j]);
         for (int v = 0; v < 4; v++) {
-            const size_t c = c0 + (size_t)v * SDPA_VW;
+            const size_t c = c0 + (size_t)v * PEAK_ATTENTION_VW;
             va[v] = _mm256_fmadd_ps(vp_, _mm256_maskload_ps(vp[j] + (c < dv ? c : 0), k[v]), va[v]);
         }
     }
     for (int v = 0; v < 4; v++) {
-        const size_t c = c0 + (size_t)v * SDPA_VW;
+        const size_t c = c0 + (size_t)v * PEAK_ATTENTION_VW;
         if (c < dv)
             _mm256_maskstore_ps(acc + c, k[v], va[v]);
     }
@@ -263,17 +267,17 @@ static void row_pv_cols(float *acc, float alpha, const float *p, const float *co
 static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
                        size_t dv)
 {
-    for (size_t c0 = 0; c0 < dv; c0 += 4 * SDPA_VW)
+    for (size_t c0 = 0; c0 < dv; c0 += 4 * PEAK_ATTENTION_VW)
         row_pv_cols(acc, alpha, p, vp, n, c0, dv);
 }
 
-size_t peak_f32_sdpa_workspace__avx2(const peak_attn_desc *desc)
+size_t peak_f32_attention_workspace__avx2(const peak_attention_desc *desc)
 {
-    return sdpa_tiles_workspace(desc);
+    return attention_tiles_workspace(desc);
 }
 
-void peak_f32_sdpa__avx2(float *o, const float *q, const float *k, const float *v,
-                         const peak_attn_desc *desc, void *workspace)
+void peak_f32_attention__avx2(float *o, const float *q, const float *k, const float *v,
+                              const peak_attention_desc *desc, void *workspace)
 {
-    sdpa_tiles_run(o, q, k, v, desc, workspace);
+    attention_tiles_run(o, q, k, v, desc, workspace);
 }

@@ -1,9 +1,9 @@
 /*
- * bench-embed.c - peak_embed_pe per tier and PE source, against a plain C
+ * bench-embedding.c - peak_embed_pe per tier and PE source, against a plain C
  * loop and memcpy, in one binary so that every ratio comes from the same run
  * on the same machine state.
  *
- * Names: embed/<variant>/batch:<B>/seq_len:<S>/d_model:<D>[/pos0:<P>]/fly:<0|1>
+ * Names: embedding/<variant>/batch:<B>/seq_len:<S>/d_model:<D>[/pos0:<P>]/fly:<0|1>
  * (Google Benchmark adds /real_time); vocab 32000, ids uniform at random,
  * positions P .. P+S-1 in every sequence (P = 0, the seed's case, unless the
  * name says pos0), scale sqrt(d_model).  fly:0 reads PE from a table
@@ -51,59 +51,58 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EMB_VOCAB 32000
-#define EMB_D_MAX 768
+#define EMBEDDING_VOCAB 32000
+#define EMBEDDING_D_MAX 768
 
-typedef enum emb_impl {
-    EMB_TIER,
-    EMB_DISPATCH,
-    EMB_PLAIN,
-    EMB_PLAIN_NOVEC,
-    EMB_MEMCPY,
-    EMB_ROW_COPY
-} emb_impl;
+typedef enum embedding_impl {
+    EMBEDDING_TIER,
+    EMBEDDING_DISPATCH,
+    EMBEDDING_PLAIN,
+    EMBEDDING_PLAIN_NOVEC,
+    EMBEDDING_MEMCPY,
+    EMBEDDING_ROW_COPY
+} embedding_impl;
 
-typedef struct emb_variant {
+typedef struct embedding_variant {
     const char *name;
-    emb_impl impl;
-    peak_isa isa; /* EMB_TIER */
-} emb_variant;
+    embedding_impl impl;
+    peak_isa isa; /* EMBEDDING_TIER */
+} embedding_variant;
 
-static const emb_variant emb_variants[] = {
-    {"scalar", EMB_TIER, PEAK_ISA_SCALAR},
+static const embedding_variant embedding_variants[] = {
+    {"scalar", EMBEDDING_TIER, PEAK_ISA_SCALAR},
 #if defined(__x86_64__)
-    {"avx2", EMB_TIER, PEAK_ISA_AVX2},
-    {"avx512", EMB_TIER, PEAK_ISA_AVX512},
+    {"avx2", EMBEDDING_TIER, PEAK_ISA_AVX2},
+    {"avx512", EMBEDDING_TIER, PEAK_ISA_AVX512},
 #elif defined(__aarch64__)
-    {"neon", EMB_TIER, PEAK_ISA_NEON},
+    {"neon", EMBEDDING_TIER, PEAK_ISA_NEON},
 #endif
-    {"dispatch", EMB_DISPATCH, PEAK_ISA_SCALAR},
-    {"plain_loop", EMB_PLAIN, PEAK_ISA_SCALAR},
-    {"plain_loop_novec", EMB_PLAIN_NOVEC, PEAK_ISA_SCALAR},
-    {"memcpy", EMB_MEMCPY, PEAK_ISA_SCALAR},
-    {"row_copy", EMB_ROW_COPY, PEAK_ISA_SCALAR},
+    {"dispatch", EMBEDDING_DISPATCH, PEAK_ISA_SCALAR},
+    {"plain_loop", EMBEDDING_PLAIN, PEAK_ISA_SCALAR},
+    {"plain_loop_novec", EMBEDDING_PLAIN_NOVEC, PEAK_ISA_SCALAR},
+    {"memcpy", EMBEDDING_MEMCPY, PEAK_ISA_SCALAR},
+    {"row_copy", EMBEDDING_ROW_COPY, PEAK_ISA_SCALAR},
 };
 
 /* {batch, seq_len, d_model, pos0}: the seed's in-cache batch (2 x 50: 200 KB
    of output), BERT/GPT-2 sequences, a batch beyond L2 (32 x 128: 8 MiB of
    output), one far out of cache (64 MiB), and decode steps at position
    2047. */
-static const int64_t emb_shapes[][4] = {
-    {2, 50, 512, 0},    {1, 128, 768, 0},  {1, 512, 768, 0},  {1, 1024, 768, 0},
-    {1, 4096, 768, 0},  {32, 128, 512, 0}, {64, 512, 512, 0}, {1, 1, 768, 2047},
-    {32, 1, 768, 2047}};
+static const int64_t embedding_shapes[][4] = {
+    {2, 50, 512, 0},   {1, 128, 768, 0},  {1, 512, 768, 0},  {1, 1024, 768, 0}, {1, 4096, 768, 0},
+    {32, 128, 512, 0}, {64, 512, 512, 0}, {1, 1, 768, 2047}, {32, 1, 768, 2047}};
 
 /* The embedding table is built once: 94 MiB of random floats, read as
-   [vocab, d_model] rows for every d_model up to EMB_D_MAX. */
-static float *emb_table(void)
+   [vocab, d_model] rows for every d_model up to EMBEDDING_D_MAX. */
+static float *embedding_table(void)
 {
     static float *table;
     if (!table) {
-        table = aligned_alloc(64, (size_t)EMB_VOCAB * EMB_D_MAX * sizeof(float));
+        table = aligned_alloc(64, (size_t)EMBEDDING_VOCAB * EMBEDDING_D_MAX * sizeof(float));
         if (!table)
             return NULL;
         uint64_t s = 0x243f6a8885a308d3ull;
-        for (size_t k = 0; k < (size_t)EMB_VOCAB * EMB_D_MAX; k++) {
+        for (size_t k = 0; k < (size_t)EMBEDDING_VOCAB * EMBEDDING_D_MAX; k++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             table[k] = (float)((double)(s >> 40) * 0x1p-24 * 2.0 - 1.0);
         }
@@ -111,69 +110,69 @@ static float *emb_table(void)
     return table;
 }
 
-typedef struct emb_run {
-    const emb_variant *v;
+typedef struct embedding_run {
+    const embedding_variant *v;
     size_t batch, seq, n, d, pos0;
     int fly;
     peak_embed_desc desc;
     int32_t *ids;
     float *pe, *out, *src; /* src: memcpy's source */
     size_t copy_bytes;
-} emb_run;
+} embedding_run;
 
 /* Whether the variant reads PE only from a table (fly:0 only). */
-static int emb_table_only(emb_impl impl)
+static int embedding_table_only(embedding_impl impl)
 {
-    return impl == EMB_PLAIN || impl == EMB_PLAIN_NOVEC || impl == EMB_ROW_COPY;
+    return impl == EMBEDDING_PLAIN || impl == EMBEDDING_PLAIN_NOVEC || impl == EMBEDDING_ROW_COPY;
 }
 
 /* Bytes a variant reads and writes per call; no_pe: it reads no PE rows
    (on the fly, row_copy). */
-static size_t emb_traffic(int no_pe, size_t n, size_t d)
+static size_t embedding_traffic(int no_pe, size_t n, size_t d)
 {
     const size_t row = d * sizeof(float);
     return n * ((no_pe ? 2 : 3) * row + sizeof(int32_t));
 }
 
 /* Token t's E row (ld_table is d_model here). */
-static const float *emb_e_row(const emb_run *r, size_t t)
+static const float *embedding_e_row(const embedding_run *r, size_t t)
 {
     return r->desc.table + (size_t)r->ids[t] * r->d;
 }
 
-static peak_status emb_call(emb_run *r)
+static peak_status embedding_call(embedding_run *r)
 {
     switch (r->v->impl) {
-    case EMB_TIER:
-    case EMB_DISPATCH:
+    case EMBEDDING_TIER:
+    case EMBEDDING_DISPATCH:
         return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc);
-    case EMB_PLAIN:
+    case EMBEDDING_PLAIN:
         bench_emb_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d, r->batch,
                                  r->seq, r->d, r->desc.scale);
         return PEAK_OK;
-    case EMB_PLAIN_NOVEC:
+    case EMBEDDING_PLAIN_NOVEC:
         bench_emb_plain_loop_novec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d,
                                    r->batch, r->seq, r->d, r->desc.scale);
         return PEAK_OK;
-    case EMB_MEMCPY:
+    case EMBEDDING_MEMCPY:
         memcpy(r->out, r->src, r->copy_bytes);
         return PEAK_OK;
-    case EMB_ROW_COPY:
+    case EMBEDDING_ROW_COPY:
         for (size_t t = 0; t < r->n; t++)
-            memcpy(r->out + t * r->d, emb_e_row(r, t), r->d * sizeof(float));
+            memcpy(r->out + t * r->d, embedding_e_row(r, t), r->d * sizeof(float));
         return PEAK_OK;
     }
     return PEAK_ERR_UNSUPPORTED;
 }
 
 /* NULL if the output is right, else what is wrong. */
-static const char *emb_check(const emb_run *r, char *msg, size_t len)
+static const char *embedding_check(const embedding_run *r, char *msg, size_t len)
 {
-    if (r->v->impl == EMB_MEMCPY)
+    if (r->v->impl == EMBEDDING_MEMCPY)
         return memcmp(r->out, r->src, r->copy_bytes) ? "memcpy copied wrong bytes" : NULL;
-    if (r->v->impl == EMB_ROW_COPY) {
+    if (r->v->impl == EMBEDDING_ROW_COPY) {
         for (size_t t = 0; t < r->n; t++)
-            if (memcmp(r->out + t * r->d, emb_e_row(r, t), r->d * sizeof(float)) != 0)
+            if (memcmp(r->out + t * r->d, embedding_e_row(r, t), r->d * sizeof(float)) != 0)
                 return "row_copy copied wrong rows";
         return NULL;
     }
@@ -195,16 +194,16 @@ static const char *emb_check(const emb_run *r, char *msg, size_t len)
     return bad;
 }
 
-static const char *emb_setup(emb_run *r)
+static const char *embedding_setup(embedding_run *r)
 {
-    const emb_variant *v = r->v;
-    if (v->impl == EMB_TIER && peak_isa_force(v->isa) != PEAK_OK)
+    const embedding_variant *v = r->v;
+    if (v->impl == EMBEDDING_TIER && peak_isa_force(v->isa) != PEAK_OK)
         return "isa unsupported on this CPU/OS/build";
-    if (emb_table_only(v->impl) && r->fly)
+    if (embedding_table_only(v->impl) && r->fly)
         return "not measured: fly:0 only";
     peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
-    d.table = emb_table();
-    d.vocab = EMB_VOCAB;
+    d.table = embedding_table();
+    d.vocab = EMBEDDING_VOCAB;
     d.ld_table = (ptrdiff_t)r->d;
     d.d_model = r->d;
     d.scale = sqrtf((float)r->d);
@@ -213,7 +212,7 @@ static const char *emb_setup(emb_run *r)
     const size_t pe_rows = r->pos0 + r->seq;
     r->ids = malloc(r->n * sizeof *r->ids);
     r->pe = aligned_alloc(64, pe_rows * r->d * sizeof(float));
-    r->copy_bytes = emb_traffic(r->fly, r->n, r->d) / 2;
+    r->copy_bytes = embedding_traffic(r->fly, r->n, r->d) / 2;
     const size_t out_bytes = r->n * r->d * sizeof(float);
     const size_t alloc = out_bytes > r->copy_bytes ? out_bytes : r->copy_bytes;
     r->out = aligned_alloc(64, (alloc + 63) / 64 * 64);
@@ -222,7 +221,7 @@ static const char *emb_setup(emb_run *r)
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t t = 0; t < r->n; t++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
-        r->ids[t] = (int32_t)((s >> 33) % EMB_VOCAB);
+        r->ids[t] = (int32_t)((s >> 33) % EMBEDDING_VOCAB);
     }
     if (peak_pe_table(r->pe, pe_rows, r->d, 0, NULL) != PEAK_OK)
         return "peak_pe_table failed";
@@ -231,7 +230,7 @@ static const char *emb_setup(emb_run *r)
         d.pe_rows = pe_rows;
     }
     r->desc = d;
-    if (v->impl == EMB_MEMCPY) {
+    if (v->impl == EMBEDDING_MEMCPY) {
         r->src = aligned_alloc(64, (r->copy_bytes + 63) / 64 * 64);
         if (!r->src)
             return "out of memory";
@@ -240,36 +239,36 @@ static const char *emb_setup(emb_run *r)
     return NULL;
 }
 
-static void emb_measure(gb_state *st, emb_run *r)
+static void embedding_measure(gb_state *st, embedding_run *r)
 {
     for (size_t k = 0; k < r->n * r->d; k++)
         r->out[k] = NAN;
-    const peak_status status = emb_call(r);
+    const peak_status status = embedding_call(r);
     if (status != PEAK_OK) {
         gb_skip_with_error(st, peak_status_string(status));
         return;
     }
     char msg[160];
-    const char *bad = emb_check(r, msg, sizeof msg);
+    const char *bad = embedding_check(r, msg, sizeof msg);
     if (bad) {
         gb_skip_with_error(st, bad);
         return;
     }
     while (gb_keep_running(st)) {
-        emb_call(r);
+        embedding_call(r);
         gb_do_not_optimize(r->out);
     }
-    if (r->v->impl == EMB_DISPATCH)
+    if (r->v->impl == EMBEDDING_DISPATCH)
         gb_set_label(st, peak_isa_name(peak_isa_active()));
-    const int no_pe = r->fly || r->v->impl == EMB_ROW_COPY;
-    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)emb_traffic(no_pe, r->n, r->d));
+    const int no_pe = r->fly || r->v->impl == EMBEDDING_ROW_COPY;
+    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)embedding_traffic(no_pe, r->n, r->d));
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)r->n);
 }
 
 /* Arguments batch, seq_len, d_model, then fly (pos0 0) or pos0 and fly. */
-static void bench_embed_args(gb_state *st, void *user, int has_pos0)
+static void bench_embedding_args(gb_state *st, void *user, int has_pos0)
 {
-    emb_run r = {0};
+    embedding_run r = {0};
     r.v = user;
     r.batch = (size_t)gb_range(st, 0);
     r.seq = (size_t)gb_range(st, 1);
@@ -277,11 +276,11 @@ static void bench_embed_args(gb_state *st, void *user, int has_pos0)
     r.pos0 = has_pos0 ? (size_t)gb_range(st, 3) : 0;
     r.fly = (int)gb_range(st, has_pos0 ? 4 : 3);
     r.n = r.batch * r.seq;
-    const char *why = emb_setup(&r);
+    const char *why = embedding_setup(&r);
     if (why)
         gb_skip_with_error(st, why);
     else
-        emb_measure(st, &r);
+        embedding_measure(st, &r);
     peak_isa_reset();
     free(r.ids);
     free(r.pe);
@@ -289,39 +288,41 @@ static void bench_embed_args(gb_state *st, void *user, int has_pos0)
     free(r.src);
 }
 
-static void bench_embed(gb_state *st, void *user)
+static void bench_embedding(gb_state *st, void *user)
 {
-    bench_embed_args(st, user, 0);
+    bench_embedding_args(st, user, 0);
 }
 
-static void bench_embed_pos0(gb_state *st, void *user)
+static void bench_embedding_pos0(gb_state *st, void *user)
 {
-    bench_embed_args(st, user, 1);
+    bench_embedding_args(st, user, 1);
 }
 
-void bench_register_embed(void)
+void bench_register_embedding(void)
 {
     static const char *const arg_names[] = {"batch", "seq_len", "d_model", "fly"};
     static const char *const arg_names_pos0[] = {"batch", "seq_len", "d_model", "pos0", "fly"};
     char name[64];
-    for (size_t s = 0; s < sizeof emb_shapes / sizeof emb_shapes[0]; s++) {
-        for (size_t i = 0; i < 2 * (sizeof emb_variants / sizeof emb_variants[0]); i++) {
-            const emb_variant *v = &emb_variants[i / 2];
+    for (size_t s = 0; s < sizeof embedding_shapes / sizeof embedding_shapes[0]; s++) {
+        for (size_t i = 0; i < 2 * (sizeof embedding_variants / sizeof embedding_variants[0]);
+             i++) {
+            const embedding_variant *v = &embedding_variants[i / 2];
             const int64_t fly = (int64_t)(i % 2);
-            if (fly && emb_table_only(v->impl))
+            if (fly && embedding_table_only(v->impl))
                 continue;
             /* pos0 0 stays out of the name (the names of the seed's shapes). */
-            const int64_t pos0 = emb_shapes[s][3];
+            const int64_t pos0 = embedding_shapes[s][3];
             gb_bench *b;
-            snprintf(name, sizeof name, "embed/%s", v->name);
-            b = gb_register(name, pos0 ? bench_embed_pos0 : bench_embed, (void *)v);
+            snprintf(name, sizeof name, "embedding/%s", v->name);
+            b = gb_register(name, pos0 ? bench_embedding_pos0 : bench_embedding, (void *)v);
             if (pos0 == 0) {
-                const int64_t args[4] = {emb_shapes[s][0], emb_shapes[s][1], emb_shapes[s][2], fly};
+                const int64_t args[4] = {embedding_shapes[s][0], embedding_shapes[s][1],
+                                         embedding_shapes[s][2], fly};
                 b = gb_args(b, args, 4);
                 b = gb_arg_names(b, arg_names, 4);
             } else {
-                const int64_t args[5] = {emb_shapes[s][0], emb_shapes[s][1], emb_shapes[s][2], pos0,
-                                         fly};
+                const int64_t args[5] = {embedding_shapes[s][0], embedding_shapes[s][1],
+                                         embedding_shapes[s][2], pos0, fly};
                 b = gb_args(b, args, 5);
                 b = gb_arg_names(b, arg_names_pos0, 5);
             }
