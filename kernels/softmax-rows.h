@@ -56,11 +56,15 @@
  *     wide_range_relative_ulp.)  One order of addition on every SIMD
  *     tier, PEAK_SM_SUM_LANES;
  *   - 1/sum: a double, split into two floats hi + lo, y = e * hi + e * lo
- *     in one FMA: one rounding, 0.5 ulp, and 2^-47 for e * lo's (y =
- *     e * (float)(1/sum) would round twice, 1 u more).
- * Total: 0.5 ulp + (1.29 + 1.29) u y <= 3.08 ulp from the exact
- * probability, so within 4 ulp of it rounded to float.  Measured: 2.47 ulp
- * over 22M probabilities down to FLT_MIN (bench/accuracy.c, "wide").
+ *     in one FMA: one rounding, 0.5 ulp, and 2^-47 for e * lo's.  Where
+ *     hi alone is within 0.5 u of 1/sum (most rows, peak_sm_factor_for),
+ *     lo is 0 and y = e * hi: the same 0.5 ulp rounding, plus hi's own
+ *     error, at most 0.5 u relative (y = e * (float)(1/sum) on every row
+ *     would add up to 1 u).
+ * Total: 0.5 ulp + (1.29 + 1.29 + 0.5) u y <= 3.58 ulp from the exact
+ * probability, within 4 ulp of it.  Measured: 2.92 ulp over 22M
+ * probabilities down to FLT_MIN (bench/accuracy.c, "wide"; 2.47 with the
+ * FMA on every row).
  *
  * The terms below FLT_MIN: the clamp of exp-poly.h flushes a term to +0
  * when M - k <= -127, i.e. when 2^-k e^s < 2^-126.5, so when
@@ -68,7 +72,8 @@
  * at least FLT_MIN stays a normal float (c >= 1), the others may be
  * subnormal.  The largest term is 1 (e^0, exactly, when m is subtracted)
  * or c e^0 in [1, 2) (less its rounding), so sum >= 1, and a row with one
- * visible key gives exactly 1 (e * (hi + lo) is within 2^-47 of 1).
+ * visible key gives exactly 1 (e * (hi + lo) is within 2^-47 of 1, e * hi
+ * alone within 2^-25: peak_sm_factor_for).
  *
  * Rows are processed in groups of up to PEAK_SM_GROUP, each step for every
  * row of the group before the next step: a short row is a chain of
@@ -236,17 +241,30 @@ static inline peak_sm_exp_row peak_sm_exp_row_for(float max)
 #define PEAK_SM_SUM_LANES 16
 
 /* 1/sum as two floats: y = e * hi + e * lo rounds once (an FMA), where
-   e * (float)(1/sum) would round twice. */
+   e * (float)(1/sum) would round twice: up to 1 u more, which would take
+   the bound past 4 ulp.  Where (float)(1/sum) is within
+   PEAK_SM_FACTOR_ONE_ERR of 1/sum, lo is 0 and the tiers multiply once
+   (e * hi, the same bits as the FMA with e * 0): the budget at the top of
+   this file counts that error.  About 70% of rows (1/sum's rounding error
+   is uniform over +-half an ulp, and half an ulp is 2^-25 to 2^-24 of it);
+   the FMA on every row took 1.5-2% longer on Zen 3 (AVX2). */
 typedef struct peak_sm_factor {
     float hi, lo;
 } peak_sm_factor;
+
+/* Just under 2^-25 (0.5 u) relative: a row with one visible key still
+   gives exactly 1, since e * hi is then within 2^-25 of 1 (1/sum's own
+   2^-53 included), which rounds to 1. */
+#define PEAK_SM_FACTOR_ONE_ERR 0x1.fcp-26
 
 static inline peak_sm_factor peak_sm_factor_for(double sum)
 {
     const double f = 1.0 / sum;
     peak_sm_factor r;
     r.hi = (float)f;
-    r.lo = (float)(f - (double)r.hi);
+    /* Exact: hi is f rounded, within a factor of 2 of it. */
+    const double lo = f - (double)r.hi;
+    r.lo = fabs(lo) <= PEAK_SM_FACTOR_ONE_ERR * f ? 0.0f : (float)lo;
     return r;
 }
 

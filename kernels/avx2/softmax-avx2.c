@@ -10,8 +10,8 @@
  * byte outside a row, no masked score, and no keep byte or bias behind a
  * masked key is read.  (A masked-off lane of VMASKMOVPS never faults.)
  *
- * Accuracy (the budget: ../softmax-rows.h): within 3.08 ULP of the exact
- * softmax for every probability >= FLT_MIN; measured at most 2.47 ULP over
+ * Accuracy (the budget: ../softmax-rows.h): within 3.58 ULP of the exact
+ * softmax for every probability >= FLT_MIN; measured at most 2.92 ULP over
  * 22M probabilities down to FLT_MIN (bench/accuracy.c, "wide").
  */
 #include "internal.h"
@@ -160,7 +160,10 @@ static inline double hsum(__m256d v)
 }
 
 /* src[0 .. n) summed in double in the order of ../softmax-rows.h
-   (PEAK_SM_SUM_LANES accumulators, key j into j % 16). */
+   (PEAK_SM_SUM_LANES accumulators, key j into j % 16).  A pass of its own
+   over the stored terms, which are still in L1: summed inside the
+   exponential's loop, in double or compensated in float, the whole kernel
+   took 1.1-1.4x as long (Zen 3, rows of 128 keys; doc/perf-notes.md). */
 static inline double sum_double(const float *src, size_t n)
 {
     __m256d vacc0 = _mm256_setzero_pd(), vacc1 = vacc0, vacc2 = vacc0, vacc3 = vacc0;
@@ -207,40 +210,52 @@ static inline size_t to_line(const float *y, size_t n)
     return head < n ? head : n;
 }
 
-/* src * (hi + lo), rounded once. */
-static inline __m256 times_factor(__m256 v, __m256 vhi, __m256 vlo)
+/* src * (hi + lo), rounded once; src * hi where lo is 0 (`two` false). */
+PEAK_SM_INLINE __m256 times_factor(__m256 v, __m256 vhi, __m256 vlo, bool two)
 {
-    return _mm256_fmadd_ps(v, vhi, _mm256_mul_ps(v, vlo));
+    return two ? _mm256_fmadd_ps(v, vhi, _mm256_mul_ps(v, vlo)) : _mm256_mul_ps(v, vhi);
 }
 
 /* y[j] = src[j] * factor for j < n, at most 8: VMASKMOVPS both ways. */
-static inline void scale_store_short(float *y, const float *src, size_t n, __m256 vhi, __m256 vlo)
+PEAK_SM_INLINE void scale_store_short(float *y, const float *src, size_t n, __m256 vhi, __m256 vlo,
+                                      bool two)
 {
     const __m256i vk = first_lanes(n);
-    _mm256_maskstore_ps(y, vk, times_factor(_mm256_maskload_ps(src, vk), vhi, vlo));
+    _mm256_maskstore_ps(y, vk, times_factor(_mm256_maskload_ps(src, vk), vhi, vlo, two));
 }
 
 /* y[j] = src[j] * factor for j < n.  Streaming: non-temporal stores from
    the first 64-byte line boundary on, masked plain stores before it and
    for the tail. */
-PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_factor f,
-                                bool stream)
+PEAK_SM_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_sm_factor f,
+                                     bool stream, bool two)
 {
     const __m256 vhi = _mm256_set1_ps(f.hi), vlo = _mm256_set1_ps(f.lo);
     size_t j = 0;
     if (stream) {
         const size_t head = to_line(y, n);
         for (; j < head; j += LANES)
-            scale_store_short(y + j, src + j, head - j < LANES ? head - j : LANES, vhi, vlo);
+            scale_store_short(y + j, src + j, head - j < LANES ? head - j : LANES, vhi, vlo, two);
         j = head;
         for (; j + LANES <= n; j += LANES)
-            _mm256_stream_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo));
+            _mm256_stream_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo, two));
     } else {
         for (; j + LANES <= n; j += LANES)
-            _mm256_storeu_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo));
+            _mm256_storeu_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo, two));
     }
     if (j < n)
-        scale_store_short(y + j, src + j, n - j, vhi, vlo);
+        scale_store_short(y + j, src + j, n - j, vhi, vlo, two);
+}
+
+/* f.lo == 0 (../softmax-rows.h, most rows): one multiply, the same bits as
+   the FMA of e * hi + e * 0. */
+PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_factor f,
+                                bool stream)
+{
+    if (f.lo == 0.0f)
+        scale_store_with(y, src, n, f, stream, false);
+    else
+        scale_store_with(y, src, n, f, stream, true);
 }
 
 /* The same for zeros. */
