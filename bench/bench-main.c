@@ -6,8 +6,7 @@
  * (Google Benchmark 1.7.1: --benchmark_min_time takes a plain number of
  * seconds, "0.05", not "0.05s".)  bench/report.sh runs it with repetitions,
  * together with the accuracy program and PyTorch, and writes the report in
- * bench/results/; bench/run-pe-table.sh and run-softmax.sh print one
- * family's medians and the ratios its issue asks for.
+ * bench/results/ (with --filter, one family's tables and speed-up goals).
  */
 #include "bench.h"
 #include "gbench-shim.h"
