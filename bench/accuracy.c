@@ -735,7 +735,7 @@ static void acc_attention_shape(size_t Lq, size_t Lk, int causal)
         const peak_kernels *kern = tier_kernels(&tiers[ti]);
         if (!kern)
             continue;
-        void *ws = aligned_alloc(64, (kern->attention_ws(&d) + 64) / 64 * 64);
+        void *ws = aligned_alloc(64, (kern->attention_workspace(&d) + 64) / 64 * 64);
         if (!ws)
             continue;
         kern->attention(o, q, k, v, &d, ws);

@@ -230,7 +230,7 @@ static const char *attention_setup(attention_case *c, gb_state *st)
     c->o = attention_alloc(d->q_len * H * ATTENTION_DH * sizeof(float));
     c->kv = attention_alloc(c->n_copies * 2 * c->kv_floats * sizeof(float));
     if (c->v->impl == ATTENTION_TIER)
-        c->ws_bytes = peak_kernels_for(c->v->isa)->attention_ws(d);
+        c->ws_bytes = peak_kernels_for(c->v->isa)->attention_workspace(d);
     else if (peak_attention_workspace_size(d, &c->ws_bytes) != PEAK_OK)
         return "workspace size";
     c->ws = attention_alloc(c->ws_bytes ? c->ws_bytes : 64);
@@ -291,6 +291,9 @@ void bench_register_attention(void)
 #endif
     for (size_t s = 0; s < sizeof attention_shapes / sizeof attention_shapes[0]; s++)
         for (size_t i = 0; i < sizeof attention_variants / sizeof attention_variants[0]; i++) {
+            if (attention_variants[i].impl == ATTENTION_TIER &&
+                !bench_tier_has_kernel("attention", attention_variants[i].isa))
+                continue;
             snprintf(name, sizeof name, "attention/%s", attention_variants[i].name);
             gb_bench *b = gb_register(name, bench_attention, (void *)&attention_variants[i]);
             b = gb_args(b, attention_shapes[s], 5);

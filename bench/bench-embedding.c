@@ -310,6 +310,8 @@ void bench_register_embedding(void)
             const int64_t fly = (int64_t)(i % 2);
             if (fly && embedding_table_only(v->impl))
                 continue;
+            if (v->impl == EMBEDDING_TIER && !bench_tier_has_kernel("embedding", v->isa))
+                continue;
             /* pos0 0 stays out of the name (the names of the seed's shapes). */
             const int64_t pos0 = embedding_shapes[s][3];
             gb_bench *b;

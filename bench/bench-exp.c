@@ -175,6 +175,8 @@ void bench_register_exp(void)
     char name[64];
     for (size_t s = 0; s < sizeof ex_sizes / sizeof ex_sizes[0]; s++)
         for (size_t i = 0; i < sizeof ex_variants / sizeof ex_variants[0]; i++) {
+            if (ex_variants[i].impl == EX_TIER && !bench_tier_has_kernel("exp", ex_variants[i].isa))
+                continue;
             snprintf(name, sizeof name, "exp/%s", ex_variants[i].name);
             gb_bench *b = gb_register(name, bench_exp, (void *)&ex_variants[i]);
             b = gb_args(b, &ex_sizes[s], 1);

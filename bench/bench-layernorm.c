@@ -223,6 +223,9 @@ void bench_register_layernorm(void)
     char name[64];
     for (size_t s = 0; s < sizeof layernorm_shapes / sizeof layernorm_shapes[0]; s++) {
         for (size_t i = 0; i < sizeof layernorm_variants / sizeof layernorm_variants[0]; i++) {
+            if (layernorm_variants[i].impl == LAYERNORM_TIER &&
+                !bench_tier_has_kernel("layernorm", layernorm_variants[i].isa))
+                continue;
             snprintf(name, sizeof name, "layernorm/%s", layernorm_variants[i].name);
             gb_bench *b = gb_register(name, bench_layernorm, (void *)&layernorm_variants[i]);
             b = gb_args(b, layernorm_shapes[s], 2);

@@ -169,6 +169,9 @@ void bench_register_pe_add(void)
                 if (fly && pa_variants[i].impl == PA_PLAIN)
                     continue;
                 const int64_t args[4] = {pa_shapes[s][0], pa_shapes[s][1], pa_shapes[s][2], fly};
+                if (pa_variants[i].impl == PA_TIER &&
+                    !bench_tier_has_kernel("embedding", pa_variants[i].isa))
+                    continue;
                 snprintf(name, sizeof name, "pe_add/%s", pa_variants[i].name);
                 gb_bench *b = gb_register(name, bench_pe_add, (void *)&pa_variants[i]);
                 b = gb_args(b, args, 4);

@@ -284,6 +284,9 @@ void bench_register_pe_table(void)
        console output. */
     for (size_t s = 0; s < sizeof pe_shapes / sizeof pe_shapes[0]; s++) {
         for (size_t i = 0; i < sizeof pe_variants / sizeof pe_variants[0]; i++) {
+            if (pe_variants[i].impl == PE_TIER &&
+                !bench_tier_has_kernel("pe_table", pe_variants[i].isa))
+                continue;
             snprintf(name, sizeof name, "pe_table/%s", pe_variants[i].name);
             gb_bench *b = gb_register(name, bench_pe_table, (void *)&pe_variants[i]);
             b = gb_args(b, pe_shapes[s], 2);

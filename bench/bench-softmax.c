@@ -326,6 +326,9 @@ void bench_register_softmax(void)
         for (int64_t causal = 0; causal <= 1; causal++) {
             const int64_t args[3] = {sm_shapes[l][0], sm_shapes[l][1], causal};
             for (size_t i = 0; i < sizeof sm_variants / sizeof sm_variants[0]; i++) {
+                if (sm_variants[i].impl == SM_TIER &&
+                    !bench_tier_has_kernel("softmax", sm_variants[i].isa))
+                    continue;
                 snprintf(name, sizeof name, "softmax/%s", sm_variants[i].name);
                 gb_bench *b = gb_register(name, bench_softmax, (void *)&sm_variants[i]);
                 b = gb_args(b, args, 3);

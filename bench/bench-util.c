@@ -6,7 +6,29 @@
 #include "internal.h"
 #include "peak.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* kernels.inc as data: per operation, its family and which tiers have a
+   kernel of their own (columns in peak_isa order). */
+static const struct {
+    const char *family;
+    unsigned char own[4];
+} bench_kernel_list[] = {
+#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
+    {#family, {k_scalar, k_avx2, k_avx512, k_neon}},
+#include "kernels.inc"
+#undef PEAK_KERNEL
+};
+
+bool bench_tier_has_kernel(const char *family, peak_isa isa)
+{
+    for (size_t i = 0; i < sizeof bench_kernel_list / sizeof bench_kernel_list[0]; i++)
+        if (strcmp(bench_kernel_list[i].family, family) == 0 && bench_kernel_list[i].own[isa])
+            return true;
+    return false;
+}
 
 const char *bench_tier_unavailable(peak_isa isa)
 {

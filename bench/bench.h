@@ -10,6 +10,7 @@
 
 #include "peak.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,12 @@ void bench_register_pe_add(void);
 void bench_register_limits(void);
 
 /* ---- shared helpers (bench-util.c) --------------------------------------- */
+
+/* Whether kernels.inc gives `family` (its spelling there: "pe_table",
+   "softmax", ...) a kernel of its own on `isa`.  A tier variant is
+   registered only where it does: elsewhere the tier's slot is the scalar
+   kernel, which the scalar variant already times. */
+bool bench_tier_has_kernel(const char *family, peak_isa isa);
 
 /* NULL if this build, CPU and OS can run peak's `isa` kernels, else why
    not (a message starting "isa unsupported"). */

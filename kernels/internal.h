@@ -97,7 +97,7 @@ typedef void (*peak_exp_fn)(float *y, const float *x, size_t n);
    workspace holds peak_attention_workspace_size() bytes, 64-byte aligned. */
 typedef void (*peak_attention_fn)(float *o, const float *q, const float *k, const float *v,
                                   const peak_attention_desc *desc, void *workspace);
-typedef size_t (*peak_attention_ws_fn)(const peak_attention_desc *desc);
+typedef size_t (*peak_attention_workspace_fn)(const peak_attention_desc *desc);
 
 typedef void (*peak_add_layernorm_fn)(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                       const float *x, ptrdiff_t ld_x, const float *r,
@@ -105,112 +105,31 @@ typedef void (*peak_add_layernorm_fn)(float *y, ptrdiff_t ld_y, float *sum, ptrd
                                       size_t rows, size_t d_model, float eps);
 
 
-/* ---- the kernels, per tier --------------------------------------------- */
-#define PEAK_DECLARE_PE_TABLE(isa)                                                   \
-    PEAK_INTERNAL void peak_f32_pe_table__##isa(float *out, ptrdiff_t ld_out, size_t n_pos, \
-                                                size_t d_model, size_t pos0,             \
-                                                const peak_pe_params *params);
-PEAK_DECLARE_PE_TABLE(scalar)
-PEAK_DECLARE_PE_TABLE(avx2)
-PEAK_DECLARE_PE_TABLE(avx512)
-PEAK_DECLARE_PE_TABLE(neon)
+/* ---- the kernels, per tier: kernels.inc --------------------------------- */
 
-PEAK_INTERNAL void peak_f32_pe_add__scalar(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
-                                           size_t batch, size_t seq_len, size_t d_model,
-                                           size_t pos0, const float *pe,
-                                           const peak_pe_params *params);
-PEAK_INTERNAL void peak_f32_embed_pe__scalar(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                             const int64_t *pos, size_t n_tokens, size_t batch,
-                                             size_t seq_stride,
-                                             const peak_embed_desc *desc, bool stream);
-PEAK_INTERNAL void peak_f32_softmax__scalar(float *y, const float *x,
-                                            const peak_softmax_desc *desc);
-PEAK_INTERNAL void peak_f32_softmax__avx2(float *y, const float *x,
-                                          const peak_softmax_desc *desc);
-PEAK_INTERNAL void peak_f32_softmax__avx512(float *y, const float *x,
-                                            const peak_softmax_desc *desc);
-PEAK_INTERNAL void peak_f32_softmax__neon(float *y, const float *x,
-                                          const peak_softmax_desc *desc);
-PEAK_INTERNAL void peak_f32_exp__scalar(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_exp__avx2(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_exp__avx512(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_exp__neon(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_exp2__scalar(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_exp2__avx2(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_exp2__avx512(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_exp2__neon(float *y, const float *x, size_t n);
-PEAK_INTERNAL void peak_f32_attention__scalar(float *o, const float *q, const float *k,
-                                              const float *v, const peak_attention_desc *desc,
-                                              void *workspace);
-PEAK_INTERNAL size_t peak_f32_attention_workspace__scalar(const peak_attention_desc *desc);
-#define PEAK_DECLARE_ATTENTION(isa)                                                                \
-    PEAK_INTERNAL void peak_f32_attention__##isa(float *o, const float *q, const float *k,         \
-                                                 const float *v, const peak_attention_desc *desc,  \
-                                                 void *workspace);                                 \
-    PEAK_INTERNAL size_t peak_f32_attention_workspace__##isa(const peak_attention_desc *desc);
-PEAK_DECLARE_ATTENTION(avx2)
-PEAK_DECLARE_ATTENTION(avx512)
-PEAK_DECLARE_ATTENTION(neon)
-PEAK_INTERNAL void peak_f32_add_layernorm__scalar(float *y, ptrdiff_t ld_y, float *sum,
-                                                  ptrdiff_t ld_sum, const float *x,
-                                                  ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
-                                                  const float *gamma, const float *beta,
-                                                  size_t rows, size_t d_model, float eps);
+/* The signatures of the operations that have no typedef of their own. */
+typedef peak_exp_fn peak_exp2_fn;
 
-PEAK_INTERNAL void peak_f32_pe_add__avx2(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
-                                         size_t batch, size_t seq_len, size_t d_model,
-                                         size_t pos0, const float *pe,
-                                         const peak_pe_params *params);
-PEAK_INTERNAL void peak_f32_embed_pe__avx2(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                           const int64_t *pos, size_t n_tokens, size_t batch,
-                                           size_t seq_stride,
-                                           const peak_embed_desc *desc, bool stream);
-PEAK_INTERNAL void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum,
-                                                ptrdiff_t ld_sum, const float *x,
-                                                ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
-                                                const float *gamma, const float *beta,
-                                                size_t rows, size_t d_model, float eps);
-PEAK_INTERNAL void peak_f32_pe_add__avx512(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
-                                           size_t batch, size_t seq_len, size_t d_model,
-                                           size_t pos0, const float *pe,
-                                           const peak_pe_params *params);
-PEAK_INTERNAL void peak_f32_embed_pe__avx512(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                             const int64_t *pos, size_t n_tokens, size_t batch,
-                                             size_t seq_stride,
-                                             const peak_embed_desc *desc, bool stream);
-PEAK_INTERNAL void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum,
-                                                  ptrdiff_t ld_sum, const float *x,
-                                                  ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
-                                                  const float *gamma, const float *beta,
-                                                  size_t rows, size_t d_model, float eps);
-PEAK_INTERNAL void peak_f32_pe_add__neon(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
-                                         size_t batch, size_t seq_len, size_t d_model,
-                                         size_t pos0, const float *pe,
-                                         const peak_pe_params *params);
-PEAK_INTERNAL void peak_f32_embed_pe__neon(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                           const int64_t *pos, size_t n_tokens, size_t batch,
-                                           size_t seq_stride,
-                                           const peak_embed_desc *desc, bool stream);
-PEAK_INTERNAL void peak_f32_add_layernorm__neon(float *y, ptrdiff_t ld_y, float *sum,
-                                                ptrdiff_t ld_sum, const float *x,
-                                                ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
-                                                const float *gamma, const float *beta,
-                                                size_t rows, size_t d_model, float eps);
+/* peak_<type>_<op>__<tier> for each tier with a 1 in kernels.inc.  A
+   pointer typedef gives the function type through __typeof__. */
+#define PEAK_DECLARE_0(type, op, tier)
+#define PEAK_DECLARE_1(type, op, tier) \
+    PEAK_INTERNAL __typeof__(*(peak_##op##_fn)0) peak_##type##_##op##__##tier;
+#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
+    PEAK_DECLARE_##k_scalar(type, op, scalar) PEAK_DECLARE_##k_avx2(type, op, avx2) \
+    PEAK_DECLARE_##k_avx512(type, op, avx512) PEAK_DECLARE_##k_neon(type, op, neon)
+#include "kernels.inc"
+#undef PEAK_KERNEL
 
 /* ---- the dispatch table: one complete row per tier ---------------------- */
-/* A tier without its own version of a family points at the scalar kernel
-   (BLIS's "reference first, then override"), so no slot is ever NULL. */
+/* One slot per operation of kernels.inc.  A tier without its own kernel
+   for an operation points at the scalar kernel (BLIS's "reference first,
+   then override"), so no slot is ever NULL. */
 typedef struct peak_kernels {
     peak_isa isa;
-    peak_pe_table_fn pe_table;
-    peak_pe_add_fn pe_add;
-    peak_embed_pe_fn embed_pe;
-    peak_softmax_fn softmax;
-    peak_exp_fn exp;
-    peak_exp_fn exp2;
-    peak_attention_fn attention;
-    peak_attention_ws_fn attention_ws;
-    peak_add_layernorm_fn add_layernorm;
+#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) peak_##op##_fn op;
+#include "kernels.inc"
+#undef PEAK_KERNEL
 } peak_kernels;
 
 PEAK_INTERNAL extern const peak_kernels peak_kernels_scalar;

@@ -223,7 +223,7 @@ static void run_tier(const peak_kernels *kern, const inputs *in, outputs *out)
     kern->softmax(out->softmax, in->scores, &sd);
     kern->exp(out->exp, in->ex, EX_N);
     peak_attention_desc ad = attention_desc(out->lse);
-    void *ws = workspace(kern->attention_ws(&ad));
+    void *ws = workspace(kern->attention_workspace(&ad));
     kern->attention(out->attention, in->q, in->k, in->v, &ad, ws);
     free(ws);
     kern->add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D, in->layernorm_x, LN_D,

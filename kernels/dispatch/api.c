@@ -545,7 +545,7 @@ peak_status peak_attention_workspace_size(const peak_attention_desc *desc, size_
     peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
-    *bytes = peak_active_kernels()->attention_ws(&d);
+    *bytes = peak_active_kernels()->attention_workspace(&d);
     return PEAK_OK;
 }
 
@@ -561,7 +561,7 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     if (s != PEAK_OK)
         return s;
     const peak_kernels *kern = peak_active_kernels();
-    size_t need = kern->attention_ws(&d);
+    size_t need = kern->attention_workspace(&d);
     if (workspace && (uintptr_t)workspace % 64)
         return PEAK_ERR_INVALID_ARG;
     /* The size first: a workspace of at least `need` bytes is one whose

@@ -18,65 +18,49 @@
 #include <sys/auxv.h>
 #endif
 
-/* One row per tier.  Reference first, then override (BLIS): a family with no
-   kernel of its own on a tier keeps the scalar kernel, so no slot is ever
-   NULL.  Each row lists every family so a reader sees at a glance which
-   tiers are really vectorised. */
+/* One row per tier, generated from kernels.inc: a 1 in the tier's column
+   picks peak_<type>_<op>__<tier>, a 0 the scalar kernel (reference first,
+   then override, as BLIS does), so no slot is ever NULL.  kernels.inc shows
+   at a glance which tiers are really vectorised. */
+#define PEAK_PICK_0(type, op, tier) peak_##type##_##op##__scalar
+#define PEAK_PICK_1(type, op, tier) peak_##type##_##op##__##tier
+#define PEAK_PICK(flag, type, op, tier) PEAK_PICK_##flag(type, op, tier)
+
 const peak_kernels peak_kernels_scalar = {
     .isa = PEAK_ISA_SCALAR,
-    .pe_table = peak_f32_pe_table__scalar,
-    .pe_add = peak_f32_pe_add__scalar,
-    .embed_pe = peak_f32_embed_pe__scalar,
-    .softmax = peak_f32_softmax__scalar,
-    .exp = peak_f32_exp__scalar,
-    .exp2 = peak_f32_exp2__scalar,
-    .attention = peak_f32_attention__scalar,
-    .attention_ws = peak_f32_attention_workspace__scalar,
-    .add_layernorm = peak_f32_add_layernorm__scalar,
+#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
+    .op = PEAK_PICK(k_scalar, type, op, scalar),
+#include "kernels.inc"
+#undef PEAK_KERNEL
 };
 
 #if PEAK_HAVE_AVX2
 const peak_kernels peak_kernels_avx2 = {
     .isa = PEAK_ISA_AVX2,
-    .pe_table = peak_f32_pe_table__avx2,
-    .pe_add = peak_f32_pe_add__avx2,
-    .embed_pe = peak_f32_embed_pe__avx2,
-    .softmax = peak_f32_softmax__avx2,
-    .exp = peak_f32_exp__avx2,
-    .exp2 = peak_f32_exp2__avx2,
-    .attention = peak_f32_attention__avx2,
-    .attention_ws = peak_f32_attention_workspace__avx2,
-    .add_layernorm = peak_f32_add_layernorm__avx2,
+#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
+    .op = PEAK_PICK(k_avx2, type, op, avx2),
+#include "kernels.inc"
+#undef PEAK_KERNEL
 };
 #endif
 
 #if PEAK_HAVE_AVX512
 const peak_kernels peak_kernels_avx512 = {
     .isa = PEAK_ISA_AVX512,
-    .pe_table = peak_f32_pe_table__avx512,
-    .pe_add = peak_f32_pe_add__avx512,
-    .embed_pe = peak_f32_embed_pe__avx512,
-    .softmax = peak_f32_softmax__avx512,
-    .exp = peak_f32_exp__avx512,
-    .exp2 = peak_f32_exp2__avx512,
-    .attention = peak_f32_attention__avx512,
-    .attention_ws = peak_f32_attention_workspace__avx512,
-    .add_layernorm = peak_f32_add_layernorm__avx512,
+#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
+    .op = PEAK_PICK(k_avx512, type, op, avx512),
+#include "kernels.inc"
+#undef PEAK_KERNEL
 };
 #endif
 
 #if PEAK_HAVE_NEON
 const peak_kernels peak_kernels_neon = {
     .isa = PEAK_ISA_NEON,
-    .pe_table = peak_f32_pe_table__neon,
-    .pe_add = peak_f32_pe_add__neon,
-    .embed_pe = peak_f32_embed_pe__neon,
-    .softmax = peak_f32_softmax__neon,
-    .exp = peak_f32_exp__neon,
-    .exp2 = peak_f32_exp2__neon,
-    .attention = peak_f32_attention__neon,
-    .attention_ws = peak_f32_attention_workspace__neon,
-    .add_layernorm = peak_f32_add_layernorm__neon,
+#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
+    .op = PEAK_PICK(k_neon, type, op, neon),
+#include "kernels.inc"
+#undef PEAK_KERNEL
 };
 #endif
 
