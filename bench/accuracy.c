@@ -35,7 +35,7 @@
  *              so that the probabilities reach down to FLT_MIN (max_ulp
  *              over those >= FLT_MIN: below it a tier may flush, and only
  *              max_abs counts them)
- *   embed      E[id] * sqrt(d) + PE(pos) for the seed's 2 x 50 x 512, PE
+ *   embedding  E[id] * sqrt(d) + PE(pos) for the seed's 2 x 50 x 512, PE
  *              from the table and on the fly; the exact PE is the oracle's
  *   pe_add     x + PE(pos), same shape, table and on the fly
  *   layernorm  LayerNorm(x + r) * gamma + beta, 256 rows of 768, per tier
@@ -447,7 +447,7 @@ static void acc_add_normal(err_acc *a, float got, long double want)
 /* The "wide" softmax: scores spread uniformly over 88 below each row's
    maximum, so that the probabilities cover float's normal range down to
    FLT_MIN (e^-87.3); row maxima either side of 0 and of 256 (where the SIMD
-   tiers switch from reducing s to reducing s - max, kernels/softmax-rows.h);
+   tiers switch from reducing s to reducing s - max, kernels/softmax.h);
    scale 1 and 0.37; lengths that leave every tail of 4, 8 and 16 lanes, and
    long rows.  The baselines get x * scale already formed. */
 static void acc_softmax_wide(void)
@@ -521,7 +521,7 @@ static void acc_softmax_wide(void)
         emit("softmax", "onednn", "wide", &acc[N_TIERS + 1], -1.0, impl);
 }
 
-/* ---- embed and pe_add ------------------------------------------------------------ */
+/* ---- embedding and pe_add --------------------------------------------------------- */
 
 #define EP_B 2
 #define EP_S 50
@@ -577,17 +577,17 @@ static void acc_embed_pe_add(void)
                 acc_rows(&a, out, want, EP_B * EP_S, EP_D);
             char sh[96];
             snprintf(sh, sizeof sh, "%s/fly:%d", shape, fly);
-            emit("embed", tiers[ti].name, sh, &a, -1.0, "ULP of the row's max |y|");
+            emit("embedding", tiers[ti].name, sh, &a, -1.0, "ULP of the row's max |y|");
             peak_isa_reset();
         }
 
     {
         err_acc a = {0};
-        bench_emb_plain_loop_novec(out, table, ids, pe, EP_B, EP_S, EP_D, scale);
+        bench_embedding_plain_loop_novec(out, table, ids, pe, EP_B, EP_S, EP_D, scale);
         acc_rows(&a, out, want, EP_B * EP_S, EP_D);
         char sh[96];
         snprintf(sh, sizeof sh, "%s/fly:0", shape);
-        emit("embed", "plain_loop_novec", sh, &a, -1.0,
+        emit("embedding", "plain_loop_novec", sh, &a, -1.0,
              "peak's PE table; ULP of the row's max |y|");
     }
 
@@ -660,7 +660,7 @@ static void acc_layernorm(void)
         acc_rows(&a, y, want, rows, d);
         emit("layernorm", tiers[ti].name, shape, &a, -1.0, "ULP of the row's max |y|");
     }
-    bench_ln_plain_loop_novec(y, x, r, gamma, beta, rows, d, eps);
+    bench_layernorm_plain_loop_novec(y, x, r, gamma, beta, rows, d, eps);
     err_acc a = {0};
     acc_rows(&a, y, want, rows, d);
     emit("layernorm", "plain_loop_novec", shape, &a, -1.0,
@@ -714,7 +714,7 @@ static void acc_attention_shape(size_t Lq, size_t Lk, int causal)
             for (size_t e = 0; e < AT_DH; e++)
                 want[(i * H + h) * AT_DH + e] /= sum;
         }
-    peak_attn_desc d = PEAK_ATTN_DESC_DEFAULT;
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
     d.batch = 1;
     d.heads = d.kv_heads = H;
     d.q_len = Lq;

@@ -12,7 +12,7 @@
 #define PLAIN_CAT(a, b) PLAIN_CAT2(a, b)
 #define PLAIN(name) PLAIN_CAT(name, PEAK_PLAIN_SFX)
 
-void PLAIN(bench_ln_plain_loop)(float *y, const float *x, const float *r, const float *gamma,
+void PLAIN(bench_layernorm_plain_loop)(float *y, const float *x, const float *r, const float *gamma,
                                 const float *beta, size_t rows, size_t d, float eps)
 {
     for (size_t t = 0; t < rows; t++) {
@@ -33,7 +33,7 @@ void PLAIN(bench_ln_plain_loop)(float *y, const float *x, const float *r, const 
     }
 }
 
-void PLAIN(bench_emb_plain_loop)(float *out, const float *table, const int32_t *ids,
+void PLAIN(bench_embedding_plain_loop)(float *out, const float *table, const int32_t *ids,
                                  const float *pe, size_t batch, size_t seq, size_t d,
                                  float scale)
 {

@@ -16,11 +16,11 @@
 #define PEAK_PLAIN_LOOPS(sfx)                                                                 \
     /* y = LayerNorm(x + r) * gamma + beta, rows of d contiguous floats,                   \
        the textbook two passes with double accumulators. */                                \
-    void bench_ln_plain_loop##sfx(float *y, const float *x, const float *r,                 \
+    void bench_layernorm_plain_loop##sfx(float *y, const float *x, const float *r,                 \
                                   const float *gamma, const float *beta, size_t rows,       \
                                   size_t d, float eps);                                     \
     /* out[t] = E[ids[t]] * scale + pe[t % seq], rows of d contiguous floats. */           \
-    void bench_emb_plain_loop##sfx(float *out, const float *table, const int32_t *ids,      \
+    void bench_embedding_plain_loop##sfx(float *out, const float *table, const int32_t *ids,      \
                                    const float *pe, size_t batch, size_t seq, size_t d,     \
                                    float scale);
 

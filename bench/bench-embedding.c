@@ -147,11 +147,11 @@ static peak_status embedding_call(embedding_run *r)
     case EMBEDDING_DISPATCH:
         return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc);
     case EMBEDDING_PLAIN:
-        bench_emb_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d, r->batch,
+        bench_embedding_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d, r->batch,
                                  r->seq, r->d, r->desc.scale);
         return PEAK_OK;
     case EMBEDDING_PLAIN_NOVEC:
-        bench_emb_plain_loop_novec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d,
+        bench_embedding_plain_loop_novec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d,
                                    r->batch, r->seq, r->d, r->desc.scale);
         return PEAK_OK;
     case EMBEDDING_MEMCPY:
@@ -180,7 +180,7 @@ static const char *embedding_check(const embedding_run *r, char *msg, size_t len
     float *want = malloc(r->n * d * sizeof(float));
     if (!want)
         return "out of memory";
-    bench_emb_plain_loop_vec(want, r->desc.table, r->ids, r->pe + r->pos0 * d, r->batch, r->seq,
+    bench_embedding_plain_loop_vec(want, r->desc.table, r->ids, r->pe + r->pos0 * d, r->batch, r->seq,
                              d, r->desc.scale);
     const char *bad = NULL;
     for (size_t k = 0; k < r->n * d && !bad; k++) {

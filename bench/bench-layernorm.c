@@ -92,10 +92,10 @@ static peak_status layernorm_call(layernorm_run *w)
         return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
                                   (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
     case LAYERNORM_PLAIN:
-        bench_ln_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
+        bench_layernorm_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
         return PEAK_OK;
     case LAYERNORM_PLAIN_NOVEC:
-        bench_ln_plain_loop_novec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d,
+        bench_layernorm_plain_loop_novec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d,
                                   LAYERNORM_EPS);
         return PEAK_OK;
     case LAYERNORM_MEMCPY:
@@ -156,7 +156,7 @@ static const char *layernorm_check(const layernorm_run *w, char *msg, size_t len
     float *want = layernorm_alloc(n);
     if (!want)
         return "out of memory";
-    bench_ln_plain_loop_vec(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
+    bench_layernorm_plain_loop_vec(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
     const char *bad = NULL;
     for (size_t k = 0; k < n && !bad; k++) {
         const double ref = want[k];

@@ -523,7 +523,7 @@ PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_d
  *   not fit in a ptrdiff_t.
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
  * @source Cody and Waite (1980) range reduction and a minimax polynomial
- *   (kernels/exp-poly.h).
+ *   (kernels/exp.h).
  */
 PEAK_API peak_status peak_exp(float *y, const float *x, size_t n);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit the polynomials of kernels/exp-poly.h and print them as C constants.
+"""Fit the polynomials of kernels/exp.h and print them as C constants.
 
 Usage: fit-exp-poly.py        (needs mpmath: pip install mpmath, or Debian's
                                python3-mpmath)

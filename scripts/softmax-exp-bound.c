@@ -1,10 +1,10 @@
 /*
  * softmax-exp-bound.c - the relative error of the softmax's exponential
- * (kernels/exp-poly.h, "2^-k e^a for the softmax") for every float a in a
+ * (kernels/exp.h, "2^-k e^a for the softmax") for every float a in a
  * range, against expl.  The kernels' operations one at a time with fmaf,
  * the C library's correctly rounded FMA, as the vector FMAs are: the same
  * bits (2^(M - k) is exact, so k does not change the relative error and
- * is left out).  The figure of exp-poly.h and softmax-rows.h:
+ * is left out).  The figure of exp.h and softmax.h:
  *
  *   cc -O2 -Ikernels scripts/softmax-exp-bound.c -o /tmp/seb -lm
  *   /tmp/seb -345 -1; /tmp/seb -1 1; /tmp/seb 1 256
@@ -12,7 +12,7 @@
  * (about 4 minutes for the three on one core of a Zen 3).  Arguments below
  * 2^-40 in magnitude are skipped: there M = 0, r = a, and p(r) = 1 + a.
  */
-#include "exp-poly.h"
+#include "exp.h"
 
 #include <math.h>
 #include <stdio.h>

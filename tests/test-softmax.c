@@ -880,7 +880,7 @@ START_TEST(infinite_x_subnormal_scale_under_daz)
 END_TEST
 
 /* An output larger than any cache is written with non-temporal stores
-   (kernels/softmax-rows.h, PEAK_SM_STREAM_BYTES = 16 MiB): 1100 rows of
+   (kernels/softmax.h, PEAK_SOFTMAX_STREAM_BYTES = 16 MiB): 1100 rows of
    4096 keys, misaligned, causal bottom-right (a different length every
    row); then in place with element masks. */
 START_TEST(streamed_output)
@@ -929,7 +929,7 @@ END_TEST
 
 /* The row maxima of wide_range_relative_ulp: either side of 256, where the
    SIMD tiers switch from reducing s to reducing s - max
-   (kernels/softmax-rows.h), and of 0. */
+   (kernels/softmax.h), and of 0. */
 static const float wide_max[] = {0.0f, 0.75f, -3.5f, 41.0f, -97.0f, 255.5f, -255.9f, 256.0f,
                                  -300.25f, 1e4f};
 #define N_WIDE_MAX (sizeof wide_max / sizeof wide_max[0])
@@ -985,7 +985,7 @@ static int same_float(float a, float b)
 }
 
 /* The SIMD tiers compute the same exponentials and add them in one order
-   (kernels/softmax-rows.h), so they give the same bits (peak.h).  On a SIMD
+   (kernels/softmax.h), so they give the same bits (peak.h).  On a SIMD
    tier: every other SIMD tier this CPU runs gives the same y, for every
    row length of length_at() with each mask kind, wide-range scores, scale
    0.37 and 1, and a NaN in some rows.  (A CPU with one SIMD tier has

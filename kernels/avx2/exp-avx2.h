@@ -3,7 +3,7 @@
  * and attention.  Header-only and static inline: an out-of-line call per
  * vector would cost as much as the exponential.
  *
- * Method (constants and their derivation: ../exp-poly.h): the same three
+ * Method (constants and their derivation: exp.h): the same three
  * functions, range reductions and polynomials as exp-avx512.h; only 2^n
  * differs, since AVX2 has no VSCALEFPS.  2^n is built by shifting n + 127
  * into the exponent field, which covers normal powers only, so:
@@ -13,13 +13,13 @@
  *     AVX-512 results (+inf on overflow, gradual underflow to +0).
  *   - peak_avx2_exp_sm(a) (the softmax's 2^-k e^a) and peak_avx2_exp2_ftz(t)
  *     (attention's 2^t) take one power; their results below FLT_MIN are
- *     +0 or subnormal as ../exp-poly.h says, as on the AVX-512 tier.
+ *     +0 or subnormal as exp.h says, as on the AVX-512 tier.
  * All: -inf -> +0, NaN -> NaN, e^0 = 2^0 = 1 exactly, never negative.
  */
 #ifndef PEAK_EXP_AVX2_H
 #define PEAK_EXP_AVX2_H
 
-#include "exp-poly.h"
+#include "exp.h"
 
 #include <immintrin.h>
 
@@ -98,7 +98,7 @@ static inline __m256 peak_avx2_exp2_ftz(__m256 vt)
 }
 
 /* 2^-k e^s for the softmax, given its row's constants lo and magic =
-   PEAK_EXP_ROUND_MAGIC_BIASED - k (../exp-poly.h, ../softmax-rows.h): the
+   PEAK_EXP_ROUND_MAGIC_BIASED - k (exp.h, softmax.h): the
    reduction and polynomial of peak_avx2_exp, with 2^(M - k) one power
    built from exponent bits.  +0 for s <= lo or -inf, NaN for NaN. */
 static inline __m256 peak_avx2_exp_sm(__m256 vs, __m256 vlo, __m256 vmagic)

@@ -1,21 +1,21 @@
 /*
  * softmax-avx2.c - masked softmax, 8 floats at a time with AVX2 + FMA
  * (peak_softmax in peak.h; the row algorithm, its special rows, the row
- * groups and the streamed outputs: ../softmax-rows.h).
+ * groups and the streamed outputs: softmax.h).
  *
  * The AVX-512 tier's passes (softmax-avx512.c) with 8 lanes, and the same
- * exponential (exp-avx2.h, ../exp-poly.h): the same bits.
+ * exponential (exp-avx2.h, exp.h): the same bits.
  *
  * Tails use VMASKMOVPS with a mask from a sliding window over a table: no
  * byte outside a row, no masked score, and no keep byte or bias behind a
  * masked key is read.  (A masked-off lane of VMASKMOVPS never faults.)
  *
- * Accuracy (the budget: ../softmax-rows.h): within 3.58 ULP of the exact
+ * Accuracy (the budget: softmax.h): within 3.58 ULP of the exact
  * softmax for every probability >= FLT_MIN; measured at most 2.92 ULP over
  * 22M probabilities down to FLT_MIN (bench/accuracy.c, "wide").
  */
 #include "internal.h"
-#include "softmax-rows.h"
+#include "softmax.h"
 #include "avx2/exp-avx2.h"
 
 #include <assert.h>
@@ -43,14 +43,14 @@ static inline float hmax(__m256 v)
 
 /* ---- pass 1: the maximum -------------------------------------------------- */
 
-PEAK_SM_INLINE __m256 score(__m256 vx, __m256 vscale, bool scaled)
+PEAK_SOFTMAX_INLINE __m256 score(__m256 vx, __m256 vscale, bool scaled)
 {
     return scaled ? _mm256_mul_ps(vx, vscale) : vx;
 }
 
 /* MAXPS returns its second operand when either is NaN: with the running
    maximum second, a NaN score is skipped here and caught by the sum. */
-PEAK_SM_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
+PEAK_SOFTMAX_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
 {
     const __m256 vscale = _mm256_set1_ps(scale);
     const __m256 vminf = _mm256_set1_ps(-INFINITY);
@@ -87,7 +87,7 @@ static inline __m256i keep_lanes(const uint8_t *keep, size_t n)
 }
 
 /* Lanes of the n (<= 8) keys at j that pass keep and bias. */
-static inline __m256 visible_lanes(const peak_sm_row *r, size_t j, size_t n, __m256 *vbias)
+static inline __m256 visible_lanes(const peak_softmax_row *r, size_t j, size_t n, __m256 *vbias)
 {
     __m256 vvis = _mm256_castsi256_ps(first_lanes(n));
     if (r->keep)
@@ -103,7 +103,7 @@ static inline __m256 visible_lanes(const peak_sm_row *r, size_t j, size_t n, __m
 /* Pass 1 of a row with element masks: work[lo, hi) gets the score at
    visible keys and -inf at masked ones (so passes 2 and 3 run unmasked,
    and e^-inf gives the masked keys their exact 0); returns the maximum. */
-PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
+PEAK_SOFTMAX_INLINE float scores_masked(const peak_softmax_row *r, bool scaled)
 {
     const __m256 vscale = _mm256_set1_ps(r->scale);
     const __m256 vminf = _mm256_set1_ps(-INFINITY);
@@ -127,13 +127,13 @@ PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
 /* ---- pass 2: exponentials and their sum ------------------------------------ */
 
 /* 2^-k e^(s - shift) (shifted) or 2^-k e^s (not: shift is 0). */
-PEAK_SM_INLINE __m256 exp_of(__m256 vs, __m256 vshift, __m256 vlo, __m256 vmagic, bool shifted)
+PEAK_SOFTMAX_INLINE __m256 exp_of(__m256 vs, __m256 vshift, __m256 vlo, __m256 vmagic, bool shifted)
 {
     return peak_avx2_exp_sm(shifted ? _mm256_sub_ps(vs, vshift) : vs, vlo, vmagic);
 }
 
-PEAK_SM_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
-                              const peak_sm_exp_row *e, bool scaled, bool shifted)
+PEAK_SOFTMAX_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
+                              const peak_softmax_exp_row *e, bool scaled, bool shifted)
 {
     const __m256 vscale = _mm256_set1_ps(scale);
     const __m256 vshift = _mm256_set1_ps(e->shift);
@@ -159,8 +159,8 @@ static inline double hsum(__m256d v)
     return _mm_cvtsd_f64(s);
 }
 
-/* src[0 .. n) summed in double in the order of ../softmax-rows.h
-   (PEAK_SM_SUM_LANES accumulators, key j into j % 16).  A pass of its own
+/* src[0 .. n) summed in double in the order of softmax.h
+   (PEAK_SOFTMAX_SUM_LANES accumulators, key j into j % 16).  A pass of its own
    over the stored terms, which are still in L1: summed inside the
    exponential's loop, in double or compensated in float, the whole kernel
    took 1.1-1.4x as long (Zen 3, rows of 128 keys; doc/perf-notes.md). */
@@ -188,9 +188,9 @@ static inline double sum_double(const float *src, size_t n)
 }
 
 /* dst[j] = 2^-k e^(x[j] * scale - shift) for j < n (dst: the row's work
-   area; ../softmax-rows.h); returns their sum, in double. */
-PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
-                                    const peak_sm_exp_row *e, bool scaled)
+   area; softmax.h); returns their sum, in double. */
+PEAK_SOFTMAX_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
+                                    const peak_softmax_exp_row *e, bool scaled)
 {
     if (e->shift != 0.0f)
         exp_store(dst, x, n, scale, e, scaled, true);
@@ -211,13 +211,13 @@ static inline size_t to_line(const float *y, size_t n)
 }
 
 /* src * (hi + lo), rounded once; src * hi where lo is 0 (`two` false). */
-PEAK_SM_INLINE __m256 times_factor(__m256 v, __m256 vhi, __m256 vlo, bool two)
+PEAK_SOFTMAX_INLINE __m256 times_factor(__m256 v, __m256 vhi, __m256 vlo, bool two)
 {
     return two ? _mm256_fmadd_ps(v, vhi, _mm256_mul_ps(v, vlo)) : _mm256_mul_ps(v, vhi);
 }
 
 /* y[j] = src[j] * factor for j < n, at most 8: VMASKMOVPS both ways. */
-PEAK_SM_INLINE void scale_store_short(float *y, const float *src, size_t n, __m256 vhi, __m256 vlo,
+PEAK_SOFTMAX_INLINE void scale_store_short(float *y, const float *src, size_t n, __m256 vhi, __m256 vlo,
                                       bool two)
 {
     const __m256i vk = first_lanes(n);
@@ -227,7 +227,7 @@ PEAK_SM_INLINE void scale_store_short(float *y, const float *src, size_t n, __m2
 /* y[j] = src[j] * factor for j < n.  Streaming: non-temporal stores from
    the first 64-byte line boundary on, masked plain stores before it and
    for the tail. */
-PEAK_SM_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_sm_factor f,
+PEAK_SOFTMAX_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_softmax_factor f,
                                      bool stream, bool two)
 {
     const __m256 vhi = _mm256_set1_ps(f.hi), vlo = _mm256_set1_ps(f.lo);
@@ -247,9 +247,9 @@ PEAK_SM_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_
         scale_store_short(y + j, src + j, n - j, vhi, vlo, two);
 }
 
-/* f.lo == 0 (../softmax-rows.h, most rows): one multiply, the same bits as
+/* f.lo == 0 (softmax.h, most rows): one multiply, the same bits as
    the FMA of e * hi + e * 0. */
-PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_factor f,
+PEAK_SOFTMAX_INLINE void scale_store(float *y, const float *src, size_t n, peak_softmax_factor f,
                                 bool stream)
 {
     if (f.lo == 0.0f)
@@ -259,7 +259,7 @@ PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_fa
 }
 
 /* The same for zeros. */
-PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
+PEAK_SOFTMAX_INLINE void store_zeros(float *y, size_t n, bool stream)
 {
     __m256 vzero = _mm256_setzero_ps();
     /* Hidden from the optimiser: a loop of known zeros becomes a call to
@@ -283,18 +283,18 @@ PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
 
 /* ---- the kernel ------------------------------------------------------------------ */
 
-static const peak_sm_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
+static const peak_softmax_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
                                       store_zeros};
 
-static void softmax_group(const peak_sm_row *rows, size_t n, bool stream)
+static void softmax_group(const peak_softmax_row *rows, size_t n, bool stream)
 {
-    peak_sm_softmax_group(rows, n, &passes, stream);
+    peak_softmax_softmax_group(rows, n, &passes, stream);
 }
 
 void peak_f32_softmax__avx2(float *y, const float *x, const peak_softmax_desc *desc)
 {
     assert(y && x && desc);
-    peak_sm_for_each_group(y, x, desc, softmax_group);
+    peak_softmax_for_each_group(y, x, desc, softmax_group);
     /* Non-temporal stores are weakly ordered: fence them before the caller
        (or another thread it signals) reads y. */
     _mm_sfence();

@@ -8,7 +8,7 @@
 #include "avx512/exp-avx512.h"
 
 #include <assert.h>
-#include "intrin-avx512.h"
+#include "avx512/intrin-avx512.h"
 
 void peak_f32_exp__avx512(float *y, const float *x, size_t n)
 {

@@ -2,7 +2,7 @@
  * exp-avx512.h - exponentials on 16 floats (AVX-512F/DQ) for the AVX-512
  * softmax, peak_exp and attention.  Header-only and static inline:
  * an out-of-line call per vector would cost as much as the function.
- * Constants and their derivation: ../exp-poly.h.
+ * Constants and their derivation: exp.h.
  *
  * peak_avx512_exp(x) = e^x for any x (peak_exp).  n = round(x/ln2) by a
  * magic-number FMA, r = x - n ln2 in two FMA steps, e^r by a degree-6
@@ -13,7 +13,7 @@
  * normal results; subnormal results within 0.88 of a subnormal step of
  * e^x (98% of them e^x correctly rounded).
  *
- * peak_avx512_exp_sm(a) = 2^-k e^a for the softmax (../softmax-rows.h),
+ * peak_avx512_exp_sm(a) = 2^-k e^a for the softmax (softmax.h),
  * exp-avx2.h's peak_avx2_exp_sm operation for operation: the same bits.
  *
  * peak_avx512_exp2(t) = 2^t for t <= 1 (attention computes
@@ -30,9 +30,9 @@
 #ifndef PEAK_EXP_AVX512_H
 #define PEAK_EXP_AVX512_H
 
-#include "exp-poly.h"
+#include "exp.h"
 
-#include "intrin-avx512.h"
+#include "avx512/intrin-avx512.h"
 
 /* e^r for |r| <= ln2/2 (and NaN). */
 static inline __m512 peak_avx512_exp_poly(__m512 vr)
@@ -47,7 +47,7 @@ static inline __m512 peak_avx512_exp_poly(__m512 vr)
 }
 
 /* e^x for any x.  MINPS/MAXPS return their second operand when either is
-   NaN, hence the order of the clamps (../exp-poly.h: why they change no
+   NaN, hence the order of the clamps (exp.h: why they change no
    result). */
 static inline __m512 peak_avx512_exp(__m512 vx)
 {
@@ -73,7 +73,7 @@ static inline __m512 peak_avx512_exp2_poly(__m512 vr)
 }
 
 /* 2^t for t <= 1, -inf or NaN, in the lanes of k; +0 in the others and
-   where t < -126 (../exp-poly.h), both through the VSCALEFPS zero-mask.
+   where t < -126 (exp.h), both through the VSCALEFPS zero-mask.
    _CMP_NLT_UQ keeps NaN lanes, whose NaN then propagates.  VSCALEFPS uses
    floor(t) of its second operand, the same floor VREDUCEPS (round-down
    mode) took off r. */
@@ -90,7 +90,7 @@ static inline __m512 peak_avx512_exp2(__m512 vt)
 }
 
 /* 2^-k e^a for the softmax, given its row's constants lo and magic =
-   PEAK_EXP_ROUND_MAGIC_BIASED - k (../exp-poly.h): exp-avx2.h's
+   PEAK_EXP_ROUND_MAGIC_BIASED - k (exp.h): exp-avx2.h's
    peak_avx2_exp_sm operation for operation, 2^(M - k) built from exponent
    bits as there.  (VSCALEFPS would need a compare and a mask as well: at
    the clamp, M - k = -127, it gives a subnormal where +0 is due.) */

@@ -1,11 +1,11 @@
 /*
  * softmax-avx512.c - masked softmax, 16 floats at a time (peak_softmax in
  * peak.h; the row algorithm, its special rows, the row groups and the
- * streamed outputs: ../softmax-rows.h).
+ * streamed outputs: softmax.h).
  *
  * Passes per row over the visible range only: max, then the terms
  * 2^-k e^(s - shift) stored, their sum, then the scaling by 1/sum.  One
- * exponential per visible score (exp-avx512.h, ../exp-poly.h): a clamp,
+ * exponential per visible score (exp-avx512.h, exp.h): a clamp,
  * a rounding FMA, a Cody-Waite reduction in two FMAs, a degree-6
  * polynomial and a power of two from exponent bits, 13 instructions per
  * 16 scores besides the load and store; the sum reads them back, 16 at a
@@ -17,18 +17,18 @@
  * masked score, keep byte behind a masked structural key or bias behind a
  * false keep byte, is ever read.
  *
- * Accuracy (the budget: ../softmax-rows.h): within 3.58 ULP of the exact
+ * Accuracy (the budget: softmax.h): within 3.58 ULP of the exact
  * softmax for every probability >= FLT_MIN.  The same bits as the AVX2
  * and NEON tiers (the same operations, the sum in the same order), so
  * measured there and on the emulated AVX-512 tier of tests/: at most 2.92
  * ULP.  This CPU's own AVX-512 was not available to run it.
  */
 #include "internal.h"
-#include "softmax-rows.h"
+#include "softmax.h"
 #include "avx512/exp-avx512.h"
 
 #include <assert.h>
-#include "intrin-avx512.h"
+#include "avx512/intrin-avx512.h"
 
 #define LANES 16
 
@@ -41,14 +41,14 @@ static inline __mmask16 first_lanes(size_t n)
 /* ---- pass 1: the maximum -------------------------------------------------- */
 
 /* s = x * scale, or x itself when the row is unscaled (x * 1 == x). */
-PEAK_SM_INLINE __m512 score(__m512 vx, __m512 vscale, bool scaled)
+PEAK_SOFTMAX_INLINE __m512 score(__m512 vx, __m512 vscale, bool scaled)
 {
     return scaled ? _mm512_mul_ps(vx, vscale) : vx;
 }
 
 /* MAXPS returns its second operand when either is NaN: with the running
    maximum second, a NaN score is skipped here and caught by the sum. */
-PEAK_SM_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
+PEAK_SOFTMAX_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
 {
     const __m512 vscale = _mm512_set1_ps(scale);
     const __m512 vminf = _mm512_set1_ps(-INFINITY);
@@ -72,7 +72,7 @@ PEAK_SM_INLINE float max_dense(const float *x, size_t n, float scale, bool scale
 }
 
 /* Keys of the 16 at j (within the first k) that pass keep and bias. */
-static inline __mmask16 visible_lanes(const peak_sm_row *r, size_t j, __mmask16 k, __m512 *vbias)
+static inline __mmask16 visible_lanes(const peak_softmax_row *r, size_t j, __mmask16 k, __m512 *vbias)
 {
     if (r->keep) {
         const __m128i vkeep = _mm_maskz_loadu_epi8(k, r->keep + j);
@@ -89,7 +89,7 @@ static inline __mmask16 visible_lanes(const peak_sm_row *r, size_t j, __mmask16 
 /* Pass 1 of a row with element masks: work[lo, hi) gets the score at
    visible keys and -inf at masked ones (so passes 2 and 3 run unmasked,
    and e^-inf gives the masked keys their exact 0); returns the maximum. */
-PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
+PEAK_SOFTMAX_INLINE float scores_masked(const peak_softmax_row *r, bool scaled)
 {
     const __m512 vscale = _mm512_set1_ps(r->scale);
     const __m512 vminf = _mm512_set1_ps(-INFINITY);
@@ -111,13 +111,13 @@ PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
 /* ---- pass 2: exponentials and their sum ------------------------------------ */
 
 /* 2^-k e^(s - shift) (shifted) or 2^-k e^s (not: shift is 0). */
-PEAK_SM_INLINE __m512 exp_of(__m512 vs, __m512 vshift, __m512 vlo, __m512 vmagic, bool shifted)
+PEAK_SOFTMAX_INLINE __m512 exp_of(__m512 vs, __m512 vshift, __m512 vlo, __m512 vmagic, bool shifted)
 {
     return peak_avx512_exp_sm(shifted ? _mm512_sub_ps(vs, vshift) : vs, vlo, vmagic);
 }
 
-PEAK_SM_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
-                              const peak_sm_exp_row *e, bool scaled, bool shifted)
+PEAK_SOFTMAX_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
+                              const peak_softmax_exp_row *e, bool scaled, bool shifted)
 {
     const __m512 vscale = _mm512_set1_ps(scale);
     const __m512 vshift = _mm512_set1_ps(e->shift);
@@ -135,7 +135,7 @@ PEAK_SM_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
     }
 }
 
-/* src[0 .. n) summed in double in the order of ../softmax-rows.h (key j
+/* src[0 .. n) summed in double in the order of softmax.h (key j
    into accumulator j % 16: lanes 0-7 one vector, 8-15 the other). */
 static inline double sum_double(const float *src, size_t n)
 {
@@ -152,9 +152,9 @@ static inline double sum_double(const float *src, size_t n)
 }
 
 /* dst[j] = 2^-k e^(x[j] * scale - shift) for j < n (dst: the row's work
-   area; ../softmax-rows.h); returns their sum, in double. */
-PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
-                                    const peak_sm_exp_row *e, bool scaled)
+   area; softmax.h); returns their sum, in double. */
+PEAK_SOFTMAX_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
+                                    const peak_softmax_exp_row *e, bool scaled)
 {
     if (e->shift != 0.0f)
         exp_store(dst, x, n, scale, e, scaled, true);
@@ -174,7 +174,7 @@ static inline size_t to_line(const float *y, size_t n)
 }
 
 /* src * (hi + lo), rounded once; src * hi where lo is 0 (`two` false). */
-PEAK_SM_INLINE __m512 times_factor(__m512 v, __m512 vhi, __m512 vlo, bool two)
+PEAK_SOFTMAX_INLINE __m512 times_factor(__m512 v, __m512 vhi, __m512 vlo, bool two)
 {
     return two ? _mm512_fmadd_ps(v, vhi, _mm512_mul_ps(v, vlo)) : _mm512_mul_ps(v, vhi);
 }
@@ -182,7 +182,7 @@ PEAK_SM_INLINE __m512 times_factor(__m512 v, __m512 vhi, __m512 vlo, bool two)
 /* y[j] = src[j] * factor for j < n.  Streaming: non-temporal stores for
    the whole 64-byte lines of y (VMOVNTPS needs them aligned), plain masked
    stores for the partial lines at either end. */
-PEAK_SM_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_sm_factor f,
+PEAK_SOFTMAX_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_softmax_factor f,
                                      bool stream, bool two)
 {
     const __m512 vhi = _mm512_set1_ps(f.hi), vlo = _mm512_set1_ps(f.lo);
@@ -207,9 +207,9 @@ PEAK_SM_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_
     }
 }
 
-/* f.lo == 0 (../softmax-rows.h, most rows): one multiply, the same bits as
+/* f.lo == 0 (softmax.h, most rows): one multiply, the same bits as
    the FMA of e * hi + e * 0. */
-PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_factor f,
+PEAK_SOFTMAX_INLINE void scale_store(float *y, const float *src, size_t n, peak_softmax_factor f,
                                 bool stream)
 {
     if (f.lo == 0.0f)
@@ -221,7 +221,7 @@ PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_fa
 /* The same for zeros.  The full vectors of the plain case are stored with
    an all-ones mask: as a plain store GCC would turn the loop into a call
    to memset, which costs more than the few stores of a short row. */
-PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
+PEAK_SOFTMAX_INLINE void store_zeros(float *y, size_t n, bool stream)
 {
     const __m512 vzero = _mm512_setzero_ps();
     size_t j = 0;
@@ -241,18 +241,18 @@ PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
 
 /* ---- the kernel ------------------------------------------------------------------ */
 
-static const peak_sm_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
+static const peak_softmax_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
                                       store_zeros};
 
-static void softmax_group(const peak_sm_row *rows, size_t n, bool stream)
+static void softmax_group(const peak_softmax_row *rows, size_t n, bool stream)
 {
-    peak_sm_softmax_group(rows, n, &passes, stream);
+    peak_softmax_softmax_group(rows, n, &passes, stream);
 }
 
 void peak_f32_softmax__avx512(float *y, const float *x, const peak_softmax_desc *desc)
 {
     assert(y && x && desc);
-    peak_sm_for_each_group(y, x, desc, softmax_group);
+    peak_softmax_for_each_group(y, x, desc, softmax_group);
     /* Non-temporal stores are weakly ordered: fence them before the caller
        (or another thread it signals) reads y. */
     _mm_sfence();

@@ -3,7 +3,7 @@
  * (AArch64 AdvSIMD), for the NEON softmax, attention and peak_exp.  Header-only and static inline:
  * an out-of-line call per vector would cost as much as the exponential.
  *
- * Method (constants and their derivation: ../exp-poly.h): the AVX2 tier's
+ * Method (constants and their derivation: exp.h): the AVX2 tier's
  * (avx2/exp-avx2.h) operation for operation.  AdvSIMD has no VSCALEFPS
  * either, so 2^n is built by shifting n + 127 into the exponent field:
  *   - peak_neon_exp(x) (peak_exp) splits 2^n = 2^(n/2) * 2^(n - n/2), two
@@ -35,7 +35,7 @@
 #ifndef PEAK_EXP_NEON_H
 #define PEAK_EXP_NEON_H
 
-#include "exp-poly.h"
+#include "exp.h"
 
 #include <arm_neon.h>
 
@@ -106,7 +106,7 @@ static inline float32x4_t peak_neon_exp2_ftz(float32x4_t vt)
 }
 
 /* 2^-k e^a for the softmax, given its row's constants lo and magic =
-   PEAK_EXP_ROUND_MAGIC_BIASED - k (../exp-poly.h): avx2/exp-avx2.h's
+   PEAK_EXP_ROUND_MAGIC_BIASED - k (exp.h): avx2/exp-avx2.h's
    peak_avx2_exp_sm operation for operation, so the same bits.  FMAX
    returns NaN for a NaN a, which the polynomial carries through. */
 static inline float32x4_t peak_neon_exp_sm(float32x4_t vs, float32x4_t vlo, float32x4_t vmagic)

@@ -1,7 +1,7 @@
 /*
  * softmax-neon.c - masked softmax, 4 floats at a time on AArch64 AdvSIMD
  * (peak_softmax in peak.h; the row algorithm, its special rows and the row
- * groups: ../softmax-rows.h).
+ * groups: softmax.h).
  *
  * The x86 tiers' passes with 4 lanes: max, then the terms
  * 2^-k e^(s - shift) stored, their sum, then the scaling by 1/sum, over
@@ -18,12 +18,12 @@
  * masked score, and no keep byte or bias behind a masked key is read, as
  * peak.h promises and the x86 tiers do with masked loads.
  *
- * The `stream` flag of softmax-rows.h still selects its L1 scratch rows,
+ * The `stream` flag of softmax.h still selects its L1 scratch rows,
  * but the stores are ordinary: ACLE has no non-temporal store intrinsic,
  * and Neoverse cores stop allocating a stream of full-line writes by
  * themselves (write streaming mode).
  *
- * Accuracy (the budget: ../softmax-rows.h): the x86 tiers' bits, the same
+ * Accuracy (the budget: softmax.h): the x86 tiers' bits, the same
  * exponentials added in the same order (checked under qemu against AVX2's
  * outputs, 1.2M probabilities), so their bound: at most 2.92 ULP measured,
  * 3.58 ULP in the worst case.
@@ -38,7 +38,7 @@
  * measured: no AArch64 hardware here, only qemu.
  */
 #include "internal.h"
-#include "softmax-rows.h"
+#include "softmax.h"
 #include "neon/exp-neon.h"
 
 #include <assert.h>
@@ -48,12 +48,12 @@
 
 /* ---- pass 1: the maximum -------------------------------------------------- */
 
-PEAK_SM_INLINE float32x4_t score(float32x4_t vx, float32x4_t vscale, bool scaled)
+PEAK_SOFTMAX_INLINE float32x4_t score(float32x4_t vx, float32x4_t vscale, bool scaled)
 {
     return scaled ? vmulq_f32(vx, vscale) : vx;
 }
 
-PEAK_SM_INLINE float score1(float x, float scale, bool scaled)
+PEAK_SOFTMAX_INLINE float score1(float x, float scale, bool scaled)
 {
     return scaled ? x * scale : x;
 }
@@ -64,7 +64,7 @@ static inline float max1(float a, float b)
     return b > a ? b : a;
 }
 
-PEAK_SM_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
+PEAK_SOFTMAX_INLINE float max_dense(const float *x, size_t n, float scale, bool scaled)
 {
     const float32x4_t vscale = vdupq_n_f32(scale);
     const float32x4_t vminf = vdupq_n_f32(-INFINITY);
@@ -114,7 +114,7 @@ static inline float32x4_t load_lanes(const float *p, uint32x4_t m)
 /* Pass 1 of a row with element masks: work[lo, hi) gets the score at
    visible keys and -inf at masked ones (so passes 2 and 3 run unmasked,
    and e^-inf gives the masked keys their exact 0); returns the maximum. */
-PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
+PEAK_SOFTMAX_INLINE float scores_masked(const peak_softmax_row *r, bool scaled)
 {
     const float32x4_t vscale = vdupq_n_f32(r->scale);
     const float32x4_t vminf = vdupq_n_f32(-INFINITY);
@@ -154,15 +154,15 @@ PEAK_SM_INLINE float scores_masked(const peak_sm_row *r, bool scaled)
 /* ---- pass 2: exponentials and their sum ------------------------------------ */
 
 /* 2^-k e^(s - shift) (shifted) or 2^-k e^s (not: shift is 0). */
-PEAK_SM_INLINE float32x4_t exp_of(float32x4_t vs, float32x4_t vshift, float32x4_t vlo,
+PEAK_SOFTMAX_INLINE float32x4_t exp_of(float32x4_t vs, float32x4_t vshift, float32x4_t vlo,
                                   float32x4_t vmagic, bool shifted)
 {
     return peak_neon_exp_sm(shifted ? vsubq_f32(vs, vshift) : vs, vlo, vmagic);
 }
 
 /* Two vectors an iteration: the exponentials of the two overlap. */
-PEAK_SM_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
-                              const peak_sm_exp_row *e, bool scaled, bool shifted)
+PEAK_SOFTMAX_INLINE void exp_store(float *dst, const float *x, size_t n, float scale,
+                              const peak_softmax_exp_row *e, bool scaled, bool shifted)
 {
     const float32x4_t vscale = vdupq_n_f32(scale);
     const float32x4_t vshift = vdupq_n_f32(e->shift);
@@ -197,35 +197,35 @@ static inline void add_widened(float64x2_t *acc, float32x4_t v)
     acc[1] = vaddq_f64(acc[1], vcvt_high_f64_f32(v));
 }
 
-/* src[0 .. n) summed in double in the order of ../softmax-rows.h (key j
+/* src[0 .. n) summed in double in the order of softmax.h (key j
    into accumulator j % 16: eight pairs of lanes). */
 static inline double sum_double(const float *src, size_t n)
 {
-    float64x2_t vacc[PEAK_SM_SUM_LANES / 2];
-    for (size_t i = 0; i < PEAK_SM_SUM_LANES / 2; i++)
+    float64x2_t vacc[PEAK_SOFTMAX_SUM_LANES / 2];
+    for (size_t i = 0; i < PEAK_SOFTMAX_SUM_LANES / 2; i++)
         vacc[i] = vdupq_n_f64(0.0);
     size_t j = 0;
-    for (; j + PEAK_SM_SUM_LANES <= n; j += PEAK_SM_SUM_LANES)
-        for (size_t q = 0; q < PEAK_SM_SUM_LANES / LANES; q++)
+    for (; j + PEAK_SOFTMAX_SUM_LANES <= n; j += PEAK_SOFTMAX_SUM_LANES)
+        for (size_t q = 0; q < PEAK_SOFTMAX_SUM_LANES / LANES; q++)
             add_widened(vacc + 2 * q, vld1q_f32(src + j + q * LANES));
     if (j < n) { /* the tail through a buffer: +0 past n adds nothing */
-        float buf[PEAK_SM_SUM_LANES] = {0.0f};
+        float buf[PEAK_SOFTMAX_SUM_LANES] = {0.0f};
         memcpy(buf, src + j, (n - j) * sizeof(float));
-        for (size_t q = 0; q < PEAK_SM_SUM_LANES / LANES; q++)
+        for (size_t q = 0; q < PEAK_SOFTMAX_SUM_LANES / LANES; q++)
             add_widened(vacc + 2 * q, vld1q_f32(buf + q * LANES));
     }
     /* The fold: pair q holds lanes 2q and 2q + 1, so i + 8 is q + 4, i + 4
        is q + 2, i + 2 is q + 1, and i + 1 the pair's own two lanes. */
-    for (size_t w = PEAK_SM_SUM_LANES / 4; w >= 1; w /= 2)
+    for (size_t w = PEAK_SOFTMAX_SUM_LANES / 4; w >= 1; w /= 2)
         for (size_t q = 0; q < w; q++)
             vacc[q] = vaddq_f64(vacc[q], vacc[q + w]);
     return vaddvq_f64(vacc[0]);
 }
 
 /* dst[j] = 2^-k e^(x[j] * scale - shift) for j < n (dst: the row's work
-   area; ../softmax-rows.h); returns their sum, in double. */
-PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
-                                    const peak_sm_exp_row *e, bool scaled)
+   area; softmax.h); returns their sum, in double. */
+PEAK_SOFTMAX_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
+                                    const peak_softmax_exp_row *e, bool scaled)
 {
     if (e->shift != 0.0f)
         exp_store(dst, x, n, scale, e, scaled, true);
@@ -237,14 +237,14 @@ PEAK_SM_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float 
 /* ---- pass 3 and the masked-out keys ----------------------------------------- */
 
 /* src * (hi + lo), rounded once; src * hi where lo is 0 (`two` false). */
-PEAK_SM_INLINE float32x4_t times_factor(float32x4_t v, float32x4_t vhi, float32x4_t vlo,
+PEAK_SOFTMAX_INLINE float32x4_t times_factor(float32x4_t v, float32x4_t vhi, float32x4_t vlo,
                                         bool two)
 {
     return two ? vfmaq_f32(vmulq_f32(v, vlo), v, vhi) : vmulq_f32(v, vhi);
 }
 
 /* y[j] = src[j] * factor for j < n (src may be y). */
-PEAK_SM_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_sm_factor f,
+PEAK_SOFTMAX_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_softmax_factor f,
                                      bool two)
 {
     const float32x4_t vhi = vdupq_n_f32(f.hi), vlo = vdupq_n_f32(f.lo);
@@ -261,9 +261,9 @@ PEAK_SM_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_
         y[j] = fmaf(src[j], f.hi, src[j] * f.lo);
 }
 
-/* f.lo == 0 (../softmax-rows.h, most rows): one multiply, the same bits as
+/* f.lo == 0 (softmax.h, most rows): one multiply, the same bits as
    the FMA of e * hi + e * 0. */
-PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_factor f,
+PEAK_SOFTMAX_INLINE void scale_store(float *y, const float *src, size_t n, peak_softmax_factor f,
                                 bool stream)
 {
     (void)stream;
@@ -273,7 +273,7 @@ PEAK_SM_INLINE void scale_store(float *y, const float *src, size_t n, peak_sm_fa
         scale_store_with(y, src, n, f, true);
 }
 
-PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
+PEAK_SOFTMAX_INLINE void store_zeros(float *y, size_t n, bool stream)
 {
     (void)stream;
     float32x4_t vzero = vdupq_n_f32(0.0f);
@@ -289,16 +289,16 @@ PEAK_SM_INLINE void store_zeros(float *y, size_t n, bool stream)
 
 /* ---- the kernel ------------------------------------------------------------------ */
 
-static const peak_sm_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
+static const peak_softmax_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
                                       store_zeros};
 
-static void softmax_group(const peak_sm_row *rows, size_t n, bool stream)
+static void softmax_group(const peak_softmax_row *rows, size_t n, bool stream)
 {
-    peak_sm_softmax_group(rows, n, &passes, stream);
+    peak_softmax_softmax_group(rows, n, &passes, stream);
 }
 
 void peak_f32_softmax__neon(float *y, const float *x, const peak_softmax_desc *desc)
 {
     assert(y && x && desc);
-    peak_sm_for_each_group(y, x, desc, softmax_group);
+    peak_softmax_for_each_group(y, x, desc, softmax_group);
 }

@@ -1,14 +1,14 @@
 /*
  * exp-scalar.c - peak_exp and attention's 2^t on the scalar tier.
  *
- * The SIMD tiers' algorithms (exp-poly.h) one float at a time, so that
+ * The SIMD tiers' algorithms (exp.h) one float at a time, so that
  * every tier returns the same bits: fmaf is the C library's correctly
  * rounded fused multiply-add, as the vector FMAs are, and 2^n is put back
  * in two exact-or-once-rounded products as on the AVX2 tier, not with
  * ldexpf, which may set errno.
  */
 #include "internal.h"
-#include "exp-poly.h"
+#include "exp.h"
 
 #include <assert.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * exp-poly.h - the constants of peak's vector exponentials, shared by every
+ * exp.h - the constants of peak's vector exponentials, shared by every
  * SIMD tier (avx2/exp-avx2.h, avx512/exp-avx512.h, neon/exp-neon.h) so that
  * the tiers differ only in how they put 2^n back, never in the approximation itself.  Three
  * functions (peak_exp's e^x, the softmax's 2^-k e^a, attention's 2^t), two
@@ -23,8 +23,8 @@
  * Horner's scheme.  Degree 5 with p(0) = 1 pinned at the centre of the
  * interval could do no better than 4.3e-7 (3.6 ULP).
  */
-#ifndef PEAK_EXP_POLY_H
-#define PEAK_EXP_POLY_H
+#ifndef PEAK_EXP_H
+#define PEAK_EXP_H
 
 #define PEAK_EXP_LOG2E 0x1.715476p+0f
 #define PEAK_EXP_MINUS_LN2_HI (-0x1.62e430p-1f)
@@ -52,7 +52,7 @@
 #define PEAK_EXP_X_MIN (-0x1.ap+6f) /* -104 */
 #define PEAK_EXP_X_MAX 0x1.64p+6f /* 89 */
 
-/* ---- 2^-k e^a for the softmax (softmax-rows.h) ----
+/* ---- 2^-k e^a for the softmax (softmax.h) ----
  *
  * The reduction and polynomial above, on the softmax's argument a (a score
  * s, or s - max where that is exact), with an integer k of the row taken
@@ -106,4 +106,4 @@
 #define PEAK_EXP2_T_MIN (-0x1.f8p+6f) /* -126 */
 #define PEAK_EXP2_T_CLAMP (-0x1.fcp+6f) /* -127 */
 
-#endif /* PEAK_EXP_POLY_H */
+#endif /* PEAK_EXP_H */
