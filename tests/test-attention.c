@@ -870,7 +870,7 @@ START_TEST(nonfinite_value_seen_by_one_row)
 }
 END_TEST
 
-/* The packed K/V tiles a kv head's query blocks share (kernels/attention.h):
+/* The packed K/V tiles a kv head's query blocks share (kernels/attention-tile.h):
    case 0, 64 query heads on one kv head, causal, so each block is one
    position and the cached tile grows by a key per block; case 2, Dh = Dv =
    256 and 1100 keys, more than the cache holds (1024 of them), so the
@@ -976,7 +976,7 @@ END_TEST
 /* Long rows: V = 1 +- 0.01, whose weighted mean sits on a large constant,
    is where float running sums over many keys lose most.  Within 3e-6 *
    max|V| of the oracle at 65536 keys (tiled) and 131072 (decode): without
-   the folded second-level sums (kernels/attention.h, PEAK_ATTENTION_FOLD_TILES) the
+   the folded second-level sums (kernels/attention-tile.h, PEAK_ATTENTION_FOLD_TILES) the
    SIMD tiers measured 1.1e-5 and 1.9e-5 here. */
 START_TEST(long_rows_stay_accurate)
 {

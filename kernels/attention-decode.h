@@ -1,0 +1,196 @@
+/*
+ * attention-decode.h - the row path (part of attention.h; include that, not
+ * this): kv heads with fewer than PEAK_ATTENTION_VW / 2 query rows (decode,
+ * a small MQA group, a kv head's last few rows) are vectorised along
+ * head_dim instead of rows, several kv heads' rows walking the keys in step
+ * (attention_rows_run).  Also attention_lse, the log-sum-exp of a finished
+ * row, which the tile path's finish uses too.  Expects the fold interval
+ * (attention-tile.h), the row addresses (attention-block.h), attention_ws
+ * and the row path's micro-kernels isa_dot, isa_row_exp, isa_row_pv.
+ */
+#ifndef PEAK_ATTENTION_DECODE_H
+#define PEAK_ATTENTION_DECODE_H
+#ifndef PEAK_ATTENTION_H
+#error "include attention.h, which includes this after its prerequisites"
+#endif
+
+/* Scores s[j] = q . K[kp[j]] * scale + b[j] where b[j] > -inf, else -inf
+   (K not read); returns their max (NaN ignored). */
+static inline float attention_row_scores(float *s, const float *q, const float *const *kp,
+                                         const float *b, float scale, size_t n, size_t dh)
+{
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = b[j] == -INFINITY ? -INFINITY : isa_dot(q, kp[j], dh) * scale + b[j];
+        m = s[j] > m ? s[j] : m;
+    }
+    return m;
+}
+
+/* Requests the lines of a visible key's K and V rows ahead of their use.
+   Rows of one head in an interleaved [B, L, H, D] cache are a few KiB
+   apart, so the L2 streamer, which stays within a 4 KiB page, never
+   follows them, and a decode step would wait on one miss at a time. */
+static inline void attention_prefetch_row(const float *k, size_t dh, const float *v, size_t dv)
+{
+    peak_prefetch(k, dh, PEAK_PF_L1);
+    peak_prefetch(v, dv, PEAK_PF_L1);
+}
+
+/* One query row of the row path and its running softmax. */
+typedef struct attention_row_state {
+    const float *q;          /* the query row */
+    const float *k, *v;      /* key 0 of its kv head */
+    const uint8_t *keep;     /* element masks of the row, or NULL */
+    const float *bias;
+    size_t lo, hi, head, pos; /* keys [lo, hi) by the key-range masks */
+    float m, l;
+    float *acc;              /* round16(v_head_dim) floats */
+    float m2, l2, *acc2;     /* the folded sums, as attention_fold's */
+    size_t tiles;            /* since the last fold */
+} attention_row_state;
+
+/* Prefetches `key` of row s if the row sees it (masked keys are never
+   touched). */
+static inline void attention_prefetch_key(const peak_attention_desc *d,
+                                          const attention_row_state *s, size_t key)
+{
+    if (key >= s->lo && key < s->hi && peak_mask_visible(s->keep, s->bias, key))
+        attention_prefetch_row(s->k + (ptrdiff_t)key * d->k_stride[1], d->head_dim,
+                               s->v + (ptrdiff_t)key * d->v_stride[1], d->v_head_dim);
+}
+
+/* Keys whose scores the row path computes between two groups of
+   prefetches for the next tile. */
+#define PEAK_ATTENTION_ROW_CHUNK 8
+
+/* attention_fold for one row of the row path. */
+static inline void attention_row_fold(attention_row_state *r, size_t dv)
+{
+    const float sc = attention_fold_scale(r->m2, r->m);
+    for (size_t c = 0; c < dv; c++) {
+        r->acc2[c] = r->acc2[c] * sc + r->acc[c];
+        r->acc[c] = 0.0f;
+    }
+    r->l2 = r->l2 * sc + r->l;
+    r->l = 0.0f;
+    r->m2 = r->m;
+    r->tiles = 0;
+}
+
+/* Keys [t0, t1) (inside [lo, hi), at most BC) of one row, vectorised along
+   head_dim instead of rows: a decode step (or a small MQA group) would
+   fill 1 lane of PEAK_ATTENTION_VW in the tiled path. */
+static inline void attention_row_tile(const peak_attention_desc *d, const attention_ws *w,
+                                      attention_row_state *r, size_t t0, size_t t1)
+{
+    float *s = w->st, *bias = w->bt;
+    const size_t n = t1 - t0;
+    for (size_t j = 0; j < n; j++) {
+        const size_t key = t0 + j;
+        const bool vis = peak_mask_visible(r->keep, r->bias, key);
+        bias[j] = !vis ? -INFINITY : r->bias ? r->bias[key] : 0.0f;
+        w->kp[j] = r->k + (ptrdiff_t)key * d->k_stride[1];
+        w->vp[j] = vis ? r->v + (ptrdiff_t)key * d->v_stride[1] : NULL;
+    }
+    /* The row's next tile is requested a few keys at a time between the
+       scores, so that the misses stay in flight while this tile computes
+       (requested all at once, they stall on the line fill buffers and the
+       tile waits for them). */
+    float mt = -INFINITY;
+    for (size_t j0 = 0; j0 < n; j0 += PEAK_ATTENTION_ROW_CHUNK) {
+        const size_t nc = n - j0 < PEAK_ATTENTION_ROW_CHUNK ? n - j0 : PEAK_ATTENTION_ROW_CHUNK;
+        const float mc =
+            attention_row_scores(s + j0, r->q, w->kp + j0, bias + j0, d->scale, nc, d->head_dim);
+        mt = mc > mt ? mc : mt;
+        for (size_t j = j0; j < j0 + nc; j++)
+            attention_prefetch_key(d, r, t0 + PEAK_ATTENTION_BC + j);
+    }
+    const float mn = mt > r->m ? mt : r->m;
+    const float ms = mn == -INFINITY ? 0.0f : mn; /* as in the tiled path */
+    const float alpha = isnan(r->m) ? NAN : r->m == -INFINITY ? 0.0f : expf(r->m - ms);
+    const float sum = isa_row_exp(s, ms, n);
+    r->l = r->l * alpha + sum;
+    r->m = mn;
+    isa_row_pv(r->acc, alpha, s, w->vp, n, d->v_head_dim);
+    if (++r->tiles == PEAK_ATTENTION_FOLD_TILES)
+        attention_row_fold(r, d->v_head_dim);
+}
+
+/* The natural log-sum-exp of a finished row (-inf: it saw nothing). */
+static inline float attention_lse(float m, float l)
+{
+    return isnan(l) ? NAN : l == 0.0f ? -INFINITY : (float)((double)m + log((double)l));
+}
+
+/* Row states the row path keeps at once: kv heads are taken together, up
+   to this many rows, and walk their keys tile by tile in step.  In an
+   interleaved [B, L, H, D] cache the heads' rows of one key are adjacent,
+   so a decode step reads K and V as one sequential stream instead of one
+   pass per head over every row. */
+#define PEAK_ATTENTION_ROW_STATES 32
+
+/* Rows first .. first + rows - 1 of each of kv heads kvh0 .. kvh0 + nkvh - 1
+   (nkvh * rows <= PEAK_ATTENTION_ROW_STATES) by the row path, into O and lse. */
+static inline void attention_rows_run(const peak_attention_desc *d, const attention_ws *w, float *o,
+                                      const float *q, const float *k, const float *v, size_t b,
+                                      size_t kvh0, size_t nkvh, size_t first, size_t rows)
+{
+    const size_t group = d->heads / d->kv_heads, ldacc = attention_round16(d->v_head_dim);
+    attention_row_state st[PEAK_ATTENTION_ROW_STATES];
+    size_t n = 0, lo = SIZE_MAX, hi = 0;
+    for (size_t kvh = kvh0; kvh < kvh0 + nkvh; kvh++)
+        for (size_t R = first; R < first + rows; R++, n++) {
+            attention_row_state *r = &st[n];
+            const peak_key_range kr = peak_mask_keys(&d->mask, b, R / group, d->q_len, d->kv_len);
+            r->head = kvh * group + R % group;
+            r->pos = R / group;
+            r->q = attention_q_row(q, d, b, r->head, r->pos);
+            r->k = k + (ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)kvh * d->k_stride[2];
+            r->v = v + (ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)kvh * d->v_stride[2];
+            r->keep = peak_mask_keep_row(&d->mask, b, r->head, r->pos);
+            r->bias = peak_mask_bias_row(&d->mask, b, r->head, r->pos);
+            r->lo = kr.lo;
+            r->hi = kr.hi;
+            r->m = -INFINITY;
+            r->l = 0.0f;
+            r->acc = w->vpack + n * ldacc;
+            r->acc2 = w->vpack + (PEAK_ATTENTION_ROW_STATES + n) * ldacc;
+            memset(r->acc, 0, ldacc * sizeof(float));
+            memset(r->acc2, 0, ldacc * sizeof(float));
+            r->m2 = -INFINITY;
+            r->l2 = 0.0f;
+            r->tiles = 0;
+            for (size_t key = r->lo; key < r->lo + PEAK_ATTENTION_BC; key++)
+                attention_prefetch_key(d, r, key);
+            if (r->lo < r->hi) {
+                lo = r->lo < lo ? r->lo : lo;
+                hi = r->hi > hi ? r->hi : hi;
+            }
+        }
+    for (size_t t = lo < hi ? lo / PEAK_ATTENTION_BC * PEAK_ATTENTION_BC : hi; t < hi;
+         t += PEAK_ATTENTION_BC)
+        for (size_t e = 0; e < n; e++) {
+            const size_t t0 = st[e].lo > t ? st[e].lo : t;
+            const size_t t1 = st[e].hi < t + PEAK_ATTENTION_BC ? st[e].hi : t + PEAK_ATTENTION_BC;
+            if (t0 < t1)
+                attention_row_tile(d, w, &st[e], t0, t1);
+        }
+    for (size_t e = 0; e < n; e++) {
+        attention_row_state *r = &st[e];
+        if (r->m2 != -INFINITY) { /* folded (a NaN m2 too): as attention_unfold */
+            const float sc = attention_fold_scale(r->m2, r->m);
+            for (size_t c = 0; c < d->v_head_dim; c++)
+                r->acc[c] += r->acc2[c] * sc;
+            r->l += r->l2 * sc;
+        }
+        float *orow = attention_o_row(o, d, b, r->head, r->pos);
+        /* As attention_block_finish: a division, +0 for a row that saw nothing. */
+        for (size_t c = 0; c < d->v_head_dim; c++)
+            orow[c] = r->l == 0.0f ? 0.0f : r->acc[c] / r->l;
+        if (d->lse)
+            *attention_lse_at(d, b, r->head, r->pos) = attention_lse(r->m, r->l);
+    }
+}
+
+#endif /* PEAK_ATTENTION_DECODE_H */
