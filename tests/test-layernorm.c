@@ -1,286 +1,173 @@
 /*
  * test-layernorm.c - peak_add_layernorm on one tier against a long double
- * oracle written here (two plain passes over the row).
- *
- * Row gaps of every operand hold the canary (a NaN): a kernel that reads
- * past d_model poisons its row, one that writes there fails the gap check.
+ * oracle written here (two plain passes over the row).  The sweeps (sizes,
+ * optional operands, row gaps, misalignment, in place) are tests/tester.c's;
+ * this file gives the problem, the oracle and the special cases.
  */
-#include "test-util.h"
+#include "tester.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ck_assert_msg without its cost: Check records the location of every
-   passing assertion (a write to its pipe), which dominates element-wise
-   comparisons, under AddressSanitizer most of all. */
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond))                                                             \
-            ck_abort_msg(__VA_ARGS__);                                           \
-    } while (0)
-
 /* |y - ref| <= LAYERNORM_TOL * max(1, |ref|): normalised values are O(1), so this
    is a relative bound for them and an absolute one near zero. */
 #define LAYERNORM_TOL 2e-6
 
-/* ---- problem set-up ------------------------------------------------------ */
+/* ---- the problem ----------------------------------------------------------- */
 
-enum { USE_R = 1, USE_GAMMA = 2, USE_BETA = 4, USE_SUM = 8 };
-enum { ALIAS_NONE, ALIAS_Y_X, ALIAS_SUM_X, ALIAS_SUM_R, ALIAS_Y_X_SUM_R };
-
-typedef struct layernorm_shape {
-    size_t rows, d;
-    size_t pad;      /* floats of gap after each row */
-    size_t misalign; /* floats off a 64-byte boundary */
-    unsigned use;    /* USE_* */
-    int alias;       /* ALIAS_* */
-    float eps;
-} layernorm_shape;
+/* case.variant: which optional operands are passed; case.alias: ALIAS_*. */
+enum { USE_R = 1, USE_GAMMA = 2, USE_BETA = 4, USE_SUM = 8, USE_ALL = 15 };
+enum { ALIAS_NONE, ALIAS_Y_X, ALIAS_SUM_X, ALIAS_SUM_R, ALIAS_Y_X_SUM_R, N_ALIASES = 4 };
+/* case.data: DATA_SUM_AS_Y puts sum at y's misalignment (both streamed). */
+enum { DATA_PLAIN, DATA_SUM_AS_Y };
 
 typedef struct layernorm_problem {
-    layernorm_shape s;
-    ptrdiff_t ld;
-    size_t n; /* floats in each 2-D buffer */
     float *x, *r, *gamma, *beta, *y, *sum;
-    float *x0, *r0; /* inputs before the call (aliases may overwrite them) */
-    uint64_t rng;
+    ptrdiff_t ld;
 } layernorm_problem;
 
-static void layernorm_init(layernorm_problem *p, const layernorm_shape *s, uint64_t seed)
+static int layernorm_setup(peak_tester_problem *p)
 {
-    memset(p, 0, sizeof *p);
-    p->s = *s;
-    p->rng = seed;
-    p->ld = (ptrdiff_t)(s->d + s->pad);
-    p->n = (s->rows - 1) * (size_t)p->ld + s->d;
-    p->x = peak_test_alloc(p->n, s->misalign);
-    peak_test_fill_uniform(p->x, p->n, &p->rng, -2.0f, 3.0f);
-    if (s->use & USE_R) {
-        p->r = peak_test_alloc(p->n, (s->misalign + 1) % 16);
-        peak_test_fill_uniform(p->r, p->n, &p->rng, -1.0f, 1.0f);
+    const peak_tester_case *c = &p->c;
+    unsigned use = c->variant;
+    if (c->alias == ALIAS_Y_X)
+        use &= ~(unsigned)USE_SUM;
+    if (c->alias >= ALIAS_SUM_X && !(use & USE_SUM))
+        return 0;
+    if ((c->alias == ALIAS_SUM_R || c->alias == ALIAS_Y_X_SUM_R) && !(use & USE_R))
+        return 0;
+    layernorm_problem *l = calloc(1, sizeof *l);
+    if (!l)
+        abort();
+    p->user = l;
+    l->ld = (ptrdiff_t)(c->n + c->gap);
+    l->x = peak_tester_input(p, "x", c->rows, c->n, l->ld, 0);
+    peak_tester_fill(p, l->x, -2.0f, 3.0f);
+    if (use & USE_R) {
+        l->r = peak_tester_input(p, "r", c->rows, c->n, l->ld, 1);
+        peak_tester_fill(p, l->r, -1.0f, 1.0f);
     }
-    if (s->use & USE_GAMMA) {
-        p->gamma = peak_test_alloc(s->d, 2);
-        peak_test_fill_uniform(p->gamma, s->d, &p->rng, 0.5f, 1.5f);
+    if (use & USE_GAMMA) {
+        l->gamma = peak_tester_input(p, "gamma", 1, c->n, (ptrdiff_t)c->n, 2);
+        peak_tester_fill(p, l->gamma, 0.5f, 1.5f);
     }
-    if (s->use & USE_BETA) {
-        p->beta = peak_test_alloc(s->d, 3);
-        peak_test_fill_uniform(p->beta, s->d, &p->rng, -1.0f, 1.0f);
+    if (use & USE_BETA) {
+        l->beta = peak_tester_input(p, "beta", 1, c->n, (ptrdiff_t)c->n, 3);
+        peak_tester_fill(p, l->beta, -1.0f, 1.0f);
     }
-    p->y = s->alias == ALIAS_Y_X || s->alias == ALIAS_Y_X_SUM_R
-               ? p->x
-               : peak_test_alloc(p->n, (s->misalign + 5) % 16);
-    if (s->use & USE_SUM)
-        p->sum = s->alias == ALIAS_SUM_X ? p->x
-                 : s->alias == ALIAS_SUM_R || s->alias == ALIAS_Y_X_SUM_R
-                     ? p->r
-                     : peak_test_alloc(p->n, (s->misalign + 7) % 16);
+    l->y = c->alias == ALIAS_Y_X || c->alias == ALIAS_Y_X_SUM_R
+               ? peak_tester_alias(p, "y", l->x, PEAK_TESTER_REL, LAYERNORM_TOL)
+               : peak_tester_output(p, "y", c->rows, c->n, l->ld, 5, PEAK_TESTER_REL,
+                                    LAYERNORM_TOL);
+    if (use & USE_SUM) /* sum = x + r in float: exact */
+        l->sum = c->alias == ALIAS_SUM_X ? peak_tester_alias(p, "sum", l->x, PEAK_TESTER_EXACT, 0)
+                 : c->alias == ALIAS_SUM_R || c->alias == ALIAS_Y_X_SUM_R
+                     ? peak_tester_alias(p, "sum", l->r, PEAK_TESTER_EXACT, 0)
+                     : peak_tester_output(p, "sum", c->rows, c->n, l->ld,
+                                          c->data == DATA_SUM_AS_Y ? 5 : 7, PEAK_TESTER_EXACT, 0);
+    return 1;
 }
 
-/* Restores the canary in the row gaps of a filled 2-D buffer. */
-static void canary_gaps(const layernorm_problem *p, float *buf)
+static peak_status layernorm_call(peak_tester_problem *p)
 {
-    for (size_t t = 0; t + 1 < p->s.rows; t++)
-        peak_test_fill_canary(buf + t * (size_t)p->ld + p->s.d, p->s.pad);
+    const layernorm_problem *l = p->user;
+    return peak_add_layernorm(l->y, l->ld, l->sum, l->sum ? l->ld : 0, l->x, l->ld, l->r,
+                              l->r ? l->ld : 0, l->gamma, l->beta, p->c.rows, p->c.n, p->c.param);
 }
 
-static int owned(const layernorm_problem *p, const float *b)
+/* ---- the oracle ------------------------------------------------------------ */
+
+/* x + r of row t before the call, in float as the kernels add them. */
+static void input_row(const peak_tester_problem *p, size_t t, float *s)
 {
-    return b && b != p->x && b != p->r;
+    const layernorm_problem *l = p->user;
+    const size_t base = t * (size_t)l->ld;
+    const float *x0 = peak_tester_before(p, l->x) + base;
+    const float *r0 = l->r ? peak_tester_before(p, l->r) + base : NULL;
+    for (size_t j = 0; j < p->c.n; j++)
+        s[j] = r0 ? x0[j] + r0[j] : x0[j];
 }
 
-static void layernorm_free(layernorm_problem *p)
+/* y: two-pass mean and variance in long double; sum: x + r. */
+static void layernorm_oracle_row(const peak_tester_problem *p, size_t buf, size_t t, double *ref)
 {
-    if (owned(p, p->y))
-        peak_test_free(p->y);
-    if (owned(p, p->sum))
-        peak_test_free(p->sum);
-    peak_test_free(p->x);
-    peak_test_free(p->r);
-    peak_test_free(p->gamma);
-    peak_test_free(p->beta);
-    free(p->x0);
-    free(p->r0);
-}
-
-/* ---- the oracle ---------------------------------------------------------- */
-
-static float input_at(const layernorm_problem *p, size_t t, size_t j)
-{
-    const size_t e = t * (size_t)p->ld + j;
-    return p->r0 ? p->x0[e] + p->r0[e] : p->x0[e];
-}
-
-/* Row t's mean and 1/sqrt(var + eps), two-pass in long double. */
-static void oracle_stats(const layernorm_problem *p, size_t t, long double *mean, long double *rstd)
-{
+    const layernorm_problem *l = p->user;
+    const size_t d = p->c.n;
+    float *s = malloc(d * sizeof *s);
+    if (!s)
+        abort();
+    input_row(p, t, s);
+    if (strcmp(p->buf[buf].name, "sum") == 0) {
+        for (size_t j = 0; j < d; j++)
+            ref[j] = s[j];
+        free(s);
+        return;
+    }
     long double acc = 0.0L;
-    for (size_t j = 0; j < p->s.d; j++)
-        acc += input_at(p, t, j);
-    *mean = acc / (long double)p->s.d;
+    for (size_t j = 0; j < d; j++)
+        acc += s[j];
+    const long double mean = acc / (long double)d;
     long double var = 0.0L;
-    for (size_t j = 0; j < p->s.d; j++) {
-        long double dev = input_at(p, t, j) - *mean;
+    for (size_t j = 0; j < d; j++) {
+        const long double dev = s[j] - mean;
         var += dev * dev;
     }
-    var /= (long double)p->s.d;
-    *rstd = 1.0L / sqrtl(var + (long double)p->s.eps);
-}
-
-static double oracle_y(const layernorm_problem *p, size_t t, size_t j, long double mean,
-                       long double rstd)
-{
-    long double v = (input_at(p, t, j) - mean) * rstd;
-    if (p->gamma)
-        v *= p->gamma[j];
-    if (p->beta)
-        v += p->beta[j];
-    return (double)v;
-}
-
-/* ---- checking ------------------------------------------------------------ */
-
-static void expect_close(const layernorm_problem *p, size_t t, size_t j, double ref, float got)
-{
-    CHECK(isnan(ref) ? isnan(got) : fabs((double)got - ref) <= LAYERNORM_TOL * fmax(1.0, fabs(ref)),
-          "%s rows%zu d%zu use%u alias%d at [%zu,%zu]: expected %.9g, got %.9g",
-          peak_isa_name(peak_test_isa), p->s.rows, p->s.d, p->s.use, p->s.alias, t, j, ref,
-          (double)got);
-}
-
-static void expect_row(const layernorm_problem *p, size_t t)
-{
-    long double mean, rstd;
-    oracle_stats(p, t, &mean, &rstd);
-    const size_t base = t * (size_t)p->ld;
-    for (size_t j = 0; j < p->s.d; j++) {
-        expect_close(p, t, j, oracle_y(p, t, j, mean, rstd), p->y[base + j]);
-        if (p->sum) {
-            const float want = input_at(p, t, j);
-            CHECK(peak_test_bytes_equal(&want, &p->sum[base + j], sizeof want),
-                          "sum[%zu,%zu] = %.9g, want x + r = %.9g", t, j,
-                          (double)p->sum[base + j], (double)want);
-        }
+    var /= (long double)d;
+    const long double rstd = 1.0L / sqrtl(var + (long double)p->c.param);
+    for (size_t j = 0; j < d; j++) {
+        long double v = (s[j] - mean) * rstd;
+        if (l->gamma)
+            v *= l->gamma[j];
+        if (l->beta)
+            v += l->beta[j];
+        ref[j] = (double)v;
     }
+    free(s);
 }
 
-static void expect_gaps(const layernorm_problem *p, const float *buf, const char *name)
+static void layernorm_teardown(peak_tester_problem *p)
 {
-    for (size_t t = 0; t + 1 < p->s.rows; t++)
-        for (size_t g = 0; g < p->s.pad; g++)
-            CHECK(peak_test_is_canary(buf[t * (size_t)p->ld + p->s.d + g]),
-                          "gap of %s row %zu written", name, t);
+    free(p->user);
 }
 
-static float *dup(const float *src, size_t n)
+/* Base case of every sweep: 3 rows, every operand, eps 1e-5. */
+static const peak_tester_family layernorm = {
+    .name = "layernorm",
+    .setup = layernorm_setup,
+    .call = layernorm_call,
+    .oracle_row = layernorm_oracle_row,
+    .teardown = layernorm_teardown,
+    .same_bits = 0, /* peak.h: each tier within 2e-6 of the exact LayerNorm */
+    .n_variants = 16,
+    .n_aliases = N_ALIASES,
+    .base = {.rows = 3, .variant = USE_ALL, .param = 1e-5f},
+};
+
+static peak_tester_case with(size_t rows, size_t d, unsigned use, float eps, uint64_t seed)
 {
-    if (!src)
-        return NULL;
-    float *c = malloc(n * sizeof *c);
-    memcpy(c, src, n * sizeof *c);
+    peak_tester_case c = layernorm.base;
+    c.rows = rows;
+    c.n = d;
+    c.variant = use;
+    c.param = eps;
+    c.seed = seed;
     return c;
 }
 
-/* The long double oracle is emulated in software on AArch64 (binary128),
-   so the large streaming calls compare a sample of rows: the first and
-   last 256 (the pipeline's start and end) and every 7th (every residue of
-   a row's alignment modulo 16). */
-static int checked_row(const layernorm_problem *p, size_t t)
-{
-    return p->s.rows <= 2048 || t < 256 || t + 256 >= p->s.rows || t % 7 == 0;
-}
+/* x (and r) of a set-up problem, element (t, j) of the rows' extents. */
+#define AT(buf, t, j) ((buf)[(t) * (size_t)l->ld + (j)])
 
-static void layernorm_run(layernorm_problem *p)
-{
-    canary_gaps(p, p->x);
-    if (p->r)
-        canary_gaps(p, p->r);
-    p->x0 = dup(p->x, p->n);
-    p->r0 = dup(p->r, p->n);
-    const ptrdiff_t ld = p->ld;
-    ck_assert_int_eq(peak_add_layernorm(p->y, ld, p->sum, p->sum ? ld : 0, p->x, ld, p->r,
-                                        p->r ? ld : 0, p->gamma, p->beta, p->s.rows, p->s.d,
-                                        p->s.eps),
-                     PEAK_OK);
-    for (size_t t = 0; t < p->s.rows; t++)
-        if (checked_row(p, t))
-            expect_row(p, t);
-    expect_gaps(p, p->y, "y");
-    if (p->sum)
-        expect_gaps(p, p->sum, "sum");
-    if (p->y != p->x && p->sum != p->x)
-        CHECK(peak_test_bytes_equal(p->x, p->x0, p->n * sizeof(float)), "x modified");
-}
-
-static void layernorm_simple(const layernorm_shape *s, uint64_t seed)
-{
-    layernorm_problem p;
-    layernorm_init(&p, s, seed);
-    layernorm_run(&p);
-    layernorm_free(&p);
-}
-
-/* ---- tests --------------------------------------------------------------- */
-
-/* Sizes 1..70 run as 7 Check tests of 10 sizes each: a fork per size
-   costs more than the size itself under AddressSanitizer. */
-#define SIZE_GROUP 10
-#define SIZE_GROUPS 7
-
-START_TEST(sizes_1_to_70)
-{
-    for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
-        layernorm_shape s = {3, n, 0, 0, USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
-        layernorm_simple(&s, 100 + n);
-    }
-}
-END_TEST
+/* ---- special cases ------------------------------------------------------------- */
 
 START_TEST(model_sizes)
 {
     static const size_t d[] = {512, 768, 1024};
-    layernorm_shape s = {4, d[_i], 0, 0, USE_R | USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
-    layernorm_simple(&s, 200 + (uint64_t)_i);
-    s.use = USE_SUM | USE_R;
-    s.eps = 1e-12f;
-    layernorm_simple(&s, 210 + (uint64_t)_i);
-}
-END_TEST
-
-/* Every combination of optional residual, gamma, beta and sum output. */
-START_TEST(optional_operands)
-{
-    layernorm_shape s = {3, 37, 0, 0, (unsigned)_i, ALIAS_NONE, 1e-5f};
-    layernorm_simple(&s, 300 + (uint64_t)_i);
-}
-END_TEST
-
-START_TEST(strided_misaligned_rows)
-{
-    static const size_t pads[] = {1, 3, 16, 37};
-    for (size_t k = 0; k < 4; k++) {
-        layernorm_shape s = {4,
-                             5 + (size_t)_i * 17,
-                             pads[k],
-                             1 + k * 4,
-                             USE_R | USE_GAMMA | USE_BETA | USE_SUM,
-                             ALIAS_NONE,
-                             1e-5f};
-        layernorm_simple(&s, 400 + k);
-    }
-}
-END_TEST
-
-START_TEST(in_place_aliases)
-{
-    for (size_t d = 1; d < 70; d += 17) {
-        layernorm_shape s = {3, d, 2, 1, USE_R | USE_GAMMA | USE_BETA | USE_SUM, _i, 1e-5f};
-        if (_i == ALIAS_Y_X)
-            s.use &= ~(unsigned)USE_SUM;
-        layernorm_simple(&s, 500 + d);
-    }
+    peak_tester_case c = with(4, d[_i], USE_R | USE_GAMMA | USE_BETA, 1e-5f, 200 + (uint64_t)_i);
+    peak_tester_check(&layernorm, &c);
+    c = with(4, d[_i], USE_SUM | USE_R, 1e-12f, 210 + (uint64_t)_i);
+    peak_tester_check(&layernorm, &c);
 }
 END_TEST
 
@@ -288,19 +175,21 @@ END_TEST
 START_TEST(large_offset_plus_noise)
 {
     static const float offset[] = {1e4f, -1e4f, 1e6f, 3e4f};
-    layernorm_shape s = {3, 768, 0, 0, USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
-    layernorm_problem p;
+    peak_tester_case c = with(3, 768, USE_GAMMA | USE_BETA, 1e-5f, 600 + (uint64_t)_i);
     if (_i == 3)
-        s.use |= USE_R; /* the offset arrives through the residual */
-    layernorm_init(&p, &s, 600 + (uint64_t)_i);
-    for (size_t e = 0; e < p.n; e++) {
-        float noise = peak_test_uniform(&p.rng, -1.0f, 1.0f);
-        if (_i == 3)
-            p.r[e] = offset[_i];
-        p.x[e] = _i == 3 ? noise : offset[_i] + noise;
-    }
-    layernorm_run(&p);
-    layernorm_free(&p);
+        c.variant |= USE_R; /* the offset arrives through the residual */
+    peak_tester_problem p;
+    peak_tester_setup(&layernorm, &c, &p);
+    const layernorm_problem *l = p.user;
+    for (size_t t = 0; t < c.rows; t++)
+        for (size_t j = 0; j < c.n; j++) {
+            const float noise = peak_test_uniform(&p.rng, -1.0f, 1.0f);
+            if (_i == 3)
+                AT(l->r, t, j) = offset[_i];
+            AT(l->x, t, j) = _i == 3 ? noise : offset[_i] + noise;
+        }
+    peak_tester_run(&layernorm, &p);
+    peak_tester_free(&layernorm, &p);
 }
 END_TEST
 
@@ -310,23 +199,27 @@ END_TEST
 START_TEST(offset_small_noise)
 {
     static const float noise[] = {1e-2f, 3e-3f, 5e-2f};
-    layernorm_shape s = {
-        4, 512 + (size_t)_i * 131, 1, 3, USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-12f};
+    peak_tester_case c = with(4, 512 + (size_t)_i * 131, USE_GAMMA | USE_BETA | USE_SUM, 1e-12f,
+                              650 + (uint64_t)_i);
+    c.gap = 1;
+    c.misalign = 3;
     if (_i & 1)
-        s.use |= USE_R;
-    layernorm_problem p;
-    layernorm_init(&p, &s, 650 + (uint64_t)_i);
-    for (size_t e = 0; e < p.n; e++) {
-        const float v = 1e4f + peak_test_uniform(&p.rng, -noise[_i], noise[_i]);
-        if (_i & 1) {
-            p.r[e] = 1e4f;
-            p.x[e] = v - 1e4f;
-        } else {
-            p.x[e] = v;
+        c.variant |= USE_R;
+    peak_tester_problem p;
+    peak_tester_setup(&layernorm, &c, &p);
+    const layernorm_problem *l = p.user;
+    for (size_t t = 0; t < c.rows; t++)
+        for (size_t j = 0; j < c.n; j++) {
+            const float v = 1e4f + peak_test_uniform(&p.rng, -noise[_i], noise[_i]);
+            if (_i & 1) {
+                AT(l->r, t, j) = 1e4f;
+                AT(l->x, t, j) = v - 1e4f;
+            } else {
+                AT(l->x, t, j) = v;
+            }
         }
-    }
-    layernorm_run(&p);
-    layernorm_free(&p);
+    peak_tester_run(&layernorm, &p);
+    peak_tester_free(&layernorm, &p);
 }
 END_TEST
 
@@ -335,9 +228,10 @@ END_TEST
 START_TEST(long_rows)
 {
     static const size_t d[] = {4099, 1000, 257};
-    layernorm_shape s = {_i == 2 ? 300 : 5, d[_i], 7, 5, USE_R | USE_GAMMA | USE_BETA | USE_SUM,
-                         ALIAS_NONE,        1e-5f};
-    layernorm_simple(&s, 680 + (uint64_t)_i);
+    peak_tester_case c = with(_i == 2 ? 300 : 5, d[_i], USE_ALL, 1e-5f, 680 + (uint64_t)_i);
+    c.gap = 7;
+    c.misalign = 5;
+    peak_tester_check(&layernorm, &c);
 }
 END_TEST
 
@@ -347,25 +241,21 @@ END_TEST
    ordinary), or y is x (in place); with 512 and y aligned, every row. */
 START_TEST(streaming_outputs)
 {
-    layernorm_shape s = {16300, 515, 0, 3, USE_R | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
+    peak_tester_case c = with(16300, 515, USE_R | USE_BETA | USE_SUM, 1e-5f, 690 + (uint64_t)_i);
+    c.misalign = 3;
     if (peak_test_quick()) /* 100 rows: no streaming stores, same aliasing */
-        s.rows = 100;
+        c.rows = 100;
+    if (_i == 0)
+        c.data = DATA_SUM_AS_Y;
     if (_i == 2)
-        s.alias = ALIAS_Y_X;
+        c.alias = ALIAS_Y_X;
     if (_i >= 2)
-        s.use &= ~(unsigned)USE_SUM;
-    if (_i == 3) { /* layernorm_init puts y 5 floats after x's misalignment */
-        s.d = 512;
-        s.misalign = 11;
+        c.variant &= ~(unsigned)USE_SUM;
+    if (_i == 3) { /* y is 5 floats after x's misalignment: aligned */
+        c.n = 512;
+        c.misalign = 11;
     }
-    layernorm_problem p;
-    layernorm_init(&p, &s, 690 + (uint64_t)_i);
-    if (_i == 0) { /* layernorm_init offsets sum from y by 2 floats; align them alike */
-        peak_test_free(p.sum);
-        p.sum = peak_test_alloc(p.n, (s.misalign + 5) % 16);
-    }
-    layernorm_run(&p);
-    layernorm_free(&p);
+    peak_tester_check(&layernorm, &c);
 }
 END_TEST
 
@@ -402,20 +292,23 @@ END_TEST
 /* A constant row has variance 0: y = 0 * gamma + beta = beta. */
 START_TEST(constant_rows)
 {
-    layernorm_shape s = {2, _i == 0 ? 1 : 64, 0, 0, USE_GAMMA | USE_BETA, ALIAS_NONE, 1e-5f};
-    layernorm_problem p;
-    layernorm_init(&p, &s, 700 + (uint64_t)_i);
-    for (size_t e = 0; e < p.n; e++)
-        p.x[e] = 42.5f;
-    layernorm_run(&p);
-    layernorm_free(&p);
+    peak_tester_case c = with(2, _i == 0 ? 1 : 64, USE_GAMMA | USE_BETA, 1e-5f, 700 + (uint64_t)_i);
+    peak_tester_problem p;
+    peak_tester_setup(&layernorm, &c, &p);
+    const layernorm_problem *l = p.user;
+    for (size_t t = 0; t < c.rows; t++)
+        for (size_t j = 0; j < c.n; j++)
+            AT(l->x, t, j) = 42.5f;
+    peak_tester_run(&layernorm, &p);
+    peak_tester_free(&layernorm, &p);
 }
 END_TEST
 
 START_TEST(zero_eps)
 {
-    layernorm_shape s = {3, 33, 1, 0, USE_R | USE_BETA, ALIAS_NONE, 0.0f};
-    layernorm_simple(&s, 800);
+    peak_tester_case c = with(3, 33, USE_R | USE_BETA, 0.0f, 800);
+    c.gap = 1;
+    peak_tester_check(&layernorm, &c);
 }
 END_TEST
 
@@ -427,64 +320,56 @@ END_TEST
 START_TEST(zero_eps_constant_rows)
 {
     static const size_t widths[] = {1, 7, 8, 13, 16, 33, 64, 100};
-    layernorm_shape s = {
-        4, widths[_i], 3, (size_t)_i % 4, USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 0.0f};
-    layernorm_problem p;
-    layernorm_init(&p, &s, 820 + (uint64_t)_i);
+    peak_tester_case c = with(4, widths[_i], USE_ALL, 0.0f, 820 + (uint64_t)_i);
+    c.gap = 3;
+    c.misalign = (size_t)_i % 4;
+    peak_tester_problem p;
+    peak_tester_setup(&layernorm, &c, &p);
+    const layernorm_problem *l = p.user;
     for (size_t t = 0; t < 4; t += 2)
-        for (size_t j = 0; j < s.d; j++) {
-            p.x[t * (size_t)p.ld + j] = 1.25f;
-            p.r[t * (size_t)p.ld + j] = -3.5f;
+        for (size_t j = 0; j < c.n; j++) {
+            AT(l->x, t, j) = 1.25f;
+            AT(l->r, t, j) = -3.5f;
         }
-    layernorm_run(&p); /* the oracle's own 0 * inf is NaN there */
+    peak_tester_run(&layernorm, &p); /* the oracle's own 0 * inf is NaN there */
     for (size_t t = 0; t < 4; t++)
-        for (size_t j = 0; j < s.d; j++)
-            CHECK(!isnan(p.y[t * (size_t)p.ld + j]) == (t % 2 == 1 && s.d > 1),
-                  "%s d%zu: y[%zu,%zu] = %a", peak_isa_name(peak_test_isa), s.d, t, j,
-                  (double)p.y[t * (size_t)p.ld + j]);
-    layernorm_free(&p);
+        for (size_t j = 0; j < c.n; j++)
+            CHECK(!isnan(AT(l->y, t, j)) == (t % 2 == 1 && c.n > 1), "%s d%zu: y[%zu,%zu] = %a",
+                  peak_isa_name(peak_test_isa), c.n, t, j, (double)AT(l->y, t, j));
+    peak_tester_free(&layernorm, &p);
 }
 END_TEST
 
 /* ---- invalid arguments ------------------------------------------------------ */
 
-typedef struct layernorm_call {
+typedef struct layernorm_args {
     float *y, *sum;
     ptrdiff_t ld_y, ld_sum, ld_x, ld_r;
     const float *x, *r;
     size_t rows, d;
     float eps;
-} layernorm_call;
+} layernorm_args;
 
-/* The call must fail and write nothing: not y, not sum, and not x or r
-   (the alias cases pass them as outputs). */
-static void expect_rejected(const layernorm_problem *p, const char *what, layernorm_call c)
+/* The call must fail and write nothing: no byte of any buffer changes (the
+   alias cases pass x, r, gamma or beta as outputs). */
+static void expect_rejected(peak_tester_problem *p, const char *what, layernorm_args a)
 {
-    peak_test_fill_canary(p->y, p->n);
-    peak_test_fill_canary(p->sum, p->n);
-    float *x0 = dup(p->x, p->n), *r0 = dup(p->r, p->n);
-    peak_status got = peak_add_layernorm(c.y, c.ld_y, c.sum, c.ld_sum, c.x, c.ld_x, c.r, c.ld_r,
-                                         p->gamma, p->beta, c.rows, c.d, c.eps);
-    CHECK(got == PEAK_ERR_INVALID_ARG, "%s: %s: status %d",
-                  peak_isa_name(peak_test_isa), what, (int)got);
-    for (size_t e = 0; e < p->n; e++)
-        CHECK(peak_test_is_canary(p->y[e]) && peak_test_is_canary(p->sum[e]),
-                      "%s: output changed", what);
-    CHECK(peak_test_bytes_equal(x0, p->x, p->n * sizeof(float)) &&
-              peak_test_bytes_equal(r0, p->r, p->n * sizeof(float)),
-          "%s: x or r changed", what);
-    free(x0);
-    free(r0);
+    const layernorm_problem *l = p->user;
+    peak_tester_snapshot(p);
+    const peak_status got = peak_add_layernorm(a.y, a.ld_y, a.sum, a.ld_sum, a.x, a.ld_x, a.r,
+                                               a.ld_r, l->gamma, l->beta, a.rows, a.d, a.eps);
+    peak_tester_expect_rejected(p, what, got, PEAK_ERR_INVALID_ARG);
 }
 
 START_TEST(invalid_arguments)
 {
-    layernorm_shape s = {3, 16, 0, 0, USE_R | USE_GAMMA | USE_BETA | USE_SUM, ALIAS_NONE, 1e-5f};
-    layernorm_problem p;
-    layernorm_init(&p, &s, 900);
-    const ptrdiff_t ld = p.ld;
-    const layernorm_call ok = {p.y, p.sum, ld, ld, ld, ld, p.x, p.r, 3, 16, 1e-5f};
-    layernorm_call c = ok;
+    const peak_tester_case cs = with(3, 16, USE_ALL, 1e-5f, 900);
+    peak_tester_problem p;
+    peak_tester_setup(&layernorm, &cs, &p);
+    const layernorm_problem *l = p.user;
+    const ptrdiff_t ld = l->ld;
+    const layernorm_args ok = {l->y, l->sum, ld, ld, ld, ld, l->x, l->r, 3, 16, 1e-5f};
+    layernorm_args c = ok;
     c.y = NULL;
     expect_rejected(&p, "NULL y", c);
     c = ok;
@@ -512,43 +397,40 @@ START_TEST(invalid_arguments)
     c.sum = c.y;
     expect_rejected(&p, "sum == y", c);
     c = ok;
-    c.y = (float *)p.x;
+    c.y = l->x;
     c.ld_y = ld + 1;
     expect_rejected(&p, "y == x with another stride", c);
     c = ok;
-    c.sum = (float *)p.x;
+    c.sum = l->x;
     c.ld_sum = ld + 2;
     expect_rejected(&p, "sum == x with another stride", c);
     c = ok;
-    c.sum = (float *)p.r;
+    c.sum = l->r;
     c.ld_sum = ld + 2;
     expect_rejected(&p, "sum == r with another stride", c);
     /* Partial overlaps: the SIMD tiers write row t while reading row t+1. */
     c = ok;
-    c.y = p.x + ld;
+    c.y = l->x + ld;
     c.rows = 2;
     expect_rejected(&p, "y one row after x", c);
     c = ok;
-    c.sum = p.r + 1;
+    c.sum = l->r + 1;
     c.rows = 2;
     expect_rejected(&p, "sum one float after r", c);
     c = ok;
-    c.sum = p.y + 8;
+    c.sum = l->y + 8;
     c.rows = 2;
     expect_rejected(&p, "sum overlapping y", c);
-    float *g0 = dup(p.gamma, 16);
     c = ok;
-    c.y = p.gamma;
+    c.y = l->gamma;
     c.rows = 1;
     expect_rejected(&p, "y == gamma", c);
     c = ok;
-    c.sum = p.beta + 3;
+    c.sum = l->beta + 3;
     c.d = 13;
     c.rows = 1;
     expect_rejected(&p, "sum overlapping beta", c);
-    CHECK(peak_test_bytes_equal(g0, p.gamma, 16 * sizeof(float)), "gamma changed");
-    free(g0);
-    layernorm_free(&p);
+    peak_tester_free(&layernorm, &p);
 }
 END_TEST
 
@@ -587,11 +469,8 @@ static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("layernorm");
     TCase *tc = tcase_create(peak_isa_name(isa));
-    tcase_add_loop_test(tc, sizes_1_to_70, 0, SIZE_GROUPS);
+    peak_tester_add_sweeps(tc, &layernorm);
     tcase_add_loop_test(tc, model_sizes, 0, 3);
-    tcase_add_loop_test(tc, optional_operands, 0, 16);
-    tcase_add_loop_test(tc, strided_misaligned_rows, 0, 4);
-    tcase_add_loop_test(tc, in_place_aliases, ALIAS_Y_X, ALIAS_Y_X_SUM_R + 1);
     tcase_add_loop_test(tc, large_offset_plus_noise, 0, 4);
     tcase_add_loop_test(tc, offset_small_noise, 0, 3);
     tcase_add_loop_test(tc, long_rows, 0, 3);

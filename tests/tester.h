@@ -1,0 +1,141 @@
+/*
+ * tester.h - the sweeps every kernel family's test runs, written once.
+ *
+ * A family's test describes one problem (peak_tester_family): how to set up
+ * its buffers for a case, how to call its kernel, and its oracle row by
+ * row.  The harness owns the buffers and does the rest:
+ *   - allocation at an exact size (AddressSanitizer sees any over-read),
+ *     misaligned as the case says, every float outside the rows' extents
+ *     (row gaps) holding the canary, a NaN, so that a kernel that reads a
+ *     gap poisons its row;
+ *   - the call on the tier under test, which must return PEAK_OK;
+ *   - every output row against the oracle (bit-exact, relative or ULP bound
+ *     per buffer), every gap of every output still the canary, every input
+ *     not aliased by an output unchanged;
+ *   - for a family whose tiers promise the scalar tier's bits, the same
+ *     problem on the scalar tier, compared byte for byte;
+ *   - the standard sweeps as Check loop tests (peak_tester_add_sweeps):
+ *     sizes 1..70 (every tail of 4-, 8- and 16-lane vectors) and powers of
+ *     two +-1, each at misalignment n % 16; each variant of the family's
+ *     optional operands; row gaps (2-D families); misalignment by 1..15
+ *     floats; each in-place aliasing at every size 1..70;
+ *   - rejected calls: every buffer byte-identical before and after.
+ * The family test keeps its special cases (value ranges, edge inputs) and
+ * runs them through peak_tester_check() with a case of its own.
+ */
+#ifndef PEAK_TESTER_H
+#define PEAK_TESTER_H
+
+#include "test-util.h"
+
+/* One case: the shape parameters the sweeps vary.  A family reads what
+   applies to it and may give `variant` and `data` meanings of its own. */
+typedef struct peak_tester_case {
+    size_t n;         /* the swept length: d_model, row length, elements */
+    size_t rows;      /* rows of each 2-D operand (1 for a vector) */
+    size_t gap;       /* floats of gap after each row (ld = n + gap) */
+    size_t misalign;  /* floats off a 64-byte boundary (0..15) */
+    int alias;        /* 0: outputs separate; 1..n_aliases: in place, as the family numbers them */
+    unsigned variant; /* the family's optional operands or modes, 0..n_variants-1 */
+    int data;         /* 0: the family's usual inputs; other values: its special inputs */
+    float param;      /* a family parameter (eps, scale) */
+    uint64_t seed;    /* the fixed seed of the case's inputs */
+} peak_tester_case;
+
+/* How an output buffer is compared with the oracle. */
+enum peak_tester_cmp {
+    PEAK_TESTER_EXACT, /* the bits of (float)ref; NaN matches NaN */
+    PEAK_TESTER_REL,   /* |got - ref| <= tol * max(1, |ref|); NaN matches NaN */
+    PEAK_TESTER_ULP    /* within tol ULP of (float)ref; NaN matches NaN */
+};
+
+enum { PEAK_TESTER_MAX_BUFS = 8 };
+
+typedef struct peak_tester_buf {
+    const char *name;
+    float *p;      /* the buffer (an alias shares another's) */
+    float *before; /* its contents right before the call */
+    size_t rows, cols, n;
+    ptrdiff_t ld;
+    int output;
+    int alias_of; /* index of the buffer it is, or -1 */
+    enum peak_tester_cmp cmp;
+    double tol;
+} peak_tester_buf;
+
+typedef struct peak_tester_problem {
+    peak_tester_case c;
+    uint64_t rng;
+    size_t nbufs;
+    peak_tester_buf buf[PEAK_TESTER_MAX_BUFS];
+    void *user; /* the family's own state, if any */
+} peak_tester_problem;
+
+typedef struct peak_tester_family {
+    const char *name;
+    /* Allocates the case's buffers (peak_tester_input/output/alias) and fills
+       the inputs; returns 0 if the case does not apply (then nothing runs). */
+    int (*setup)(peak_tester_problem *p);
+    /* Calls the kernel through the public API; the harness has forced the
+       tier.  Returns the status. */
+    peak_status (*call)(peak_tester_problem *p);
+    /* ref[0 .. cols) for row `row` of output buffer `buf`, from the inputs
+       as they were before the call (peak_tester_before). */
+    void (*oracle_row)(const peak_tester_problem *p, size_t buf, size_t row, double *ref);
+    /* Frees p->user (the buffers are the harness's); may be NULL. */
+    void (*teardown)(peak_tester_problem *p);
+    int same_bits;         /* every tier gives the scalar tier's bits (peak.h) */
+    unsigned n_variants;   /* variants swept (all of them at two sizes) */
+    int n_aliases;         /* in-place aliasings swept (1..n_aliases) */
+    peak_tester_case base; /* the case every sweep starts from */
+} peak_tester_family;
+
+/* ---- for setup ------------------------------------------------------------ */
+
+/* A rows x cols buffer with row stride ld (>= cols).  `skew` is added to the case's misalignment, so that the operands of one
+   call do not share an alignment.  Filled with the canary; returns it. */
+float *peak_tester_input(peak_tester_problem *p, const char *name, size_t rows, size_t cols,
+                         ptrdiff_t ld, size_t skew);
+float *peak_tester_output(peak_tester_problem *p, const char *name, size_t rows, size_t cols,
+                          ptrdiff_t ld, size_t skew, enum peak_tester_cmp cmp, double tol);
+/* An output that is input `of` (in place): same rows, cols and ld. */
+float *peak_tester_alias(peak_tester_problem *p, const char *name, const float *of,
+                         enum peak_tester_cmp cmp, double tol);
+/* Uniform values in [lo, hi) in the rows' extents of a buffer (gaps keep
+   the canary). */
+void peak_tester_fill(peak_tester_problem *p, float *buf, float lo, float hi);
+
+/* ---- for the oracle ----------------------------------------------------------- */
+
+/* The contents of a buffer right before the call (same layout). */
+const float *peak_tester_before(const peak_tester_problem *p, const float *buf);
+/* The index of a buffer, for oracle_row's `buf`. */
+size_t peak_tester_index(const peak_tester_problem *p, const float *buf);
+
+/* ---- running ---------------------------------------------------------------- */
+
+/* Sets up, calls and checks one case on the tier under test (and on the
+   scalar tier, for same_bits families); then frees it. */
+void peak_tester_check(const peak_tester_family *f, const peak_tester_case *c);
+/* The same in steps, for tests that change the inputs after setup or check
+   more afterwards: setup (returns 0 if the case does not apply), run +
+   check, free. */
+int peak_tester_setup(const peak_tester_family *f, const peak_tester_case *c,
+                      peak_tester_problem *p);
+void peak_tester_run(const peak_tester_family *f, peak_tester_problem *p);
+void peak_tester_free(const peak_tester_family *f, peak_tester_problem *p);
+
+/* Rejected calls: snapshot every buffer, make the call, then expect status
+   `want` and every buffer byte for byte as before. */
+void peak_tester_snapshot(peak_tester_problem *p);
+void peak_tester_expect_rejected(const peak_tester_problem *p, const char *what, peak_status got,
+                                 peak_status want);
+
+/* Adds the standard sweeps of family f to tc (f must outlive the suite). */
+void peak_tester_add_sweeps(TCase *tc, const peak_tester_family *f);
+
+/* "<tier> <family> n.. rows.. gap.. misalign.. alias.. variant.. data..": the
+   case, for failure messages (a static buffer). */
+const char *peak_tester_describe(const peak_tester_problem *p);
+
+#endif
