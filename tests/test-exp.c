@@ -5,23 +5,16 @@
  *
  * Inputs are float bit patterns: a fixed stride through all 2^32 of them
  * (even coverage of every magnitude, as Highway's math tests do), every
- * float whose result is subnormal, and the edges named in peak.h.  Buffers
- * have their exact size (AddressSanitizer sees any read past the end).
+ * float whose result is subnormal, and the edges named in peak.h.  The
+ * sweeps over lengths, misalignment and in place are tests/tester.c's.
  */
-#include "test-util.h"
+#include "tester.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* See test-softmax.c: Check's per-assertion cost is too high for sweeps. */
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond))                                                             \
-            ck_abort_msg(__VA_ARGS__);                                           \
-    } while (0)
 
 /* peak.h's bound for e^x; attention's 2^t is a degree-5 fit (exhaustive
    maxima 2.88 ULP on AVX-512, 2.53 on the other tiers: exp-avx512.h). */
@@ -165,50 +158,116 @@ START_TEST(exp_subnormal_results)
 }
 END_TEST
 
-/* Same bits as the scalar tier, for every length's tail, misaligned, and in
-   place. */
-START_TEST(exp_same_bits_as_scalar_every_length)
+/* ---- the problem of the sweeps ------------------------------------------------- */
+
+/* case.variant: the inputs: uniform in [-110, 95) (results from 0 through
+   subnormals to near FLT_MAX), or any bit pattern (NaN and inf included).
+   case.alias 1: in place. */
+enum { EXP_UNIFORM, EXP_ANY_BITS, EXP_N_VARIANTS };
+
+typedef struct exp_problem {
+    float *x, *y;
+} exp_problem;
+
+static int exp_setup(peak_tester_problem *p)
 {
-    const peak_kernels *scalar = peak_kernels_for(PEAK_ISA_SCALAR);
-    uint64_t rng = 77 + (uint64_t)_i;
+    exp_problem *e = calloc(1, sizeof *e);
+    if (!e)
+        abort();
+    p->user = e;
+    const size_t n = p->c.n;
+    e->x = peak_tester_input(p, "x", 1, n, (ptrdiff_t)n, 0);
+    for (size_t k = 0; k < n; k++)
+        e->x[k] = p->c.variant == EXP_ANY_BITS ? from_bits((uint32_t)peak_test_next(&p->rng))
+                                               : peak_test_uniform(&p->rng, -110.0f, 95.0f);
+    e->y = p->c.alias ? peak_tester_alias(p, "y", e->x, PEAK_TESTER_ULP, EXP_ULP_TOL)
+                      : peak_tester_output(p, "y", 1, n, (ptrdiff_t)n, 5, PEAK_TESTER_ULP,
+                                           EXP_ULP_TOL);
+    return 1;
+}
+
+static peak_status exp_call(peak_tester_problem *p)
+{
+    const exp_problem *e = p->user;
+    return peak_exp(e->y, e->x, p->c.n);
+}
+
+static void exp_oracle_row(const peak_tester_problem *p, size_t buf, size_t row, double *ref)
+{
+    (void)buf;
+    (void)row;
+    const float *x0 = peak_tester_before(p, ((const exp_problem *)p->user)->x);
+    for (size_t k = 0; k < p->c.n; k++)
+        ref[k] = exp((double)x0[k]);
+}
+
+static void exp_teardown(peak_tester_problem *p)
+{
+    free(p->user);
+}
+
+/* Every tier gives the scalar tier's bits (peak.h), within EXP_ULP_TOL of
+   e^x rounded once. */
+static const peak_tester_family exp_family = {
+    .name = "exp",
+    .setup = exp_setup,
+    .call = exp_call,
+    .oracle_row = exp_oracle_row,
+    .teardown = exp_teardown,
+    .same_bits = 1,
+    .n_variants = EXP_N_VARIANTS,
+    .n_aliases = 1,
+    .base = {.rows = 1, .variant = EXP_UNIFORM},
+};
+
+/* The sweeps run EXP_UNIFORM at every length; any bit pattern at every
+   length as well (the tails must pass NaN and inf through as the scalar
+   tier does). */
+START_TEST(exp_any_bits_every_length)
+{
     for (size_t n = 1; n <= 70; n++) {
-        float *x = peak_test_alloc(n, n % 16), *y = peak_test_alloc(n, (n + 5) % 16);
-        float *want = peak_test_alloc(n, 0);
-        for (size_t k = 0; k < n; k++)
-            x[k] = _i ? from_bits((uint32_t)peak_test_next(&rng))
-                      : peak_test_uniform(&rng, -110.0f, 95.0f);
-        scalar->exp(want, x, n);
-        run_exp(y, x, n);
-        for (size_t k = 0; k < n; k++)
-            CHECK(to_bits(y[k]) == to_bits(want[k]) || (isnan(y[k]) && isnan(want[k])),
-                  "%s n%zu exp(%a) = %a, scalar tier %a", peak_isa_name(peak_test_isa), n,
-                  (double)x[k], (double)y[k], (double)want[k]);
-        run_exp(x, x, n); /* in place */
-        for (size_t k = 0; k < n; k++)
-            CHECK(to_bits(x[k]) == to_bits(y[k]) || (isnan(x[k]) && isnan(y[k])),
-                  "%s n%zu: in place differs at %zu", peak_isa_name(peak_test_isa), n, k);
-        peak_test_free(x);
-        peak_test_free(y);
-        peak_test_free(want);
+        peak_tester_case c = exp_family.base;
+        c.n = n;
+        c.variant = EXP_ANY_BITS;
+        c.misalign = n % 16;
+        c.alias = _i;
+        c.seed = 78 + n;
+        peak_tester_check(&exp_family, &c);
     }
 }
 END_TEST
 
+/* Rejected calls change no byte of x or y. */
 START_TEST(exp_invalid_arguments)
 {
-    float *x = peak_test_alloc(8, 0), *y = peak_test_alloc(8, 0);
-    peak_test_fill_uniform(x, 8, &(uint64_t){5}, -1.0f, 1.0f);
-    ck_assert_int_eq(peak_exp(NULL, x, 8), PEAK_ERR_INVALID_ARG);
-    ck_assert_int_eq(peak_exp(y, NULL, 8), PEAK_ERR_INVALID_ARG);
-    ck_assert_int_eq(peak_exp(y, x, 0), PEAK_ERR_INVALID_ARG);
-    ck_assert_int_eq(peak_exp(x + 1, x, 7), PEAK_ERR_INVALID_ARG); /* overlap */
-    ck_assert_int_eq(peak_exp(x, x + 1, 7), PEAK_ERR_INVALID_ARG);
-    ck_assert_int_eq(peak_exp(y, x, (size_t)PTRDIFF_MAX), PEAK_ERR_OUT_OF_RANGE);
-    for (size_t k = 0; k < 8; k++)
-        CHECK(peak_test_is_canary(y[k]), "a rejected call wrote y[%zu]", k);
+    peak_tester_case c = exp_family.base;
+    c.n = 8;
+    c.seed = 5;
+    peak_tester_problem p;
+    peak_tester_setup(&exp_family, &c, &p);
+    const exp_problem *e = p.user;
+    float *x = e->x, *y = e->y;
+    static const struct {
+        const char *what;
+        int y, x; /* 0: NULL, 1: y, 2: x, 3: x + 1 */
+        size_t n;
+        peak_status want;
+    } bad[] = {
+        {"NULL y", 0, 2, 8, PEAK_ERR_INVALID_ARG},
+        {"NULL x", 1, 0, 8, PEAK_ERR_INVALID_ARG},
+        {"n = 0", 1, 2, 0, PEAK_ERR_INVALID_ARG},
+        {"y one float after x", 3, 2, 7, PEAK_ERR_INVALID_ARG},
+        {"x one float after y", 2, 3, 7, PEAK_ERR_INVALID_ARG},
+        {"n beyond PTRDIFF_MAX bytes", 1, 2, (size_t)PTRDIFF_MAX, PEAK_ERR_OUT_OF_RANGE},
+    };
+    float *const ptr[4] = {NULL, y, x, x + 1};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        peak_tester_snapshot(&p);
+        const peak_status got = peak_exp(ptr[bad[k].y], ptr[bad[k].x], bad[k].n);
+        peak_tester_expect_rejected(&p, bad[k].what, got, bad[k].want);
+    }
     ck_assert_int_eq(peak_exp(y + 4, x, 4), PEAK_OK); /* adjacent, not overlapping */
-    peak_test_free(x);
-    peak_test_free(y);
+    peak_tester_free(&exp_family, &p);
 }
 END_TEST
 
@@ -277,10 +336,11 @@ static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("exp");
     TCase *tc = tcase_create(peak_isa_name(isa));
+    peak_tester_add_sweeps(tc, &exp_family);
+    tcase_add_loop_test(tc, exp_any_bits_every_length, 0, 2);
     tcase_add_test(tc, exp_special_values);
     tcase_add_loop_test(tc, exp_sweep_all_magnitudes, 0, 2);
     tcase_add_test(tc, exp_subnormal_results);
-    tcase_add_loop_test(tc, exp_same_bits_as_scalar_every_length, 0, 2);
     tcase_add_test(tc, exp_invalid_arguments);
     tcase_add_test(tc, exp2_attention_variant);
     suite_add_tcase(s, tc);
