@@ -17,15 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ck_assert_msg without its cost: Check records the location of every
-   passing assertion (a write to its pipe), which dominates element-wise
-   comparisons, under AddressSanitizer most of all. */
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond))                                                             \
-            ck_abort_msg(__VA_ARGS__);                                           \
-    } while (0)
-
 static const peak_pe_params pe_variants[] = {
     {PEAK_PE_INTERLEAVED, PEAK_PE_EXACT, 10000.0}, {PEAK_PE_SPLIT, PEAK_PE_EXACT, 10000.0},
     {PEAK_PE_SPLIT_PAPER, PEAK_PE_EXACT, 500.0},   {PEAK_PE_INTERLEAVED, PEAK_PE_TORCH_F32, 10000.0},

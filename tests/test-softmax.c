@@ -22,15 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ck_assert_msg without its cost: Check records the location of every
-   passing assertion (a write to its pipe), which dominates element-wise
-   comparisons, under AddressSanitizer most of all. */
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond))                                                             \
-            ck_abort_msg(__VA_ARGS__);                                           \
-    } while (0)
-
 /* A visible probability in float's normal range passes if it is within
    SM_ULP_TOL units in the last place of the oracle's, rounded to float:
    relative, however small the probability (peak.h).  Below FLT_MIN a
