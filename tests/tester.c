@@ -275,41 +275,68 @@ void peak_tester_check(const peak_tester_family *f, const peak_tester_case *c)
 
 /* ---- the standard sweeps ---------------------------------------------------------- */
 
-/* The family of this process's suite (Check forks each test from it). */
-static const peak_tester_family *fam;
+/* The families of this process's suite (Check forks each test from it).
+   A sweep's loop index is family * SWEEP_STRIDE + the sweep's own index. */
+static const peak_tester_family *fams[PEAK_TESTER_MAX_FAMILIES];
+static int n_fams;
+#define SWEEP_STRIDE 1000
+#define FAMILY(i) (fams[(i) / SWEEP_STRIDE])
+#define INDEX(i) ((i) % SWEEP_STRIDE)
 
-static void check_at(peak_tester_case c, size_t n, uint64_t seed)
+static void check_at(const peak_tester_family *f, peak_tester_case c, size_t n, uint64_t seed)
 {
     c.n = n;
     c.seed = seed;
-    peak_tester_check(fam, &c);
+    peak_tester_check(f, &c);
 }
 
 /* Size n at misalignment n % 16: every misalignment, and 0 at the multiples
-   of 16, without a run of its own. */
-static void check_size(peak_tester_case c, size_t n, uint64_t seed)
+   of 16, without a run of its own.  Every variant, where the family asks. */
+static void check_size(const peak_tester_family *f, peak_tester_case c, size_t n, uint64_t seed)
 {
     c.misalign = (c.misalign + n) % 16;
-    check_at(c, n, seed);
+    if (!f->sizes_every_variant) {
+        check_at(f, c, n, seed);
+        return;
+    }
+    for (unsigned v = 0; v < f->n_variants; v++) {
+        c.variant = v;
+        check_at(f, c, n, seed + 1000 * v);
+    }
 }
 
 /* Sizes 1..70 run as 7 Check tests of 10 sizes each (a fork per size costs
    more than the size itself under AddressSanitizer); the 8th holds the
    powers of two +-1 from 128 to 1024, where unrolled loops end.  Each size
-   at misalignment n % 16. */
+   at misalignment n % 16, and for 2-D families again with row gaps. */
 #define SIZE_GROUP 10
 #define SIZE_GROUPS 7
 static const size_t pow2_sizes[] = {127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025};
 
+/* 2-D families: each size once more with a row gap of 1..3 floats, at
+   another misalignment. */
+static void check_size_gaps(const peak_tester_family *f, size_t n, uint64_t seed)
+{
+    check_size(f, f->base, n, seed);
+    if (f->base.rows < 2)
+        return;
+    peak_tester_case c = f->base;
+    c.gap = 1 + n % 3;
+    c.misalign += 5;
+    check_size(f, c, n, seed + 50);
+}
+
 START_TEST(sweep_sizes)
 {
-    if (_i < SIZE_GROUPS) {
-        for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++)
-            check_size(fam->base, n, 100 + n);
+    const peak_tester_family *f = FAMILY(_i);
+    const size_t i = (size_t)INDEX(_i);
+    if (i < SIZE_GROUPS) {
+        for (size_t n = 1 + i * SIZE_GROUP; n <= (i + 1) * SIZE_GROUP; n++)
+            check_size_gaps(f, n, 100 + n);
         return;
     }
     for (size_t k = 0; k < sizeof pow2_sizes / sizeof pow2_sizes[0]; k++)
-        check_size(fam->base, pow2_sizes[k], 150 + k);
+        check_size_gaps(f, pow2_sizes[k], 150 + k);
 }
 END_TEST
 
@@ -317,10 +344,11 @@ END_TEST
    vector width (37 = 2 * 16 + 5) and at one without (64). */
 START_TEST(sweep_variants)
 {
-    peak_tester_case c = fam->base;
-    c.variant = (unsigned)_i;
-    check_at(c, 37, 300 + (uint64_t)_i);
-    check_at(c, 64, 340 + (uint64_t)_i);
+    const peak_tester_family *f = FAMILY(_i);
+    peak_tester_case c = f->base;
+    c.variant = (unsigned)INDEX(_i);
+    check_at(f, c, 37, 300 + c.variant);
+    check_at(f, c, 64, 340 + c.variant);
 }
 END_TEST
 
@@ -329,11 +357,13 @@ END_TEST
 START_TEST(sweep_gaps)
 {
     static const size_t gaps[] = {1, 3, 16, 37};
+    const peak_tester_family *f = FAMILY(_i);
     for (size_t k = 0; k < 4; k++) {
-        peak_tester_case c = fam->base;
+        peak_tester_case c = f->base;
         c.gap = gaps[k];
         c.misalign = 1 + k * 4;
-        check_at(c, 5 + (size_t)_i * 17, 400 + k);
+        c.variant = f->sizes_every_variant ? (unsigned)k % f->n_variants : c.variant;
+        check_at(f, c, 5 + (size_t)INDEX(_i) * 17, 400 + k);
     }
 }
 END_TEST
@@ -342,11 +372,12 @@ END_TEST
    must be unaligned), with and without a gap, at a length with tails. */
 START_TEST(sweep_misalign)
 {
+    const peak_tester_family *f = FAMILY(_i);
     for (size_t mis = 1; mis < 16; mis++) {
-        peak_tester_case c = fam->base;
+        peak_tester_case c = f->base;
         c.misalign = mis;
-        c.gap = (size_t)_i * 5;
-        check_at(c, 13 + (size_t)_i * 24, 450 + mis);
+        c.gap = (size_t)INDEX(_i) * 5;
+        check_at(f, c, 13 + (size_t)INDEX(_i) * 24, 450 + mis);
     }
 }
 END_TEST
@@ -355,24 +386,27 @@ END_TEST
    misalignment n % 16 and, for 2-D operands, with gaps. */
 START_TEST(sweep_in_place)
 {
+    const peak_tester_family *f = FAMILY(_i);
     for (size_t n = 1; n <= 70; n++) {
-        peak_tester_case c = fam->base;
-        c.alias = _i;
+        peak_tester_case c = f->base;
+        c.alias = INDEX(_i);
         c.gap = 2;
-        check_size(c, n, 500 + n);
+        check_size(f, c, n, 500 + n);
     }
 }
 END_TEST
 
 void peak_tester_add_sweeps(TCase *tc, const peak_tester_family *f)
 {
-    fam = f;
-    tcase_add_loop_test(tc, sweep_sizes, 0, SIZE_GROUPS + 1);
-    if (f->n_variants)
-        tcase_add_loop_test(tc, sweep_variants, 0, (int)f->n_variants);
+    CHECK(n_fams < PEAK_TESTER_MAX_FAMILIES, "more than %d families", PEAK_TESTER_MAX_FAMILIES);
+    const int at = n_fams * SWEEP_STRIDE;
+    fams[n_fams++] = f;
+    tcase_add_loop_test(tc, sweep_sizes, at, at + SIZE_GROUPS + 1);
+    if (f->n_variants && !f->sizes_every_variant)
+        tcase_add_loop_test(tc, sweep_variants, at, at + (int)f->n_variants);
     if (f->base.rows > 1)
-        tcase_add_loop_test(tc, sweep_gaps, 0, 4);
-    tcase_add_loop_test(tc, sweep_misalign, 0, 2);
+        tcase_add_loop_test(tc, sweep_gaps, at, at + 4);
+    tcase_add_loop_test(tc, sweep_misalign, at, at + 2);
     if (f->n_aliases)
-        tcase_add_loop_test(tc, sweep_in_place, 1, f->n_aliases + 1);
+        tcase_add_loop_test(tc, sweep_in_place, at + 1, at + f->n_aliases + 1);
 }

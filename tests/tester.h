@@ -16,7 +16,8 @@
  *     problem on the scalar tier, compared byte for byte;
  *   - the standard sweeps as Check loop tests (peak_tester_add_sweeps):
  *     sizes 1..70 (every tail of 4-, 8- and 16-lane vectors) and powers of
- *     two +-1, each at misalignment n % 16; each variant of the family's
+ *     two +-1, each at misalignment n % 16 (2-D families: with and without
+ *     row gaps; every variant where the family asks); each variant of the family's
  *     optional operands; row gaps (2-D families); misalignment by 1..15
  *     floats; each in-place aliasing at every size 1..70;
  *   - rejected calls: every buffer byte-identical before and after.
@@ -40,6 +41,7 @@ typedef struct peak_tester_case {
     int data;         /* 0: the family's usual inputs; other values: its special inputs */
     float param;      /* a family parameter (eps, scale) */
     uint64_t seed;    /* the fixed seed of the case's inputs */
+    const void *opts; /* the family's own parameters beyond these (NULL: its defaults) */
 } peak_tester_case;
 
 /* How an output buffer is compared with the oracle. */
@@ -86,6 +88,7 @@ typedef struct peak_tester_family {
     void (*teardown)(peak_tester_problem *p);
     int same_bits;         /* every tier gives the scalar tier's bits (peak.h) */
     unsigned n_variants;   /* variants swept (all of them at two sizes) */
+    int sizes_every_variant; /* the size sweep runs every variant at every size */
     int n_aliases;         /* in-place aliasings swept (1..n_aliases) */
     peak_tester_case base; /* the case every sweep starts from */
 } peak_tester_family;
@@ -131,7 +134,9 @@ void peak_tester_snapshot(peak_tester_problem *p);
 void peak_tester_expect_rejected(const peak_tester_problem *p, const char *what, peak_status got,
                                  peak_status want);
 
-/* Adds the standard sweeps of family f to tc (f must outlive the suite). */
+/* Adds the standard sweeps of family f to tc (f must outlive the suite);
+   up to PEAK_TESTER_MAX_FAMILIES families per program. */
+enum { PEAK_TESTER_MAX_FAMILIES = 4 };
 void peak_tester_add_sweeps(TCase *tc, const peak_tester_family *f);
 
 /* "<tier> <family> n.. rows.. gap.. misalign.. alias.. variant.. data..": the
