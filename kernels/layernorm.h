@@ -50,6 +50,7 @@
 #ifndef PEAK_LAYERNORM_H
 #define PEAK_LAYERNORM_H
 
+#include "common/layernorm-ref.h"
 #include "internal.h"
 
 #include <assert.h>
@@ -216,12 +217,12 @@ static inline peak_layernorm_stats peak_layernorm_stats_of(const peak_layernorm_
     return st;
 }
 
-/* Row t by the scalar reference (rows peak_layernorm_stats_of leaves to it). */
+/* Row t by the plain-C reference (rows peak_layernorm_stats_of leaves to it). */
 static inline void peak_layernorm_reference(const peak_layernorm_args *a,
                                             const peak_layernorm_row *w, float eps)
 {
-    peak_f32_add_layernorm__scalar(w->y, a->ld_y, w->sum, a->ld_sum, w->x, a->ld_x, w->r, a->ld_r,
-                                   a->gamma, a->beta, 1, a->d_model, eps);
+    peak_layernorm_rows_ref(w->y, a->ld_y, w->sum, a->ld_sum, w->x, a->ld_x, w->r, a->ld_r,
+                            a->gamma, a->beta, 1, a->d_model, eps);
 }
 
 static inline __attribute__((always_inline)) void

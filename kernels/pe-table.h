@@ -3,10 +3,11 @@
  * share.
  *
  * Every tier must produce the same bits, so everything that decides a bit of
- * the result lives here, written once: the frequencies (a scalar libm/SLEEF
- * helper that every tier calls), the double-precision sincos that the SIMD
- * files replicate operation for operation, its constants, and the driver
- * that splits positions into blocks.  The tiers only supply how to evaluate
+ * the result lives here, written once: the frequencies (a libm/SLEEF helper
+ * that every tier calls, compiled once in common/pe-ref.c), the
+ * double-precision sincos that the SIMD files replicate operation for
+ * operation, its constants, and the driver that splits positions into
+ * blocks.  The tiers only supply how to evaluate
  * many sincos at once and how to store a row segment.
  *
  * EXACT mode, for column frequency w (double) and position p:
@@ -24,6 +25,7 @@
 #ifndef PEAK_PE_TABLE_H
 #define PEAK_PE_TABLE_H
 
+#include "common/pe-ref.h" /* peak_pe_freqs, peak_pe_sincos_slow: the drivers call them */
 #include "internal.h"
 
 #include <math.h>
@@ -82,41 +84,7 @@
 #define PEAK_PE_C14 (-0x1.93974a8c07c9dp-37)
 #define PEAK_PE_C16 0x1.ae7f3e733b81fp-45
 
-/* ---- shared scalar helpers (kernels/scalar/pe-table-scalar.c) ----------- */
-
-/* Fills w[0 .. PEAK_PE_CHUNK) with the frequencies of columns i0 .. i0+nc-1
-   (zeros past nc, so SIMD tiers may evaluate whole vectors).  i0 is a
-   multiple of PEAK_PE_CHUNK and the first call of a table has i0 == 0:
-   it fills lo[0 .. nc), which later chunks reuse.
-   EXACT: w = base^(-e_i) as pow(base, -e_i0) * lo[i - i0], lo[j] =
-   pow(base, -e_j): one pow per chunk instead of one per column, with a
-   relative error of ~2^-49 (dominated by rounding e_i to double), i.e.
-   < 2^-29 in the angle for p < 2^20.
-   TORCH_F32: the float value PyTorch computes (see peak_pe_torch_expf). */
-PEAK_INTERNAL void peak_pe_freqs(double *w, double *lo, size_t i0, size_t nc, size_t d_model,
-                                 const peak_pe_params *params);
-
-/* expf exactly as PyTorch 1.13 on an AVX2 CPU computes it (bit for bit). */
-PEAK_INTERNAL float peak_pe_torch_expf(float x);
-
-/* sincos for the angles the fast path does not cover (x >= 2^50, only
-   reachable with base < 1): libm sin/cos; and sin 0, cos 1 for an angle
-   that overflowed to inf (base < ~2^-990), so that no table holds NaN. */
-PEAK_INTERNAL void peak_pe_sincos_slow(double x, double *s, double *c);
-
-/* Writes exactly the bits of row `pos` of peak_pe_table(..., params) into
-   row[0 .. d_model): for the on-the-fly PE of peak_pe_add/peak_embed_pe.
-   Same contract as the kernels (pos < 2^32, params valid). */
-PEAK_INTERNAL void peak_pe_row__scalar(float *row, size_t pos, size_t d_model,
-                                       const peak_pe_params *params);
-
-/* Columns c0 .. c0+n-1 of that row into dst[0 .. n) (c0 + n <= d_model), so
-   that a caller can stream a long row through a small stack buffer.  Costs
-   about one pow and two sincos per frequency the window touches: to fill
-   many rows, a block of table rows (peak_f32_pe_table__<isa>, which shares
-   its sincos tables across rows) is far cheaper. */
-PEAK_INTERNAL void peak_pe_cols__scalar(float *dst, size_t pos, size_t c0, size_t n,
-                                        size_t d_model, const peak_pe_params *params);
+/* ---- the tiers' sincos chunks ------------------------------------------- */
 
 /* The sincos of each tier over PEAK_PE_CHUNK angles (x and outputs 64-byte
    aligned): the driver's callbacks, exported so that the tests can compare

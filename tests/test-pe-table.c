@@ -12,7 +12,8 @@
  */
 #include "test-util.h"
 
-#include "pe-table.h" /* peak_pe_row__scalar, peak_pe_cols__scalar */
+#include "common/pe-ref.h" /* peak_pe_row, peak_pe_cols */
+#include "pe-table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -393,16 +394,16 @@ START_TEST(rows_independent_of_pos0_and_n_pos)
                 CHECK(peak_test_bytes_equal(row, table + r * d, d * sizeof(float)),
                       "%s %s %s d %zu: row %zu alone differs from the table starting at %zu",
                       TIER, layout_names[_i / 2], mode_names[_i % 2], d, p, starts[s]);
-                /* The scalar helpers the on-the-fly PE is built on. */
-                peak_pe_row__scalar(row, p, d, &prm);
+                /* The plain-C helpers the on-the-fly PE is built on (common/pe-ref.c). */
+                peak_pe_row(row, p, d, &prm);
                 CHECK(peak_test_bytes_equal(row, table + r * d, d * sizeof(float)),
-                      "%s d %zu p %zu: peak_pe_row__scalar differs", TIER, d, p);
+                      "%s d %zu p %zu: peak_pe_row differs", TIER, d, p);
                 if (r % 8 == 0) {
                     for (size_t c0 = 0; c0 < d; c0 += 5) {
                         size_t w = d - c0 < 11 ? d - c0 : 11;
-                        peak_pe_cols__scalar(cols, p, c0, w, d, &prm);
+                        peak_pe_cols(cols, p, c0, w, d, &prm);
                         CHECK(peak_test_bytes_equal(cols, table + r * d + c0, w * sizeof(float)),
-                              "%s %s %s d %zu p %zu: peak_pe_cols__scalar(%zu, %zu) differs",
+                              "%s %s %s d %zu p %zu: peak_pe_cols(%zu, %zu) differs",
                               TIER, layout_names[_i / 2], mode_names[_i % 2], d, p, c0, w);
                     }
                 }

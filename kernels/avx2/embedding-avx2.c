@@ -9,6 +9,7 @@
  * which evaluates peak_pe_table's own expressions.  The loops are in
  * embedding.h; this file holds what the vector width decides.
  */
+#include "common/pe-ref.h"
 #include "embedding.h"
 
 #include <immintrin.h>
@@ -163,6 +164,5 @@ void peak_f32_pe_add__avx2(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, siz
                               add_row_avx2);
     else if (!peak_pe_add_fly_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params,
                                   peak_pe_rows__avx2, pe_add_sink))
-        peak_f32_pe_add__scalar(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, NULL,
-                                params);
+        peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params);
 }

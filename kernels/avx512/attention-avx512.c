@@ -25,7 +25,7 @@
 #define PEAK_ATTENTION_BC 64
 #define PEAK_ATTENTION_T8X8_IN peak_avx2_t8x8_in
 #define PEAK_ATTENTION_T8X8_OUT peak_avx2_t8x8_out
-#include "avx2/transpose-avx2.h"
+#include "simd/transpose-avx2.h"
 #include "attention.h"
 
 #define NJ 6 /* keys per score micro-tile */

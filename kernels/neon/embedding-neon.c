@@ -23,6 +23,7 @@
  * (prefetched a few tokens ahead, as on x86) set the pace.  Not measured: no AArch64 hardware
  * here, only qemu.
  */
+#include "common/pe-ref.h"
 #include "embedding.h"
 
 #include <arm_neon.h>
@@ -123,6 +124,5 @@ void peak_f32_pe_add__neon(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, siz
                               add_row_neon);
     else if (!peak_pe_add_fly_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params,
                                   peak_pe_rows__neon, pe_add_sink))
-        peak_f32_pe_add__scalar(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, NULL,
-                                params);
+        peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params);
 }

@@ -6,17 +6,12 @@
  * Both are one float operation per element (x + pe, or e * scale then + pe,
  * never fused; the build has -ffp-contract=off), so the only way a tier can
  * differ is by using a different PE value: the on-the-fly rows therefore
- * come from the same row function as the scalar table (pe-table.h).
+ * come from the same row function as the scalar table (common/pe-ref.h).
  */
 #include "internal.h"
-#include "pe-table.h"
+#include "common/pe-ref.h"
 
 #include <assert.h>
-
-/* Columns of PE produced per call on the on-the-fly x += PE path: 1 KiB of
-   stack, and a window this wide keeps the per-call cost of
-   peak_pe_cols__scalar (one pow per call) small next to its sincos. */
-#define PE_ADD_WINDOW 256
 
 /* ---- x += PE ----------------------------------------------------------- */
 
@@ -27,29 +22,12 @@ static void add_row(float *x, const float *pe, size_t n)
 }
 
 /* Adds PE(pos) to every batch entry of sequence slot s: one PE row serves
-   the whole batch, so it is computed once per position. */
+   the whole batch. */
 static void add_to_batch(float *x_s, ptrdiff_t batch_stride, size_t batch, const float *pe,
                          size_t n)
 {
     for (size_t b = 0; b < batch; b++)
         add_row(x_s + (ptrdiff_t)b * batch_stride, pe, n);
-}
-
-/* On the fly, without a heap buffer: the row is produced PE_ADD_WINDOW
-   columns at a time into the stack. */
-static void add_computed(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
-                         size_t seq_len, size_t d_model, size_t pos0,
-                         const peak_pe_params *params)
-{
-    float window[PE_ADD_WINDOW];
-    for (size_t s = 0; s < seq_len; s++) {
-        float *x_s = x + (ptrdiff_t)s * ld_x;
-        for (size_t c0 = 0; c0 < d_model; c0 += PE_ADD_WINDOW) {
-            const size_t n = d_model - c0 < PE_ADD_WINDOW ? d_model - c0 : PE_ADD_WINDOW;
-            peak_pe_cols__scalar(window, pos0 + s, c0, n, d_model, params);
-            add_to_batch(x_s + c0, batch_stride, batch, window, n);
-        }
-    }
 }
 
 void peak_f32_pe_add__scalar(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
@@ -59,7 +37,7 @@ void peak_f32_pe_add__scalar(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, s
     assert(x && batch > 0 && seq_len > 0 && d_model > 0 && (size_t)ld_x >= d_model);
     if (!pe) {
         assert(params);
-        add_computed(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params);
+        peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params);
         return;
     }
     for (size_t s = 0; s < seq_len; s++)
@@ -95,7 +73,7 @@ static void embed_token(float *o, const float *e, int64_t pos, const peak_embed_
         scale_add_row(o, e, desc->scale, desc->pe + (size_t)pos * n, n);
     } else {
         /* The output row is the scratch for the PE row: no buffer. */
-        peak_pe_row__scalar(o, (size_t)pos, n, &desc->pe_params);
+        peak_pe_row(o, (size_t)pos, n, &desc->pe_params);
         scale_add_row(o, e, desc->scale, o, n);
     }
 }

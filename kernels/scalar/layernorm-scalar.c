@@ -1,89 +1,17 @@
 /*
- * layernorm-scalar.c - residual add + LayerNorm, the reference every SIMD
- * tier is tested against (peak_add_layernorm in peak.h).
- *
- * s = x + r is rounded to float (that float is what `sum` receives and what
- * is normalised, so pre-norm chains see one consistent value).  Mean and
- * variance are two-pass in double: a row of 1e4 + small noise keeps its
- * noise (one-pass E[s^2] - E[s]^2 would cancel it away).  Before the final
- * rounding to float the result is within ~1e-12 absolute of the exact
- * LayerNorm of s (measured: <= 2 ULP from the correctly rounded value, the
- * 2 only for outputs near 0).
- *
- * No buffer holds s: each pass recomputes x + r, which is the same float
- * every time.  The last pass reads x[j] and r[j] before writing sum[j] and
- * y[j], so y == x, sum == x and sum == r are all safe.
+ * layernorm-scalar.c - the scalar tier's residual add + LayerNorm: the
+ * plain-C reference of common/layernorm-ref.c (numerics there), which the
+ * SIMD tiers also call for the rows they leave to the reference; this file
+ * gives it the tier's kernel name.
  */
+#include "common/layernorm-ref.h"
 #include "internal.h"
-
-#include <assert.h>
-#include <math.h>
-
-/* One row's operands; r, gamma, beta and sum may be NULL. */
-typedef struct layernorm_row {
-    float *y;
-    float *sum;
-    const float *x;
-    const float *r;
-    const float *gamma;
-    const float *beta;
-    size_t n;
-} layernorm_row;
-
-static float row_input(const layernorm_row *w, size_t j)
-{
-    return w->r ? w->x[j] + w->r[j] : w->x[j];
-}
-
-static double row_mean(const layernorm_row *w)
-{
-    double acc = 0.0;
-    for (size_t j = 0; j < w->n; j++)
-        acc += (double)row_input(w, j);
-    return acc / (double)w->n;
-}
-
-/* Biased (population) variance, as torch.nn.LayerNorm. */
-static double row_variance(const layernorm_row *w, double mean)
-{
-    double acc = 0.0;
-    for (size_t j = 0; j < w->n; j++) {
-        const double dev = (double)row_input(w, j) - mean;
-        acc += dev * dev;
-    }
-    return acc / (double)w->n;
-}
-
-static void row_normalise(const layernorm_row *w, double mean, double rstd)
-{
-    for (size_t j = 0; j < w->n; j++) {
-        const float s = row_input(w, j);
-        double v = ((double)s - mean) * rstd;
-        if (w->gamma)
-            v *= (double)w->gamma[j];
-        if (w->beta)
-            v += (double)w->beta[j];
-        if (w->sum)
-            w->sum[j] = s;
-        w->y[j] = (float)v;
-    }
-}
 
 void peak_f32_add_layernorm__scalar(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                     const float *x, ptrdiff_t ld_x, const float *r,
                                     ptrdiff_t ld_r, const float *gamma, const float *beta,
                                     size_t rows, size_t d_model, float eps)
 {
-    assert(y && x && d_model > 0 && eps >= 0.0f);
-    layernorm_row w = {y, sum, x, r, gamma, beta, d_model};
-    for (size_t t = 0; t < rows; t++) {
-        const ptrdiff_t pt = (ptrdiff_t)t;
-        w.y = y + pt * ld_y;
-        w.x = x + pt * ld_x;
-        w.r = r ? r + pt * ld_r : NULL;
-        w.sum = sum ? sum + pt * ld_sum : NULL;
-        const double mean = row_mean(&w);
-        const double rstd = 1.0 / sqrt(row_variance(&w, mean) + (double)eps);
-        row_normalise(&w, mean, rstd);
-    }
+    peak_layernorm_rows_ref(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model,
+                            eps);
 }

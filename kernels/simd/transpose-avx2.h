@@ -3,7 +3,9 @@
  * start and finish (attention.h), which turn 64 rows of Q into Q^T
  * (rows along the lanes) and O^T back into rows: scalar, with every store a
  * different cache line, they cost as much per block as two tiles'
- * softmax.  Header-only; the AVX-512 tier includes it too.
+ * softmax.  Header-only, in simd/ rather than a tier folder because both
+ * the AVX2 and the AVX-512 tiers include it: the AVX-512 tier's flags
+ * contain AVX2's, and no tier may include another tier's header.
  */
 #ifndef PEAK_TRANSPOSE_AVX2_H
 #define PEAK_TRANSPOSE_AVX2_H
