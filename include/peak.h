@@ -230,10 +230,12 @@ typedef enum peak_pe_mode {
         depend only on (p, column, d_model, layout, base): a row is the same
         bit pattern whatever pos0 and n_pos produced it, on every tier. */
     PEAK_PE_EXACT = 0,
-    /** The seed's float32 PyTorch formula, reproduced: w_i = expf(j * c) with
-        j the float column exponent and c = (float)(-ln(base) / denom) (PyTorch
-        takes exp from SLEEF: expf u10), angle = (float)p * w_i rounded to
-        float, then sin/cos of that float angle.  Within 2 ULP of
+    /** The float32 formula of the usual PyTorch `PositionalEncoding`
+        module (div_term = exp(arange(0, d, 2) * (-ln(base) / d))),
+        reproduced: w_i = expf(j * c) with j the float column exponent and
+        c = (float)(-ln(base) / denom) (PyTorch takes exp from SLEEF: expf
+        u10), angle = (float)p * w_i rounded to float, then sin/cos of that
+        float angle.  Within 2 ULP of
         torch 1.13's table (measured: 1 ULP); off from the exact value by up to
         2.5e-4 at p=5000 and 4.7e-3 at p=96079 (measured, d_model 512: the
         float rounding of the angle). */

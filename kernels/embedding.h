@@ -40,9 +40,8 @@ typedef void (*peak_pe_rows_fn)(float *scratch, size_t scratch_rows, size_t ld_s
    stay cached, and prefetching them too cost ~10% in cache and out
    (measured).  The x86 rows issue the prefetches from their main loop, a
    few lines an iteration, rather than in a loop of their own before the
-   row: in a standalone AVX2 loop over the seed's 2 x 50 tokens in L2 that
-   took 164-166 TSC cycles a token instead of 177-178 (no prefetch at all:
-   158). */
+   row: 164-166 cycles a token instead of 177-178 on 2 x 50 tokens of
+   d_model 512 in L2 (doc/perf-notes.md). */
 #define PEAK_EMBEDDING_PREFETCH_TOKENS 4
 /* Rows the on-the-fly sink prefetches ahead within one column pass.  Not
    more: a pass reads the same 128 or 256 bytes of every 2 KiB row, which
@@ -55,8 +54,8 @@ typedef void (*peak_pe_rows_fn)(float *scratch, size_t scratch_rows, size_t ld_s
    d_model 512 (64 MiB of output) the output's read-for-ownership costs
    about as much as reading E, and streaming it took the table path from
    ~0.9x to ~1.1-1.3x of memcpy's bandwidth; on 32 x 128 (8 MiB) it still
-   helps.  The seed's 2 x 50 (200 KB) stays on ordinary stores, so the next
-   layer finds its input in cache. */
+   helps.  A batch of 2 x 50 tokens of d_model 512 (200 KB) stays on
+   ordinary stores, so the next layer finds its input in cache. */
 #define PEAK_EMBEDDING_STREAM_BYTES ((size_t)512 << 10)
 
 static inline bool peak_embedding_streams(size_t n_tokens, size_t d_model)
@@ -98,13 +97,10 @@ static inline const float *peak_embedding_row_of(const peak_embed_desc *d, int32
 
 /* The tokens of a batch that share a position are taken one after another,
    so their PE row comes from L2 (or memory) once and from L1 after that.
-   On the seed's 2 x 50 tokens in L2 that saves an eighth of a token's
+   On 2 x 50 tokens of d_model 512 in L2 that saves an eighth of a token's
    L1-L2 traffic (E row, PE row, the output's read for ownership and
-   write-back).  A standalone AVX2 loop took 160 TSC cycles a token in this
-   order, 178 in token order, and 130 to copy the E rows alone; bench_peak's
-   2 x 50 went from 6.9-7.6 to 6.6-6.9 us (AVX-512) and from 7.1-7.7 to
-   6.8-7.4 us (AVX2) over four alternating runs.  The prefetch follows the
-   same order. */
+   write-back): 160 cycles a token in this order against 178 in token
+   order (doc/perf-notes.md).  The prefetch follows the same order. */
 static inline __attribute__((always_inline)) void
 peak_embed_table_loop(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
                       size_t n_tokens, size_t batch, size_t seq_stride, const peak_embed_desc *d,

@@ -22,7 +22,7 @@
  * deviation of the mean.  So var loses at most a factor 2, and D2 itself is
  * good to a few float roundings (a few terms a lane per block), leaving
  * rstd within a few 1e-7.  Pass 2 is four float roundings of values of size
- * |y|: a few 1e-7 relative, inside the 2e-6 the issue allows.
+ * |y|: a few 1e-7 relative, inside the 2e-6 that peak.h promises.
  *
  * Why one statistics pass: a row is read from memory once (pass 1) and then
  * from L1; the compute of the passes is time the core issues no new memory
@@ -35,17 +35,15 @@
  * (the tier's `fused` pass), so that every iteration both reads new memory
  * (row t+1) and writes (row t), as a copy loop does.  Run one after the
  * other, the passes alternate between a burst of reads with the write port
- * idle and a burst of stores with no new reads, and the kernel reached only
- * 0.6-0.7x memcpy's bandwidth out of cache; pipelined, a prototype of the
- * same loops measured 0.9-1.0x (/tmp experiments, 65536 x 512, AVX-512,
- * memcpy in the same process).  Row t+1's statistics do not depend on
- * whether its pass 1 ran fused: the accumulation order is the same.
+ * idle and a burst of stores with no new reads: 0.6-0.7x memcpy's
+ * bandwidth out of cache, against 0.9-1.0x pipelined (doc/perf-notes.md).
+ * Row t+1's statistics do not depend on whether its pass 1 ran fused: the
+ * accumulation order is the same.
  *
  * Prefetch: the fused loop prefetches x and r of row t+1+PEAK_LAYERNORM_PREFETCH_ROWS,
  * a line per 16 floats of each, spreading the requests over the loop (a
- * burst of a row's prefetches at once stalls on the line fill buffers); in
- * the prototype this took the pipelined loop from 0.7-0.9x to 0.9-1.0x of
- * memcpy.
+ * burst of a row's prefetches at once stalls on the line fill buffers):
+ * 0.7-0.9x of memcpy without it, 0.9-1.0x with it (doc/perf-notes.md).
  */
 #ifndef PEAK_LAYERNORM_H
 #define PEAK_LAYERNORM_H

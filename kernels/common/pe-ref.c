@@ -89,8 +89,8 @@ static double exact_freq(double hi, double lo)
     return w > DBL_MAX ? DBL_MAX : w;
 }
 
-/* The seed: arange(0, d, 2).float() * (-math.log(base) / d), the Python
-   double scalar rounded to float by the float tensor's multiply (checked:
+/* PyTorch's PositionalEncoding: arange(0, d, 2).float() *
+   (-math.log(base) / d), the Python double scalar rounded to float by the float tensor's multiply (checked:
    with the product formed in double instead, up to 1/4 of the div_term
    entries change), then SLEEF's expf.  fairseq's split layout is the same
    with arange(half).float() and ln(base) / (half - 1). */

@@ -23,7 +23,7 @@
  * pipes): the EXACT emit is 8 loads, 14 FP instructions (4 FMUL, 4 FMLA,
  * 2 FNEG, 4 FCVTN) and one ST2 per 4 frequencies, ~3.5 cycles per 8 output
  * floats on the FP pipes; the sincos, amortised over 32 rows, adds ~0.1
- * cycle per element.  So ~0.5 cycle per element in cache.  The seed's
+ * cycle per element.  So ~0.5 cycle per element in cache.  A
  * 5000 x 512 table (10 MB) is store-bound beyond L2, as on x86 (AVX2:
  * 1.26 ms, ~1 cycle per element at 2.1 GHz): expect about 1 ms at
  * 2.5-3 GHz.  Not measured: no AArch64 hardware here, only qemu.
