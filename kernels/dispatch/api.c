@@ -2,85 +2,23 @@
  * api.c - the public entry points: validate everything, then call the active
  * tier's kernel.  No output byte is written before every check has passed,
  * so a rejected call leaves the caller's buffers exactly as they were.
+ *
+ * What the checks share lives beside this file: overlap.h (how far a
+ * strided array reaches and whether two share a byte) and
+ * schedule-embedding.h (the position numbering, which the embedding check
+ * walks and the embedding scheduler then resolves into kernel calls).
+ * peak_status_string is in status.c.
  */
-#include "embedding.h"
 #include "internal.h"
+#include "overlap.h"
+#include "schedule-embedding.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *peak_status_string(peak_status s)
-{
-    switch (s) {
-    case PEAK_OK: return "success";
-    case PEAK_ERR_INVALID_ARG: return "invalid argument";
-    case PEAK_ERR_OUT_OF_RANGE: return "index or size out of range";
-    case PEAK_ERR_UNSUPPORTED: return "instruction set not supported on this CPU/OS/build";
-    case PEAK_ERR_WORKSPACE: return "workspace too small";
-    case PEAK_ERR_NO_MEMORY: return "out of memory";
-    }
-    return "unknown status";
-}
-
-/* ---- shared checks ------------------------------------------------------ */
-
-/* The largest element offset a kernel may touch, computed without overflow:
-   sum over dims of (n[k]-1)*stride[k], plus `inner` contiguous elements.
-   Sizes are >= 1 and strides >= 0 here.  Returns 0 if the extent, in bytes,
-   would not fit in a ptrdiff_t. */
-static int extent_fits(const size_t *n, const ptrdiff_t *stride, int dims, size_t inner)
-{
-    size_t limit = (size_t)PTRDIFF_MAX / sizeof(float);
-    size_t total = inner;
-    if (inner > limit)
-        return 0;
-    for (int k = 0; k < dims; k++) {
-        size_t span = n[k] - 1, s = (size_t)stride[k];
-        if (span && s > (limit - total) / span)
-            return 0;
-        total += span * s;
-    }
-    return 1;
-}
-
-static int strides_nonneg(const ptrdiff_t *stride, int dims)
-{
-    for (int k = 0; k < dims; k++)
-        if (stride[k] < 0)
-            return 0;
-    return 1;
-}
-
-/* An output's rows must not overlap one another.  Sufficient test: order
-   the dimensions that have more than one entry by stride; each stride must
-   step over everything the smaller ones span (a row for the smallest).  It
-   accepts every packed or padded layout ([B,L,H,D], [B,H,L,D], gaps) and
-   rejects layouts such as {16, 4, 4} where two index tuples share a row.
-   Assumes extent_fits() holds, so no product below overflows. */
-static int rows_apart(const size_t *n, const ptrdiff_t *stride, int dims, size_t row)
-{
-    int order[3], m = 0;
-    for (int k = 0; k < dims; k++) {
-        if (n[k] < 2)
-            continue;
-        int j = m++;
-        while (j > 0 && stride[order[j - 1]] > stride[k]) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = k;
-    }
-    size_t span = row;
-    for (int j = 0; j < m; j++) {
-        size_t s = (size_t)stride[order[j]];
-        if (s < span)
-            return 0;
-        span = s * (n[order[j]] - 1) + span;
-    }
-    return 1;
-}
+/* ---- PE parameters ------------------------------------------------------ */
 
 /* Zero tests on the bits, not with ==: under MXCSR.DAZ (callers built with
    -ffast-math run with it) a subnormal compares equal to 0, which turned a
@@ -92,87 +30,6 @@ static int f64_is_zero(double v)
     uint64_t b;
     memcpy(&b, &v, sizeof b);
     return (b << 1) == 0;
-}
-
-/* The bytes an [n0][n1][n2] tensor of `inner` contiguous elements spans
-   (empty for NULL).  Assumes extent_fits(). */
-typedef struct span {
-    uintptr_t lo, hi;
-} span;
-
-static span tensor_span(const void *p, const size_t *n, const ptrdiff_t *stride, int dims,
-                        size_t inner, size_t elem)
-{
-    span sp = {0, 0};
-    if (!p)
-        return sp;
-    size_t off = inner;
-    for (int k = 0; k < dims; k++)
-        off += (n[k] - 1) * (size_t)stride[k];
-    sp.lo = (uintptr_t)p;
-    sp.hi = sp.lo + off * elem;
-    return sp;
-}
-
-static span array_span(const void *p, size_t n, size_t elem)
-{
-    const ptrdiff_t one = 1;
-    return tensor_span(p, &n, &one, 1, 1, elem);
-}
-
-/* Whether two spans share a byte (conservative for strided tensors: two
-   that interleave without sharing an element also meet). */
-static int spans_meet(span a, span b)
-{
-    return a.lo < b.hi && b.lo < a.hi;
-}
-
-/* A strided set of `rows` rows of `d` floats (one row: any stride). */
-typedef struct row_set {
-    const float *p;
-    ptrdiff_t ld;
-    size_t rows;
-} row_set;
-
-/* Whether two row sets share no float.  Exact when the strides are equal
-   or the set at the higher address is one row (so the rows of one
-   interleaved buffer, [x | y] with ld = 2d, and a gamma in y's row padding
-   count as apart); otherwise the two extents must not meet, which rejects
-   some disjoint interleavings of different strides.  Addresses are
-   compared as integers: the sets may lie in different objects.  Assumes
-   extent_fits(). */
-static int rows_disjoint(row_set a, row_set b, size_t d)
-{
-    if (!spans_meet(tensor_span(a.p, &a.rows, &a.ld, 1, d, sizeof(float)),
-                    tensor_span(b.p, &b.rows, &b.ld, 1, d, sizeof(float))))
-        return 1;
-    if ((uintptr_t)a.p > (uintptr_t)b.p) {
-        const row_set t = a;
-        a = b;
-        b = t;
-    }
-    const uintptr_t pa = (uintptr_t)a.p, pb = (uintptr_t)b.p;
-    if (a.rows < 2 || (b.rows > 1 && a.ld != b.ld) || (pb - pa) % sizeof(float))
-        return 0;
-    const size_t off = (size_t)((pb - pa) / sizeof(float)) % (size_t)a.ld;
-    return off >= d && (size_t)a.ld - off >= d;
-}
-
-/* An output row set and an input one: the same rows (in place), or apart. */
-static int in_place_or_apart(row_set out, row_set in, size_t d)
-{
-    return (out.p == in.p && out.ld == in.ld) || rows_disjoint(out, in, d);
-}
-
-/* An output must not overlap the mask's arrays: the kernels read them
-   row by row while writing. */
-static int apart_from_mask(span out, const peak_mask *m, size_t batch, size_t heads,
-                           size_t q_len, size_t k_len)
-{
-    const size_t n[3] = {batch, heads, q_len};
-    return !spans_meet(out, array_span(m->key_len, batch, sizeof(int32_t))) &&
-           !spans_meet(out, tensor_span(m->keep, n, m->keep_stride, 3, k_len, 1)) &&
-           !spans_meet(out, tensor_span(m->bias, n, m->bias_stride, 3, k_len, sizeof(float)));
 }
 
 static int pe_params_ok(const peak_pe_params *p)
@@ -232,31 +89,6 @@ peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t
 
 /* ---- embedding + PE ------------------------------------------------------ */
 
-/* Walks tokens in order and yields each one's position: explicit, pos0 plus
-   the index within its sequence, or fairseq's numbering (make_positions:
-   pad tokens get none, the others padding_idx + 1 + earlier non-pads). */
-typedef struct pos_walk {
-    const peak_embed_desc *d;
-    const int32_t *ids;
-    size_t t, in_seq, non_pad;
-} pos_walk;
-
-static int64_t pos_next(pos_walk *w)
-{
-    const peak_embed_desc *d = w->d;
-    size_t t = w->t++;
-    if (d->positions)
-        return d->positions[t];
-    if (d->seq_len && w->in_seq == d->seq_len)
-        w->in_seq = w->non_pad = 0;
-    size_t s = w->in_seq++;
-    if (d->padding_idx < 0)
-        return (int64_t)(d->pos0 + s);
-    if (w->ids[t] == d->padding_idx)
-        return -1;
-    return (int64_t)(d->pos0 + (size_t)d->padding_idx + 1 + w->non_pad++);
-}
-
 static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
                                const peak_embed_desc *d)
 {
@@ -303,101 +135,13 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
     return PEAK_OK;
 }
 
-/* A batch of equal-length sequences (pos0 + t % seq_len, no fairseq
-   numbering) needs the same PE rows in every sequence, so the kernels are
-   handed a block of positions at a time for all the full sequences at once
-   (peak_embed_pe_fn's batch), and take the tokens that share a position
-   one after another: each PE row is read into L1 once per batch.  A last,
-   shorter sequence takes the same block on its own.
-
-   With a table the block is rows of it.  Without one, the block is
-   computed here, once per position, into the stack by the pe_table kernel
-   (peak_pe_table's values: the kernels' on-the-fly path gives the same
-   bits, the tests hold both to them), and the kernels take their table
-   path.  The kernels' own on-the-fly path computes a double-precision
-   sincos pair per element for every token; here it is one per element per
-   position, 1/64 of the work for a batch of 64 (bench-embedding.c: fly:1
-   against fly:0).  The stack block is 16 KiB (8 rows of d_model 512): it
-   stays in L1 while the batch reads it, and keeps this path's stack below
-   the per-token path's (tests/test-stack.c); a 32 KiB block measured ~6%
-   faster on 64 x 512 tokens but took 67 KiB of stack on AVX-512.
-   false: not this case, or rows wider than the block. */
-enum { EMBED_FLY_FLOATS = 4096, EMBED_FLY_ROWS = 64 };
-/* Positions per kernel call, resolved into an array on the stack so that
-   nothing is allocated (2 KiB). */
-enum { EMBED_POS_CHUNK = 256 };
-
-/* The kernel prefetches the E rows of the tokens a few places ahead of the
-   one it works on, within its call; a block's first rows are requested
-   here, before its PE rows are computed, so that work hides their latency.
-   They are the first in the kernel's order: position by position, the
-   batch's tokens at each (the block is n positions of batch sequences). */
-static void embed_prefetch_block(const int32_t *ids, size_t s0, size_t n, size_t seq,
-                                 size_t batch, const peak_embed_desc *d)
-{
-    for (size_t k = 0; k < PEAK_EMBEDDING_PREFETCH_TOKENS && k < n * batch; k++)
-        peak_prefetch(peak_embedding_row_of(d, ids[k % batch * seq + s0 + k / batch]), d->d_model,
-                      PEAK_PF_L1);
-}
-
-static bool embed_seq_batched(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
-                              const peak_embed_desc *d)
-{
-    const size_t seq = d->seq_len, dm = d->d_model;
-    if (d->positions || d->padding_idx >= 0 || seq == 0 || n_tokens <= seq ||
-        (!d->pe && dm > EMBED_FLY_FLOATS))
-        return false;
-    const size_t full = n_tokens / seq, rest = n_tokens % seq;
-    size_t rows = EMBED_POS_CHUNK;
-    _Alignas(64) float pe[EMBED_FLY_FLOATS];
-    int64_t pos[EMBED_POS_CHUNK];
-    peak_embed_desc block = *d;
-    if (!d->pe) {
-        rows = EMBED_FLY_FLOATS / dm < EMBED_FLY_ROWS ? EMBED_FLY_FLOATS / dm : EMBED_FLY_ROWS;
-        block.pe = pe;
-        block.pe_rows = rows;
-        for (size_t r = 0; r < rows; r++)
-            pos[r] = (int64_t)r;
-    }
-    const peak_kernels *k = peak_active_kernels();
-    const bool stream = peak_embedding_streams(n_tokens, dm);
-    for (size_t s0 = 0; s0 < seq; s0 += rows) {
-        const size_t n = seq - s0 < rows ? seq - s0 : rows;
-        embed_prefetch_block(ids, s0, n, seq, full, d);
-        if (d->pe)
-            for (size_t r = 0; r < n; r++)
-                pos[r] = (int64_t)(d->pos0 + s0 + r);
-        else
-            k->pe_table(pe, (ptrdiff_t)dm, n, dm, d->pos0 + s0, &d->pe_params);
-        k->embed_pe(out + s0 * (size_t)ld_out, ld_out, ids + s0, pos, n, full, seq, &block,
-                    stream);
-        if (rest > s0) {
-            const size_t t0 = full * seq + s0;
-            k->embed_pe(out + t0 * (size_t)ld_out, ld_out, ids + t0, pos,
-                        rest - s0 < n ? rest - s0 : n, 1, 0, &block, stream);
-        }
-    }
-    return true;
-}
-
 peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
                           const peak_embed_desc *desc)
 {
     peak_status s = embed_check(out, ld_out, ids, n_tokens, desc);
     if (s != PEAK_OK)
         return s;
-    if (embed_seq_batched(out, ld_out, ids, n_tokens, desc))
-        return PEAK_OK;
-    int64_t pos[EMBED_POS_CHUNK];
-    pos_walk w = {desc, ids, 0, 0, 0};
-    peak_embed_pe_fn kernel = peak_active_kernels()->embed_pe;
-    const bool stream = peak_embedding_streams(n_tokens, desc->d_model);
-    for (size_t t0 = 0; t0 < n_tokens; t0 += EMBED_POS_CHUNK) {
-        size_t n = n_tokens - t0 < EMBED_POS_CHUNK ? n_tokens - t0 : EMBED_POS_CHUNK;
-        for (size_t t = 0; t < n; t++)
-            pos[t] = pos_next(&w);
-        kernel(out + t0 * (size_t)ld_out, ld_out, ids + t0, pos, n, 1, 0, desc, stream);
-    }
+    peak_schedule_embed_pe(out, ld_out, ids, n_tokens, desc);
     return PEAK_OK;
 }
 
@@ -424,6 +168,17 @@ static peak_status mask_check(const peak_mask *m, size_t batch, size_t heads, si
             if (m->key_len[b] < 0 || (size_t)m->key_len[b] > k_len)
                 return PEAK_ERR_OUT_OF_RANGE;
     return PEAK_OK;
+}
+
+/* An output must not overlap the mask's arrays: the kernels read them
+   row by row while writing. */
+static int apart_from_mask(span out, const peak_mask *m, size_t batch, size_t heads,
+                           size_t q_len, size_t k_len)
+{
+    const size_t n[3] = {batch, heads, q_len};
+    return !spans_meet(out, array_span(m->key_len, batch, sizeof(int32_t))) &&
+           !spans_meet(out, tensor_span(m->keep, n, m->keep_stride, 3, k_len, 1)) &&
+           !spans_meet(out, tensor_span(m->bias, n, m->bias_stride, 3, k_len, sizeof(float)));
 }
 
 /* ---- softmax ------------------------------------------------------------ */
@@ -476,18 +231,26 @@ peak_status peak_exp(float *y, const float *x, size_t n)
 
 /* ---- attention ------------------------------------------------------------ */
 
-/* Fills the zero "defaults" (kv_heads, v_head_dim, scale) and checks shapes. */
-static peak_status attention_resolve(const peak_attention_desc *in, peak_attention_desc *d)
+/* peak.h's zero "defaults": kv_heads 0 is heads (no grouping), v_head_dim
+   0 is head_dim, scale 0 is 1/sqrt(head_dim).  Kernels never see a zero
+   (internal.h).  Needs head_dim != 0. */
+static void attention_defaults(peak_attention_desc *d)
 {
-    *d = *in;
-    if (!d->batch || !d->heads || !d->q_len || !d->kv_len || !d->head_dim || !isfinite(d->scale))
-        return PEAK_ERR_INVALID_ARG;
     if (!d->kv_heads)
         d->kv_heads = d->heads;
     if (!d->v_head_dim)
         d->v_head_dim = d->head_dim;
     if (peak_f32_is_zero(d->scale))
         d->scale = (float)(1.0 / sqrt((double)d->head_dim));
+}
+
+/* Resolves the defaults into *d and checks the shapes. */
+static peak_status attention_resolve(const peak_attention_desc *in, peak_attention_desc *d)
+{
+    *d = *in;
+    if (!d->batch || !d->heads || !d->q_len || !d->kv_len || !d->head_dim || !isfinite(d->scale))
+        return PEAK_ERR_INVALID_ARG;
+    attention_defaults(d);
     if (d->kv_heads > d->heads || d->heads % d->kv_heads)
         return PEAK_ERR_INVALID_ARG;
     if (!strides_nonneg(d->q_stride, 3) || !strides_nonneg(d->k_stride, 3) ||
