@@ -6,9 +6,14 @@
  * The AVX-512 tier's passes (softmax-avx512.c) with 8 lanes, and the same
  * exponential (exp-avx2.h, exp.h): the same bits.
  *
- * Tails use VMASKMOVPS with a mask from a sliding window over a table: no
- * byte outside a row, no masked score, and no keep byte or bias behind a
- * masked key is read.  (A masked-off lane of VMASKMOVPS never faults.)
+ * Tails are read with VMASKMOVPS and a mask from a sliding window over a
+ * table: no byte outside a row, no masked score, and no keep byte or bias
+ * behind a masked key is read.  (A masked-off lane of VMASKMOVPS never
+ * faults.)  They are written without it: a VMASKMOVPS store costs about
+ * 10x a plain one on Zen 3 (4.5-5.3 ns against 0.5 ns, L1-resident), so a
+ * row of 8 keys or more ends with a plain store of its last 8 (overlapping
+ * the vector before it, with the same bits), and a shorter stretch is
+ * written by store_first's narrower plain stores.
  *
  * Accuracy (the budget: softmax.h): within 3.58 ULP of the exact
  * softmax for every probability >= FLT_MIN; measured at most 2.92 ULP over
@@ -31,6 +36,26 @@ static const int32_t tail_table[2 * LANES] = {-1, -1, -1, -1, -1, -1, -1, -1,
 static inline __m256i first_lanes(size_t n)
 {
     return _mm256_loadu_si256((const __m256i *)(tail_table + LANES - n));
+}
+
+/* v's first n lanes to y[0 .. n), 0 < n < 8: plain stores, overlapping each
+   other (the top of this file). */
+static inline void store_first(float *y, __m256 v, size_t n)
+{
+    static const int32_t iota[2 * LANES] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0};
+    const __m128 vlow = _mm256_castps256_ps128(v);
+    /* Lanes from n - 4 (n >= 4) or n - 1 on, moved down. */
+    const size_t from = n >= 4 ? n - 4 : n - 1;
+    const __m128 vend = _mm256_castps256_ps128(
+        _mm256_permutevar8x32_ps(v, _mm256_loadu_si256((const __m256i *)(iota + from))));
+    if (n >= 4) {
+        _mm_storeu_ps(y, vlow);
+        _mm_storeu_ps(y + from, vend);
+    } else {
+        if (n >= 2)
+            _mm_storel_pi((__m64 *)(void *)y, vlow);
+        _mm_store_ss(y + from, vend);
+    }
 }
 
 static inline float hmax(__m256 v)
@@ -100,27 +125,40 @@ static inline __m256 visible_lanes(const peak_softmax_row *r, size_t j, size_t n
     return vvis;
 }
 
+/* The scores of the n (<= 8) keys at j: -inf at masked keys and past n. */
+PEAK_SOFTMAX_INLINE __m256 scores_at(const peak_softmax_row *r, size_t j, size_t n, __m256 vscale,
+                                     bool scaled)
+{
+    __m256 vbias;
+    const __m256 vvis = visible_lanes(r, j, n, &vbias);
+    const __m256 vx = _mm256_maskload_ps(r->x + j, _mm256_castps_si256(vvis));
+    const __m256 vs = _mm256_add_ps(score(vx, vscale, scaled), vbias);
+    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), vs, vvis);
+}
+
 /* Pass 1 of a row with element masks: work[lo, hi) gets the score at
    visible keys and -inf at masked ones (so passes 2 and 3 run unmasked,
-   and e^-inf gives the masked keys their exact 0); returns the maximum. */
+   and e^-inf gives the masked keys their exact 0); returns the maximum.
+   The last 8 scores are computed first: work may be x (in place). */
 PEAK_SOFTMAX_INLINE float scores_masked(const peak_softmax_row *r, bool scaled)
 {
     const __m256 vscale = _mm256_set1_ps(r->scale);
-    const __m256 vminf = _mm256_set1_ps(-INFINITY);
-    __m256 vmax = vminf;
-    for (size_t j = r->lo; j < r->hi; j += LANES) {
-        const size_t n = r->hi - j < LANES ? r->hi - j : LANES;
-        __m256 vbias;
-        const __m256 vvis = visible_lanes(r, j, n, &vbias);
-        const __m256 vx = _mm256_maskload_ps(r->x + j, _mm256_castps_si256(vvis));
-        const __m256 vs = _mm256_add_ps(score(vx, vscale, scaled), vbias);
-        const __m256 vscore = _mm256_blendv_ps(vminf, vs, vvis);
-        if (n == LANES)
-            _mm256_storeu_ps(r->work + j, vscore);
-        else
-            _mm256_maskstore_ps(r->work + j, first_lanes(n), vscore);
+    const size_t len = r->hi - r->lo;
+    if (len < LANES) {
+        const __m256 vscore = scores_at(r, r->lo, len, vscale, scaled);
+        store_first(r->work + r->lo, vscore, len);
+        return hmax(vscore);
+    }
+    const __m256 vlast = scores_at(r, r->hi - LANES, LANES, vscale, scaled);
+    __m256 vmax = vlast;
+    size_t j = r->lo;
+    for (; j + LANES <= r->hi; j += LANES) {
+        const __m256 vscore = scores_at(r, j, LANES, vscale, scaled);
+        _mm256_storeu_ps(r->work + j, vscore);
         vmax = _mm256_max_ps(vscore, vmax);
     }
+    if (j < r->hi)
+        _mm256_storeu_ps(r->work + r->hi - LANES, vlast);
     return hmax(vmax);
 }
 
@@ -139,16 +177,22 @@ PEAK_SOFTMAX_INLINE void exp_store(float *dst, const float *x, size_t n, float s
     const __m256 vshift = _mm256_set1_ps(e->shift);
     const __m256 vlo = _mm256_set1_ps(e->lo);
     const __m256 vmagic = _mm256_set1_ps(e->magic);
+    if (n < LANES) {
+        const __m256 vs = score(_mm256_maskload_ps(x, first_lanes(n)), vscale, scaled);
+        if (n)
+            store_first(dst, exp_of(vs, vshift, vlo, vmagic, shifted), n);
+        return;
+    }
+    /* Read before any store: dst may be x. */
+    const __m256 vxlast = _mm256_loadu_ps(x + n - LANES);
     size_t j = 0;
     for (; j + LANES <= n; j += LANES) {
         const __m256 vs = score(_mm256_loadu_ps(x + j), vscale, scaled);
         _mm256_storeu_ps(dst + j, exp_of(vs, vshift, vlo, vmagic, shifted));
     }
-    if (j < n) {
-        const __m256i vk = first_lanes(n - j);
-        const __m256 vs = score(_mm256_maskload_ps(x + j, vk), vscale, scaled);
-        _mm256_maskstore_ps(dst + j, vk, exp_of(vs, vshift, vlo, vmagic, shifted));
-    }
+    if (j < n)
+        _mm256_storeu_ps(dst + n - LANES,
+                         exp_of(score(vxlast, vscale, scaled), vshift, vlo, vmagic, shifted));
 }
 
 /* v[0] + v[1] + v[2] + v[3] as (v[0] + v[2]) + (v[1] + v[3]). */
@@ -159,44 +203,64 @@ static inline double hsum(__m256d v)
     return _mm_cvtsd_f64(s);
 }
 
-/* src[0 .. n) summed in double in the order of softmax.h
-   (PEAK_SOFTMAX_SUM_LANES accumulators, key j into j % 16).  A pass of its own
-   over the stored terms, which are still in L1: summed inside the
-   exponential's loop, in double or compensated in float, the whole kernel
-   took 1.1-1.4x as long (Zen 3, rows of 128 keys; doc/perf-notes.md). */
-static inline double sum_double(const float *src, size_t n)
+/* A row's sum in the order of softmax.h (PEAK_SOFTMAX_SUM_LANES
+   accumulators, key j into j % 16): accumulator i + 4q is lane i of a[q].
+   A pass over the stored terms, which are still in L1, run in the loop of
+   another row's scaling (scale_store_sum): summed inside the exponential's
+   loop, in double or compensated in float, the whole kernel took 1.1-1.4x
+   as long (Zen 3, rows of 128 keys; doc/perf-notes.md). */
+typedef struct sum_acc {
+    __m256d a0, a1, a2, a3;
+} sum_acc;
+
+static inline sum_acc sum_start(void)
 {
-    __m256d vacc0 = _mm256_setzero_pd(), vacc1 = vacc0, vacc2 = vacc0, vacc3 = vacc0;
-    size_t j = 0;
-    for (; j + 2 * LANES <= n; j += 2 * LANES) {
-        vacc0 = _mm256_add_pd(vacc0, _mm256_cvtps_pd(_mm_loadu_ps(src + j)));
-        vacc1 = _mm256_add_pd(vacc1, _mm256_cvtps_pd(_mm_loadu_ps(src + j + 4)));
-        vacc2 = _mm256_add_pd(vacc2, _mm256_cvtps_pd(_mm_loadu_ps(src + j + 8)));
-        vacc3 = _mm256_add_pd(vacc3, _mm256_cvtps_pd(_mm_loadu_ps(src + j + 12)));
-    }
+    const sum_acc s = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                       _mm256_setzero_pd()};
+    return s;
+}
+
+/* Keys src[0 .. 16) into their accumulators. */
+static inline void sum_add16(sum_acc *s, const float *src)
+{
+    s->a0 = _mm256_add_pd(s->a0, _mm256_cvtps_pd(_mm_loadu_ps(src)));
+    s->a1 = _mm256_add_pd(s->a1, _mm256_cvtps_pd(_mm_loadu_ps(src + 4)));
+    s->a2 = _mm256_add_pd(s->a2, _mm256_cvtps_pd(_mm_loadu_ps(src + 8)));
+    s->a3 = _mm256_add_pd(s->a3, _mm256_cvtps_pd(_mm_loadu_ps(src + 12)));
+}
+
+/* Keys src[j .. n) (j a multiple of 16) into s, then the fold. */
+static inline double sum_finish(sum_acc s, const float *src, size_t j, size_t n)
+{
+    for (; j + 2 * LANES <= n; j += 2 * LANES)
+        sum_add16(&s, src + j);
     if (j < n) { /* masked-off lanes load +0, which adds nothing */
         const __m256 v0 = _mm256_maskload_ps(src + j, first_lanes(n - j < LANES ? n - j : LANES));
         const __m256 v1 = _mm256_maskload_ps(src + j + LANES,
                                              first_lanes(n - j > LANES ? n - j - LANES : 0));
-        vacc0 = _mm256_add_pd(vacc0, _mm256_cvtps_pd(_mm256_castps256_ps128(v0)));
-        vacc1 = _mm256_add_pd(vacc1, _mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1)));
-        vacc2 = _mm256_add_pd(vacc2, _mm256_cvtps_pd(_mm256_castps256_ps128(v1)));
-        vacc3 = _mm256_add_pd(vacc3, _mm256_cvtps_pd(_mm256_extractf128_ps(v1, 1)));
+        s.a0 = _mm256_add_pd(s.a0, _mm256_cvtps_pd(_mm256_castps256_ps128(v0)));
+        s.a1 = _mm256_add_pd(s.a1, _mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1)));
+        s.a2 = _mm256_add_pd(s.a2, _mm256_cvtps_pd(_mm256_castps256_ps128(v1)));
+        s.a3 = _mm256_add_pd(s.a3, _mm256_cvtps_pd(_mm256_extractf128_ps(v1, 1)));
     }
     /* The fold: i + 8, i + 4, then hsum's i + 2 and i + 1. */
-    return hsum(_mm256_add_pd(_mm256_add_pd(vacc0, vacc2), _mm256_add_pd(vacc1, vacc3)));
+    return hsum(_mm256_add_pd(_mm256_add_pd(s.a0, s.a2), _mm256_add_pd(s.a1, s.a3)));
+}
+
+static inline double sum_double(const float *src, size_t n)
+{
+    return sum_finish(sum_start(), src, 0, n);
 }
 
 /* dst[j] = 2^-k e^(x[j] * scale - shift) for j < n (dst: the row's work
-   area; softmax.h); returns their sum, in double. */
-PEAK_SOFTMAX_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
-                                    const peak_softmax_exp_row *e, bool scaled)
+   area; softmax.h). */
+PEAK_SOFTMAX_INLINE void exp_store_row(float *dst, const float *x, size_t n, float scale,
+                                       const peak_softmax_exp_row *e, bool scaled)
 {
     if (e->shift != 0.0f)
         exp_store(dst, x, n, scale, e, scaled, true);
     else
         exp_store(dst, x, n, scale, e, scaled, false);
-    return sum_double(dst, n);
 }
 
 /* ---- pass 3 and the masked-out keys ----------------------------------------- */
@@ -216,35 +280,66 @@ PEAK_SOFTMAX_INLINE __m256 times_factor(__m256 v, __m256 vhi, __m256 vlo, bool t
     return two ? _mm256_fmadd_ps(v, vhi, _mm256_mul_ps(v, vlo)) : _mm256_mul_ps(v, vhi);
 }
 
-/* y[j] = src[j] * factor for j < n, at most 8: VMASKMOVPS both ways. */
+/* y[j] = src[j] * factor for 0 < j < n < 8. */
 PEAK_SOFTMAX_INLINE void scale_store_short(float *y, const float *src, size_t n, __m256 vhi, __m256 vlo,
                                       bool two)
 {
-    const __m256i vk = first_lanes(n);
-    _mm256_maskstore_ps(y, vk, times_factor(_mm256_maskload_ps(src, vk), vhi, vlo, two));
+    store_first(y, times_factor(_mm256_maskload_ps(src, first_lanes(n)), vhi, vlo, two), n);
 }
 
-/* y[j] = src[j] * factor for j < n.  Streaming: non-temporal stores from
-   the first 64-byte line boundary on, masked plain stores before it and
-   for the tail. */
-PEAK_SOFTMAX_INLINE void scale_store_with(float *y, const float *src, size_t n, peak_softmax_factor f,
-                                     bool stream, bool two)
+/* y[j] = src[j] * factor for j < n, and (`sum`) the sum of next[0 .. m)
+   in the same loop, returned (0 if not `sum`).  Streaming: non-temporal
+   stores from the first 64-byte line boundary on, plain stores inside the
+   partial lines at either end (none into a streamed line: that would read
+   it back from memory).  Not streaming: the last 8 are read before any
+   store, since src may be y. */
+PEAK_SOFTMAX_INLINE double scale_store_with(float *y, const float *src, size_t n, peak_softmax_factor f,
+                                            bool stream, bool two, bool sum, const float *next,
+                                            size_t m)
 {
     const __m256 vhi = _mm256_set1_ps(f.hi), vlo = _mm256_set1_ps(f.lo);
+    sum_acc acc = sum_start();
+    size_t t = 0; /* next[0 .. t) summed */
     size_t j = 0;
     if (stream) {
-        const size_t head = to_line(y, n);
-        for (; j < head; j += LANES)
-            scale_store_short(y + j, src + j, head - j < LANES ? head - j : LANES, vhi, vlo, two);
-        j = head;
+        j = to_line(y, n);
+        if (j >= LANES) {
+            const __m256 v0 = times_factor(_mm256_loadu_ps(src), vhi, vlo, two);
+            const __m256 v1 = times_factor(_mm256_loadu_ps(src + j - LANES), vhi, vlo, two);
+            _mm256_storeu_ps(y, v0);
+            _mm256_storeu_ps(y + j - LANES, v1);
+        } else if (j) {
+            scale_store_short(y, src, j, vhi, vlo, two);
+        }
+        if (sum)
+            for (; j + 2 * LANES <= n && t + 2 * LANES <= m; j += 2 * LANES, t += 2 * LANES) {
+                _mm256_stream_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo, two));
+                _mm256_stream_ps(y + j + LANES,
+                                 times_factor(_mm256_loadu_ps(src + j + LANES), vhi, vlo, two));
+                sum_add16(&acc, next + t);
+            }
         for (; j + LANES <= n; j += LANES)
             _mm256_stream_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo, two));
+        if (j < n)
+            scale_store_short(y + j, src + j, n - j, vhi, vlo, two);
+    } else if (n < LANES) {
+        if (n)
+            scale_store_short(y, src, n, vhi, vlo, two);
     } else {
+        const __m256 vlast = _mm256_loadu_ps(src + n - LANES);
+        if (sum)
+            for (; j + 2 * LANES <= n && t + 2 * LANES <= m; j += 2 * LANES, t += 2 * LANES) {
+                _mm256_storeu_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo, two));
+                _mm256_storeu_ps(y + j + LANES,
+                                 times_factor(_mm256_loadu_ps(src + j + LANES), vhi, vlo, two));
+                sum_add16(&acc, next + t);
+            }
         for (; j + LANES <= n; j += LANES)
             _mm256_storeu_ps(y + j, times_factor(_mm256_loadu_ps(src + j), vhi, vlo, two));
+        if (j < n)
+            _mm256_storeu_ps(y + n - LANES, times_factor(vlast, vhi, vlo, two));
     }
-    if (j < n)
-        scale_store_short(y + j, src + j, n - j, vhi, vlo, two);
+    return sum ? sum_finish(acc, next, t, m) : 0.0;
 }
 
 /* f.lo == 0 (softmax.h, most rows): one multiply, the same bits as
@@ -253,9 +348,18 @@ PEAK_SOFTMAX_INLINE void scale_store(float *y, const float *src, size_t n, peak_
                                 bool stream)
 {
     if (f.lo == 0.0f)
-        scale_store_with(y, src, n, f, stream, false);
+        scale_store_with(y, src, n, f, stream, false, false, NULL, 0);
     else
-        scale_store_with(y, src, n, f, stream, true);
+        scale_store_with(y, src, n, f, stream, true, false, NULL, 0);
+}
+
+/* scale_store, and the sum of next[0 .. m) in its loop (softmax.h). */
+PEAK_SOFTMAX_INLINE double scale_store_sum(float *y, const float *src, size_t n, peak_softmax_factor f,
+                                           bool stream, const float *next, size_t m)
+{
+    if (f.lo == 0.0f)
+        return scale_store_with(y, src, n, f, stream, false, true, next, m);
+    return scale_store_with(y, src, n, f, stream, true, true, next, m);
 }
 
 /* The same for zeros. */
@@ -267,24 +371,34 @@ PEAK_SOFTMAX_INLINE void store_zeros(float *y, size_t n, bool stream)
     __asm__("" : "+x"(vzero));
     size_t j = 0;
     if (stream) {
-        const size_t head = to_line(y, n);
-        for (; j < head; j += LANES)
-            _mm256_maskstore_ps(y + j, first_lanes(head - j < LANES ? head - j : LANES), vzero);
-        j = head;
+        j = to_line(y, n);
+        if (j >= LANES) {
+            _mm256_storeu_ps(y, vzero);
+            _mm256_storeu_ps(y + j - LANES, vzero);
+        } else if (j) {
+            store_first(y, vzero, j);
+        }
         for (; j + LANES <= n; j += LANES)
             _mm256_stream_ps(y + j, vzero);
-    } else {
-        for (; j + LANES <= n; j += LANES)
-            _mm256_storeu_ps(y + j, vzero);
+        if (j < n)
+            store_first(y + j, vzero, n - j);
+        return;
     }
+    if (n < LANES) {
+        if (n)
+            store_first(y, vzero, n);
+        return;
+    }
+    for (; j + LANES <= n; j += LANES)
+        _mm256_storeu_ps(y + j, vzero);
     if (j < n)
-        _mm256_maskstore_ps(y + j, first_lanes(n - j), vzero);
+        _mm256_storeu_ps(y + n - LANES, vzero);
 }
 
 /* ---- the kernel ------------------------------------------------------------------ */
 
-static const peak_softmax_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
-                                      store_zeros};
+static const peak_softmax_passes passes = {max_dense,   scores_masked, exp_store_row,  sum_double,
+                                           scale_store, scale_store_sum, store_zeros};
 
 static void softmax_group(const peak_softmax_row *rows, size_t n, bool stream)
 {

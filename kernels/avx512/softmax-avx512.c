@@ -152,15 +152,14 @@ static inline double sum_double(const float *src, size_t n)
 }
 
 /* dst[j] = 2^-k e^(x[j] * scale - shift) for j < n (dst: the row's work
-   area; softmax.h); returns their sum, in double. */
-PEAK_SOFTMAX_INLINE double exp_store_sum(float *dst, const float *x, size_t n, float scale,
-                                    const peak_softmax_exp_row *e, bool scaled)
+   area; softmax.h). */
+PEAK_SOFTMAX_INLINE void exp_store_row(float *dst, const float *x, size_t n, float scale,
+                                       const peak_softmax_exp_row *e, bool scaled)
 {
     if (e->shift != 0.0f)
         exp_store(dst, x, n, scale, e, scaled, true);
     else
         exp_store(dst, x, n, scale, e, scaled, false);
-    return sum_double(dst, n);
 }
 
 /* ---- pass 3 and the masked-out keys ----------------------------------------- */
@@ -241,8 +240,8 @@ PEAK_SOFTMAX_INLINE void store_zeros(float *y, size_t n, bool stream)
 
 /* ---- the kernel ------------------------------------------------------------------ */
 
-static const peak_softmax_passes passes = {max_dense, scores_masked, exp_store_sum, scale_store,
-                                      store_zeros};
+static const peak_softmax_passes passes = {max_dense,   scores_masked, exp_store_row, sum_double,
+                                           scale_store, NULL,          store_zeros};
 
 static void softmax_group(const peak_softmax_row *rows, size_t n, bool stream)
 {
