@@ -247,9 +247,10 @@ peak_embed_fly_seq(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64
     }
 }
 
-/* api.c computes the PE rows that sequences share itself and passes them
-   as a table, so it calls this with batch 1 only; a batch (the kernel
-   contract allows one) computes each sequence's rows again. */
+/* The embedding scheduler (dispatch/schedule-embedding.c) computes the PE
+   rows that sequences share itself and passes them as a table, so it calls
+   this with batch 1 only; a batch (the kernel contract allows one)
+   computes each sequence's rows again. */
 static inline __attribute__((always_inline)) void
 peak_embed_fly_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
                    size_t n_tokens, size_t batch, size_t seq_stride, const peak_embed_desc *d,

@@ -74,8 +74,8 @@ typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
                                size_t seq_len, size_t d_model, size_t pos0, const float *pe,
                                const peak_pe_params *params);
 
-/* Positions are resolved by the caller (api.c) into pos[t] (int64, >= 0, or
-   -1 for "no PE", the fairseq pad token).  A call covers batch sequences of
+/* Positions are resolved by the caller (dispatch/schedule-embedding.c)
+   into pos[t] (int64, >= 0, or -1 for "no PE", the fairseq pad token).  A call covers batch sequences of
    n_tokens tokens that share those positions: token t of sequence b is
    ids[b * seq_stride + t] and goes to out row b * seq_stride + t (batch 1:
    a plain run of tokens, seq_stride unused).  Sharing lets a tier read a PE

@@ -25,7 +25,7 @@ echo "lint: library builds without a warning"
 
 # knownConditionTrueFalse is suppressed: cppcheck 2.10 reads
 # "n = a - b < C ? a - b : C" over size_t as "less than 1" (9 false
-# positives, e.g. kernels/pe-table.h and kernels/dispatch/api.c).
+# positives, e.g. in kernels/pe-table.h).
 echo "lint: [2/3] cppcheck"
 for cfg in "-D__x86_64__ -DPEAK_HAVE_AVX2=1 -DPEAK_HAVE_AVX512=1" "-D__aarch64__ -D__linux__ -DPEAK_HAVE_NEON=1"; do
     # shellcheck disable=SC2086

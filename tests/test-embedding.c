@@ -485,11 +485,12 @@ START_TEST(embed_scales)
 }
 END_TEST
 
-/* Long calls: api.c hands the kernels 256 tokens at a time, and a chunk
-   of 256 x 512 floats is written with streaming stores; the output is 1
-   float off a 64-byte boundary with an odd row stride, so every row has an
-   unaligned head and tail.  Positions are explicit and random (repeats,
-   blocks in any order), or the seed's sequences. */
+/* Long calls: the embedding scheduler (dispatch/schedule-embedding.c) hands
+   the kernels 256 tokens at a time, and a chunk of 256 x 512 floats is
+   written with streaming stores; the output is 1 float off a 64-byte
+   boundary with an odd row stride, so every row has an unaligned head and
+   tail.  Positions are explicit and random (repeats, blocks in any order),
+   or the seed's sequences. */
 START_TEST(embed_long_streaming_calls)
 {
     const embed_opts o = {50, 0, 700};
