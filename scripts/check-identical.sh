@@ -179,6 +179,8 @@ for f in "$ref_tests"/test-*.c; do
   echo "int ci_main_$id(int, char **);" >> "$gen"
 done
 cc_ref "$obj/test-util.o" "$ref_tests/test-util.c"
+# the shared tester, in revisions that have one
+if [ -f "$ref_tests/tester.c" ]; then cc_ref "$obj/tester.o" "$ref_tests/tester.c"; fi
 for p in $pids; do wait "$p" || { say "compile failed" >&2; exit 2; }; done
 {
   echo "struct ci_fuzz_entry { const char *fam; int (*fn)(const uint8_t *, size_t); };"
