@@ -15,15 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ck_assert_msg without its cost: Check records the location of every
-   passing assertion (a write to its pipe), which dominates element-wise
-   comparisons, under AddressSanitizer most of all. */
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond))                                                             \
-            ck_abort_msg(__VA_ARGS__);                                           \
-    } while (0)
-
 /* |O - ref| <= ATTENTION_TOL * max|V|: a float kernel's error is a few ULP of
    the weighted mean of V, which is bounded by the largest |V|. */
 #define ATTENTION_TOL 1e-5
