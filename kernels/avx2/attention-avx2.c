@@ -12,6 +12,7 @@
  */
 #include "avx2/exp-avx2.h"
 #include "internal.h"
+#include "simd/f32-avx2.h"
 
 #include <immintrin.h>
 
@@ -189,7 +190,8 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
 
 /* ---- the row path ---------------------------------------------------------- */
 
-/* Lanes < n set (VMASKMOVPS never touches the others' memory). */
+/* Lanes < n set (VMASKMOVPS loads never touch the others' memory; stores
+   go through peak_avx2_store_first, simd/f32-avx2.h). */
 static __m256i tail_mask(size_t n)
 {
     const int k = n >= PEAK_ATTENTION_VW ? PEAK_ATTENTION_VW : (int)n;
@@ -224,19 +226,49 @@ static float isa_row_exp(float *s, float m, size_t n)
 {
     const __m256 vm = _mm256_set1_ps(m), vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
     __m256 vsum = _mm256_setzero_ps();
-    for (size_t j = 0; j < n; j += PEAK_ATTENTION_VW) {
+    size_t j = 0;
+    for (; j + PEAK_ATTENTION_VW <= n; j += PEAK_ATTENTION_VW) {
+        const __m256 vt = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm), vlog2e);
+        const __m256 vp = peak_avx2_exp2_ftz(vt);
+        _mm256_storeu_ps(s + j, vp);
+        vsum = _mm256_add_ps(vsum, vp);
+    }
+    if (j < n) {
         const __m256i k = tail_mask(n - j);
-        /* Masked-off lanes load 0 and give 2^(-m log2 e): zeroed below. */
+        /* Masked-off lanes load 0 and give 2^(-m log2 e): zeroed here. */
         const __m256 vt = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(s + j, k), vm), vlog2e);
         const __m256 vp = _mm256_and_ps(peak_avx2_exp2_ftz(vt), _mm256_castsi256_ps(k));
-        _mm256_maskstore_ps(s + j, k, vp);
+        peak_avx2_store_first(s + j, vp, n - j);
         vsum = _mm256_add_ps(vsum, vp);
     }
     return hsum(vsum);
 }
 
+/* Columns [c0, c0 + 4 vectors) of the accumulator, all inside dv: plain
+   loads and stores (a VMASKMOVPS store costs about 4x a plain one on Zen 3,
+   simd/f32-avx2.h). */
+static void row_pv_cols4(float *acc, float alpha, const float *p, const float *const *vp,
+                         size_t n, size_t c0)
+{
+    __m256 va[4];
+    const __m256 valpha = _mm256_set1_ps(alpha);
+    for (int v = 0; v < 4; v++)
+        va[v] = _mm256_mul_ps(_mm256_loadu_ps(acc + c0 + (size_t)v * PEAK_ATTENTION_VW), valpha);
+    for (size_t j = 0; j < n; j++) {
+        if (!vp[j])
+            continue; /* a masked key: its V row is not read */
+        const __m256 vp_ = _mm256_set1_ps(p[j]);
+        for (int v = 0; v < 4; v++)
+            va[v] = _mm256_fmadd_ps(
+                vp_, _mm256_loadu_ps(vp[j] + c0 + (size_t)v * PEAK_ATTENTION_VW), va[v]);
+    }
+    for (int v = 0; v < 4; v++)
+        _mm256_storeu_ps(acc + c0 + (size_t)v * PEAK_ATTENTION_VW, va[v]);
+}
+
 /* Columns [c0, c0 + 4 vectors) of the accumulator, in registers over the
-   tile's keys; vectors past dv stay zero and are not stored. */
+   tile's keys; vectors past dv stay zero and are not stored, a partial
+   one's first dv - c lanes are. */
 static void row_pv_cols(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
                         size_t c0, size_t dv)
 {
@@ -259,15 +291,20 @@ static void row_pv_cols(float *acc, float alpha, const float *p, const float *co
     }
     for (int v = 0; v < 4; v++) {
         const size_t c = c0 + (size_t)v * PEAK_ATTENTION_VW;
-        if (c < dv)
-            _mm256_maskstore_ps(acc + c, k[v], va[v]);
+        if (c + PEAK_ATTENTION_VW <= dv)
+            _mm256_storeu_ps(acc + c, va[v]);
+        else if (c < dv)
+            peak_avx2_store_first(acc + c, va[v], dv - c);
     }
 }
 
 static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
                        size_t dv)
 {
-    for (size_t c0 = 0; c0 < dv; c0 += 4 * PEAK_ATTENTION_VW)
+    size_t c0 = 0;
+    for (; c0 + 4 * PEAK_ATTENTION_VW <= dv; c0 += 4 * PEAK_ATTENTION_VW)
+        row_pv_cols4(acc, alpha, p, vp, n, c0);
+    if (c0 < dv)
         row_pv_cols(acc, alpha, p, vp, n, c0, dv);
 }
 

@@ -1,7 +1,9 @@
 /*
  * embedding-avx2.c - x += PE and out = E[id] * scale + PE with AVX2: 8
- * floats a vector; row tails use vmaskmovps, so nothing outside a row's
- * d_model floats is read or written.
+ * floats a vector; a row's partial head and tail vectors load with
+ * vmaskmovps and store with peak_avx2_store_first (simd/f32-avx2.h: a
+ * masked store is slow on Zen 3), so nothing outside a row's d_model floats
+ * is read or written.
  *
  * Bit-identical to embedding-scalar.c: an element is x + pe, or e * scale
  * rounded and then + pe rounded (vmulps, vaddps: never an FMA), exactly the
@@ -11,16 +13,9 @@
  */
 #include "common/pe-ref.h"
 #include "embedding.h"
+#include "simd/f32-avx2.h"
 
 #include <immintrin.h>
-
-/* -1 then 0: loading 8 lanes at mask_table + 8 - m sets the first m. */
-static const int32_t mask_table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-
-static inline __m256i tail_mask(size_t n)
-{
-    return _mm256_loadu_si256((const __m256i *)(mask_table + 8 - n));
-}
 
 static inline __m256 scale_add8(const float *e, __m256 vscale, const float *pe)
 {
@@ -32,11 +27,11 @@ static inline __m256 scale_add8(const float *e, __m256 vscale, const float *pe)
 static inline void embedding_part(float *out, const float *e, __m256 vscale, const float *pe,
                                   size_t n)
 {
-    const __m256i m = tail_mask(n);
+    const __m256i m = peak_avx2_first_lanes(n);
     __m256 v = _mm256_mul_ps(_mm256_maskload_ps(e, m), vscale);
     if (pe)
         v = _mm256_add_ps(v, _mm256_maskload_ps(pe, m));
-    _mm256_maskstore_ps(out, m, v);
+    peak_avx2_store_first(out, v, n);
 }
 
 /* Two cache lines, in address order (peak_store_in_order: GCC would
@@ -55,7 +50,7 @@ static inline void store4(float *out, __m256 v0, __m256 v1, __m256 v2, __m256 v3
 /* Four vectors an iteration: two loads, a multiply, an add and a store per
    vector leave the loop overhead a small share.  Streaming stores need
    32-byte aligned addresses: the floats before the first boundary go
-   through an ordinary masked store.  Each iteration also prefetches the
+   through embedding_part.  Each iteration also prefetches the
    matching lines of next (embedding.h); pf is where that stopped. */
 static inline __attribute__((always_inline)) void embedding_row(float *out, const float *e,
                                                                 float scale, const float *pe,
@@ -117,9 +112,9 @@ add_row_avx2(float *x, const float *pe, size_t n)
     for (; j + 8 <= n; j += 8)
         _mm256_storeu_ps(x + j, _mm256_add_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(pe + j)));
     if (j < n) {
-        const __m256i m = tail_mask(n - j);
+        const __m256i m = peak_avx2_first_lanes(n - j);
         const __m256 v = _mm256_add_ps(_mm256_maskload_ps(x + j, m), _mm256_maskload_ps(pe + j, m));
-        _mm256_maskstore_ps(x + j, m, v);
+        peak_avx2_store_first(x + j, v, n - j);
     }
 }
 

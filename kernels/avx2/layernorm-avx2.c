@@ -1,8 +1,9 @@
 /*
  * layernorm-avx2.c - residual add + LayerNorm with AVX2 + FMA: 8 floats a
- * vector; row tails use vmaskmovps, so nothing outside a row's d_model
- * floats is read or written.  Algorithm, accuracy and memory behaviour:
- * layernorm.h.
+ * vector; row tails load with vmaskmovps and store with
+ * peak_avx2_store_first (simd/f32-avx2.h: a masked store is slow on Zen 3),
+ * so nothing outside a row's d_model floats is read or written.
+ * Algorithm, accuracy and memory behaviour: layernorm.h.
  *
  * Masked-off lanes load as 0, and pass 1 zeroes them again after the shift
  * (0 - shift is not 0), so a tail adds nothing to any sum.  Pass 2 reads x[j]
@@ -10,15 +11,13 @@
  * aliases (y == x, sum == x, sum == r) safe.
  */
 #include "layernorm.h"
+#include "simd/f32-avx2.h"
 
 #include <immintrin.h>
 
-/* -1 then 0: loading 8 lanes at mask_table + 8 - m sets the first m. */
-static const int32_t mask_table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-
 static inline __m256i lanes(size_t left)
 {
-    return _mm256_loadu_si256((const __m256i *)(mask_table + 8 - (left < 8 ? left : 8)));
+    return peak_avx2_first_lanes(left < 8 ? left : 8);
 }
 
 /* s = x + r (r NULL: x), rounded to float as the reference does. */
@@ -79,7 +78,8 @@ static inline __m256 normalised(__m256 s, __m256 g, __m256 b, peak_layernorm_sta
     return _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(st.rstd)), g, b);
 }
 
-static inline void norm_masked(const peak_layernorm_row *w, size_t j, __m256i m,
+/* The row's last left (< 8) floats at j; m = lanes(left). */
+static inline void norm_masked(const peak_layernorm_row *w, size_t j, size_t left, __m256i m,
                                peak_layernorm_stats st)
 {
     const __m256 s = load_s_masked(w, j, m);
@@ -87,8 +87,8 @@ static inline void norm_masked(const peak_layernorm_row *w, size_t j, __m256i m,
     const __m256 b = w->beta ? _mm256_maskload_ps(w->beta + j, m) : _mm256_setzero_ps();
     const __m256 y = normalised(s, g, b, st);
     if (w->sum)
-        _mm256_maskstore_ps(w->sum + j, m, s);
-    _mm256_maskstore_ps(w->y + j, m, y);
+        peak_avx2_store_first(w->sum + j, s, left);
+    peak_avx2_store_first(w->y + j, y, left);
 }
 
 /* y (and sum) for the 8 floats at j; stream: non-temporal stores (aligned
@@ -173,7 +173,7 @@ static inline __attribute__((always_inline)) void dev_rows(const peak_layernorm_
             if (cur && end - j >= 8)
                 norm8(cur, j, st, stream);
             else if (cur) /* a partial vector ends the row */
-                norm_masked(cur, j, m, st);
+                norm_masked(cur, j, end - j, m, st);
         }
         acc1 = add_widened(acc1, _mm256_add_ps(_mm256_add_ps(s1a, s1b), _mm256_add_ps(s1c, s1d)));
         acc2 = add_widened(acc2, _mm256_add_ps(_mm256_add_ps(s2a, s2b), _mm256_add_ps(s2c, s2d)));
@@ -191,7 +191,7 @@ static void layernorm_norm(const peak_layernorm_row *w, peak_layernorm_stats st,
     for (; j + 8 <= w->n; j += 8)
         norm8(w, j, st, nt);
     if (j < w->n)
-        norm_masked(w, j, lanes(w->n - j), st);
+        norm_masked(w, j, w->n - j, lanes(w->n - j), st);
 }
 
 void peak_f32_add_layernorm__avx2(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,

@@ -5,10 +5,12 @@
  * Bit-identical to pe-table-scalar.c: sincos4 is peak_pe_sincos (pe-table.h)
  * with each scalar operation replaced by the one vector instruction that
  * rounds the same way, and the driver, the frequencies and the rare
- * slow-path angles are the shared scalar code.  Column tails use
- * vmaskmovps: nothing outside the row's d_model floats is read or written.
+ * slow-path angles are the shared scalar code.  Column tails store with
+ * peak_avx2_store_first (simd/f32-avx2.h: vmaskmovps stores are slow on
+ * Zen 3): nothing outside the row's d_model floats is written.
  */
 #include "pe-table.h"
+#include "simd/f32-avx2.h"
 
 #include <immintrin.h>
 
@@ -78,15 +80,13 @@ void peak_pe_sincos_chunk__avx2(const double *x, double *s, double *c)
     }
 }
 
-/* -1 then 0: 8 - m .. 15 starts a mask with m leading lanes set. */
-static const int32_t mask_table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-
-enum store_kind { STORE_MASKED, STORE_FULL, STORE_STREAM };
+enum store_kind { STORE_PART, STORE_FULL, STORE_STREAM };
 
 /* 4 sines and cosines (columns' frequencies i .. i+3, n of them valid) to
    the row.  STORE_FULL/STREAM: all 4 valid and, interleaved, all 8 columns
    inside the row; STREAM also needs 32-byte (interleaved) or 16-byte
-   (split) aligned destinations. */
+   (split) aligned destinations.  STORE_PART: any n (a row's last
+   frequencies). */
 static inline __attribute__((always_inline)) void
 store4(float *row, __m256d s, __m256d c, size_t i, size_t n, size_t d_model,
        peak_pe_layout layout, enum store_kind kind)
@@ -104,19 +104,20 @@ store4(float *row, __m256d s, __m256d c, size_t i, size_t n, size_t d_model,
         } else {
             /* An odd d_model's last column is a sine: stop at d_model. */
             const size_t cols = d_model - 2 * i < 2 * n ? d_model - 2 * i : 2 * n;
-            _mm256_maskstore_ps(row + 2 * i,
-                                _mm256_loadu_si256((const __m256i *)(mask_table + 8 - cols)), v);
+            if (cols == 8)
+                _mm256_storeu_ps(row + 2 * i, v);
+            else
+                peak_avx2_store_first(row + 2 * i, v, cols);
         }
     } else if (kind == STORE_STREAM) {
         _mm_stream_ps(row + i, fs);
         _mm_stream_ps(row + d_model / 2 + i, fc);
-    } else if (kind == STORE_FULL) {
+    } else if (kind == STORE_FULL || n == 4) {
         _mm_storeu_ps(row + i, fs);
         _mm_storeu_ps(row + d_model / 2 + i, fc);
     } else {
-        const __m128i m = _mm_loadu_si128((const __m128i *)(mask_table + 8 - n));
-        _mm_maskstore_ps(row + i, m, fs);
-        _mm_maskstore_ps(row + d_model / 2 + i, m, fc);
+        peak_sse_store_first(row + i, fs, n);
+        peak_sse_store_first(row + d_model / 2 + i, fc, n);
     }
 }
 
@@ -170,7 +171,7 @@ emit_exact(float *row, const double *sb, const double *cb, const double *sk, con
     }
     for (size_t j = 0; j < nc; j += 4) {
         combine4(sb + j, cb + j, sk + j, ck + j, &s, &c);
-        store4(row, s, c, i0 + j, nc - j < 4 ? nc - j : 4, d_model, layout, STORE_MASKED);
+        store4(row, s, c, i0 + j, nc - j < 4 ? nc - j : 4, d_model, layout, STORE_PART);
     }
 }
 
@@ -216,7 +217,7 @@ static void emit_torch_avx2(float *row, float pf, const float *wf, size_t i0, si
         if (n == 4 && cols_per_freq * (i0 + j + 4) <= d_model)
             store4(row, s, c, i0 + j, 4, d_model, layout, STORE_FULL);
         else
-            store4(row, s, c, i0 + j, n, d_model, layout, STORE_MASKED);
+            store4(row, s, c, i0 + j, n, d_model, layout, STORE_PART);
     }
 }
 
