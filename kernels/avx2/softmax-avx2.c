@@ -13,7 +13,7 @@
  * 10x a plain one on Zen 3 (4.5-5.3 ns against 0.5 ns, L1-resident), so a
  * row of 8 keys or more ends with a plain store of its last 8 (overlapping
  * the vector before it, with the same bits), and a shorter stretch is
- * written by store_first's narrower plain stores.
+ * written by peak_avx2_store_first's narrower plain stores.
  *
  * Accuracy (the budget: softmax.h): within 3.58 ULP of the exact
  * softmax for every probability >= FLT_MIN; measured at most 2.92 ULP over
@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "softmax.h"
 #include "avx2/exp-avx2.h"
+#include "simd/f32-avx2.h"
 
 #include <assert.h>
 #include <immintrin.h>
@@ -29,34 +30,6 @@
 
 #define LANES 8
 
-/* Lane masks for the first n lanes, n = 0..8: 8 - n entries into this. */
-static const int32_t tail_table[2 * LANES] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                              0,  0,  0,  0,  0,  0,  0,  0};
-
-static inline __m256i first_lanes(size_t n)
-{
-    return _mm256_loadu_si256((const __m256i *)(tail_table + LANES - n));
-}
-
-/* v's first n lanes to y[0 .. n), 0 < n < 8: plain stores, overlapping each
-   other (the top of this file). */
-static inline void store_first(float *y, __m256 v, size_t n)
-{
-    static const int32_t iota[2 * LANES] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0};
-    const __m128 vlow = _mm256_castps256_ps128(v);
-    /* Lanes from n - 4 (n >= 4) or n - 1 on, moved down. */
-    const size_t from = n >= 4 ? n - 4 : n - 1;
-    const __m128 vend = _mm256_castps256_ps128(
-        _mm256_permutevar8x32_ps(v, _mm256_loadu_si256((const __m256i *)(iota + from))));
-    if (n >= 4) {
-        _mm_storeu_ps(y, vlow);
-        _mm_storeu_ps(y + from, vend);
-    } else {
-        if (n >= 2)
-            _mm_storel_pi((__m64 *)(void *)y, vlow);
-        _mm_store_ss(y + from, vend);
-    }
-}
 
 static inline float hmax(__m256 v)
 {
@@ -90,7 +63,7 @@ PEAK_SOFTMAX_INLINE float max_dense(const float *x, size_t n, float scale, bool 
     for (; j + LANES <= n; j += LANES)
         vmax0 = _mm256_max_ps(score(_mm256_loadu_ps(x + j), vscale, scaled), vmax0);
     if (j < n) {
-        const __m256i vk = first_lanes(n - j);
+        const __m256i vk = peak_avx2_first_lanes(n - j);
         const __m256 vs = score(_mm256_maskload_ps(x + j, vk), vscale, scaled);
         vmax1 = _mm256_max_ps(_mm256_blendv_ps(vminf, vs, _mm256_castsi256_ps(vk)), vmax1);
     }
@@ -114,7 +87,7 @@ static inline __m256i keep_lanes(const uint8_t *keep, size_t n)
 /* Lanes of the n (<= 8) keys at j that pass keep and bias. */
 static inline __m256 visible_lanes(const peak_softmax_row *r, size_t j, size_t n, __m256 *vbias)
 {
-    __m256 vvis = _mm256_castsi256_ps(first_lanes(n));
+    __m256 vvis = _mm256_castsi256_ps(peak_avx2_first_lanes(n));
     if (r->keep)
         vvis = _mm256_andnot_ps(_mm256_castsi256_ps(keep_lanes(r->keep + j, n)), vvis);
     *vbias = _mm256_setzero_ps();
@@ -146,7 +119,7 @@ PEAK_SOFTMAX_INLINE float scores_masked(const peak_softmax_row *r, bool scaled)
     const size_t len = r->hi - r->lo;
     if (len < LANES) {
         const __m256 vscore = scores_at(r, r->lo, len, vscale, scaled);
-        store_first(r->work + r->lo, vscore, len);
+        peak_avx2_store_first(r->work + r->lo, vscore, len);
         return hmax(vscore);
     }
     const __m256 vlast = scores_at(r, r->hi - LANES, LANES, vscale, scaled);
@@ -178,9 +151,9 @@ PEAK_SOFTMAX_INLINE void exp_store(float *dst, const float *x, size_t n, float s
     const __m256 vlo = _mm256_set1_ps(e->lo);
     const __m256 vmagic = _mm256_set1_ps(e->magic);
     if (n < LANES) {
-        const __m256 vs = score(_mm256_maskload_ps(x, first_lanes(n)), vscale, scaled);
+        const __m256 vs = score(_mm256_maskload_ps(x, peak_avx2_first_lanes(n)), vscale, scaled);
         if (n)
-            store_first(dst, exp_of(vs, vshift, vlo, vmagic, shifted), n);
+            peak_avx2_store_first(dst, exp_of(vs, vshift, vlo, vmagic, shifted), n);
         return;
     }
     /* Read before any store: dst may be x. */
@@ -235,9 +208,9 @@ static inline double sum_finish(sum_acc s, const float *src, size_t j, size_t n)
     for (; j + 2 * LANES <= n; j += 2 * LANES)
         sum_add16(&s, src + j);
     if (j < n) { /* masked-off lanes load +0, which adds nothing */
-        const __m256 v0 = _mm256_maskload_ps(src + j, first_lanes(n - j < LANES ? n - j : LANES));
-        const __m256 v1 = _mm256_maskload_ps(src + j + LANES,
-                                             first_lanes(n - j > LANES ? n - j - LANES : 0));
+        const size_t n0 = n - j < LANES ? n - j : LANES;
+        const __m256 v0 = _mm256_maskload_ps(src + j, peak_avx2_first_lanes(n0));
+        const __m256 v1 = _mm256_maskload_ps(src + j + LANES, peak_avx2_first_lanes(n - j - n0));
         s.a0 = _mm256_add_pd(s.a0, _mm256_cvtps_pd(_mm256_castps256_ps128(v0)));
         s.a1 = _mm256_add_pd(s.a1, _mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1)));
         s.a2 = _mm256_add_pd(s.a2, _mm256_cvtps_pd(_mm256_castps256_ps128(v1)));
@@ -284,7 +257,8 @@ PEAK_SOFTMAX_INLINE __m256 times_factor(__m256 v, __m256 vhi, __m256 vlo, bool t
 PEAK_SOFTMAX_INLINE void scale_store_short(float *y, const float *src, size_t n, __m256 vhi, __m256 vlo,
                                       bool two)
 {
-    store_first(y, times_factor(_mm256_maskload_ps(src, first_lanes(n)), vhi, vlo, two), n);
+    const __m256 v = _mm256_maskload_ps(src, peak_avx2_first_lanes(n));
+    peak_avx2_store_first(y, times_factor(v, vhi, vlo, two), n);
 }
 
 /* y[j] = src[j] * factor for j < n, and (`sum`) the sum of next[0 .. m)
@@ -378,17 +352,17 @@ PEAK_SOFTMAX_INLINE void store_zeros(float *y, size_t n, bool stream)
             _mm256_storeu_ps(y, vzero);
             _mm256_storeu_ps(y + j - LANES, vzero);
         } else if (j) {
-            store_first(y, vzero, j);
+            peak_avx2_store_first(y, vzero, j);
         }
         for (; j + LANES <= n; j += LANES)
             _mm256_stream_ps(y + j, vzero);
         if (j < n)
-            store_first(y + j, vzero, n - j);
+            peak_avx2_store_first(y + j, vzero, n - j);
         return;
     }
     if (n < LANES) {
         if (n)
-            store_first(y, vzero, n);
+            peak_avx2_store_first(y, vzero, n);
         return;
     }
     for (; j + LANES <= n; j += LANES)
