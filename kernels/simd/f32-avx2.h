@@ -1,9 +1,12 @@
 /*
- * f32-avx2.h - the AVX2 tier's row ends: lane masks for loads, and the
- * store of a partial vector.
+ * f32-avx2.h - the AVX2 tier's vector vocabulary: peak_vf (8 floats) and
+ * peak_vd (4 doubles), with the operations a kernel body written once for
+ * every ISA uses (the same names in f32-avx512.h and f32-neon.h; a tier's
+ * file includes exactly one of them).  Kernel files may still use the
+ * intrinsics directly for what only this ISA does well.
  *
  * Stores: full vectors go through plain (or streaming) stores and a row
- * end through peak_avx2_store_first, never VMASKMOVPS.  On AMD Zen 3 a
+ * end through peak_vf_store_first, never VMASKMOVPS.  On AMD Zen 3 a
  * VMASKMOVPS store into L1 costs 3.9-4.8 ns, a plain 32-byte store 0.4-0.6
  * and the 4 + 2 + 1 sequence below 1.3-1.8 (doc/perf-notes.md, "AVX2
  * stores"); on Intel the masked store is cheap.  The sequence writes
@@ -14,8 +17,7 @@
  * Loads keep VMASKMOVPS (peak_avx2_first_lanes): the masked load is not
  * penalised like the store, and it reads nothing past the row.
  *
- * Header-only, static inline: AVX2 files only (the AVX-512 tier's mask
- * registers make its masked stores cheap).
+ * Header-only, static inline: AVX2 + FMA files only.
  */
 #ifndef PEAK_F32_AVX2_H
 #define PEAK_F32_AVX2_H
@@ -56,6 +58,84 @@ static inline void peak_avx2_store_first(float *p, __m256 v, size_t n)
         p += 4;
     }
     peak_sse_store_first(p, x, n & 3);
+}
+
+/* ---- the vocabulary ------------------------------------------------------ */
+
+#define PEAK_VF_LANES 8
+#define PEAK_VD_LANES 4
+/* Bytes a streaming store's address must be a multiple of. */
+#define PEAK_VF_ALIGN 32
+
+typedef __m256 peak_vf;
+typedef __m256d peak_vd;
+
+static inline peak_vf peak_vf_zero(void) { return _mm256_setzero_ps(); }
+static inline peak_vf peak_vf_set1(float x) { return _mm256_set1_ps(x); }
+static inline peak_vf peak_vf_loadu(const float *p) { return _mm256_loadu_ps(p); }
+static inline void peak_vf_storeu(float *p, peak_vf v) { _mm256_storeu_ps(p, v); }
+/* p a multiple of PEAK_VF_ALIGN bytes; weakly ordered: peak_vf_stream_fence. */
+static inline void peak_vf_stream(float *p, peak_vf v) { _mm256_stream_ps(p, v); }
+static inline void peak_vf_stream_fence(void) { _mm_sfence(); }
+
+/* p[0 .. n) into lanes 0 .. n-1, +0 in the others, n <= 8: nothing past
+   p[n - 1] is read. */
+static inline peak_vf peak_vf_load_first(const float *p, size_t n)
+{
+    return _mm256_maskload_ps(p, peak_avx2_first_lanes(n));
+}
+
+/* p[0 .. n) = lanes 0 .. n-1 of v, n <= 8; nothing else is written. */
+static inline void peak_vf_store_first(float *p, peak_vf v, size_t n)
+{
+    if (n == PEAK_VF_LANES)
+        _mm256_storeu_ps(p, v);
+    else
+        peak_avx2_store_first(p, v, n);
+}
+
+static inline peak_vf peak_vf_add(peak_vf a, peak_vf b) { return _mm256_add_ps(a, b); }
+static inline peak_vf peak_vf_sub(peak_vf a, peak_vf b) { return _mm256_sub_ps(a, b); }
+static inline peak_vf peak_vf_mul(peak_vf a, peak_vf b) { return _mm256_mul_ps(a, b); }
+/* a * b + c, rounded once. */
+static inline peak_vf peak_vf_fma(peak_vf a, peak_vf b, peak_vf c) { return _mm256_fmadd_ps(a, b, c); }
+/* a > b ? a : b, lane by lane: b where either is NaN (MAXPS). */
+static inline peak_vf peak_vf_max(peak_vf a, peak_vf b) { return _mm256_max_ps(a, b); }
+
+/* Lanes summed as ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)). */
+static inline float peak_vf_reduce_add(peak_vf v)
+{
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+/* The largest lane, NaN lanes skipped unless all are NaN. */
+static inline float peak_vf_reduce_max(peak_vf v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+static inline peak_vd peak_vd_zero(void) { return _mm256_setzero_pd(); }
+static inline peak_vd peak_vd_add(peak_vd a, peak_vd b) { return _mm256_add_pd(a, b); }
+
+/* acc + (lo + hi): v's lower and upper halves widened to double, added
+   lane by lane (lane i of the result takes v's lanes i and i + 4). */
+static inline peak_vd peak_vd_add_widened(peak_vd acc, peak_vf v)
+{
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    return _mm256_add_pd(acc, _mm256_add_pd(lo, hi));
+}
+
+/* Lanes summed as (0 + 2) + (1 + 3). */
+static inline double peak_vd_reduce_add(peak_vd v)
+{
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
 #endif /* PEAK_F32_AVX2_H */
