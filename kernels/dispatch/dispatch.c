@@ -24,44 +24,37 @@
    at a glance which tiers are really vectorised. */
 #define PEAK_PICK_0(type, op, tier) peak_##type##_##op##__scalar
 #define PEAK_PICK_1(type, op, tier) peak_##type##_##op##__##tier
-#define PEAK_PICK(flag, type, op, tier) PEAK_PICK_##flag(type, op, tier)
+#define PEAK_PICK_(flag, type, op, tier) PEAK_PICK_##flag(type, op, tier)
+/* (One level more, so that flag and tier are expanded before pasting.) */
+#define PEAK_PICK(flag, type, op, tier) PEAK_PICK_(flag, type, op, tier)
+/* A kernels.inc line's column for a tier. */
+#define PEAK_COLUMN_scalar(k_scalar, k_avx2, k_avx512, k_neon) k_scalar
+#define PEAK_COLUMN_avx2(k_scalar, k_avx2, k_avx512, k_neon) k_avx2
+#define PEAK_COLUMN_avx512(k_scalar, k_avx2, k_avx512, k_neon) k_avx512
+#define PEAK_COLUMN_neon(k_scalar, k_avx2, k_avx512, k_neon) k_neon
+#define PEAK_COLUMN_(tier, ...) PEAK_COLUMN_##tier(__VA_ARGS__)
+#define PEAK_COLUMN(tier, ...) PEAK_COLUMN_(tier, __VA_ARGS__)
 
-const peak_kernels peak_kernels_scalar = {
-    .isa = PEAK_ISA_SCALAR,
-#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
-    .op = PEAK_PICK(k_scalar, type, op, scalar),
-#include "kernels.inc"
-#undef PEAK_KERNEL
-};
+#define PEAK_TIER scalar
+#define PEAK_TIER_ISA PEAK_ISA_SCALAR
+#include "dispatch/tier-table.inc"
 
 #if PEAK_HAVE_AVX2
-const peak_kernels peak_kernels_avx2 = {
-    .isa = PEAK_ISA_AVX2,
-#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
-    .op = PEAK_PICK(k_avx2, type, op, avx2),
-#include "kernels.inc"
-#undef PEAK_KERNEL
-};
+#define PEAK_TIER avx2
+#define PEAK_TIER_ISA PEAK_ISA_AVX2
+#include "dispatch/tier-table.inc"
 #endif
 
 #if PEAK_HAVE_AVX512
-const peak_kernels peak_kernels_avx512 = {
-    .isa = PEAK_ISA_AVX512,
-#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
-    .op = PEAK_PICK(k_avx512, type, op, avx512),
-#include "kernels.inc"
-#undef PEAK_KERNEL
-};
+#define PEAK_TIER avx512
+#define PEAK_TIER_ISA PEAK_ISA_AVX512
+#include "dispatch/tier-table.inc"
 #endif
 
 #if PEAK_HAVE_NEON
-const peak_kernels peak_kernels_neon = {
-    .isa = PEAK_ISA_NEON,
-#define PEAK_KERNEL(family, op, type, k_scalar, k_avx2, k_avx512, k_neon) \
-    .op = PEAK_PICK(k_neon, type, op, neon),
-#include "kernels.inc"
-#undef PEAK_KERNEL
-};
+#define PEAK_TIER neon
+#define PEAK_TIER_ISA PEAK_ISA_NEON
+#include "dispatch/tier-table.inc"
 #endif
 
 #define N_TIERS 4
