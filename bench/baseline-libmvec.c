@@ -11,10 +11,11 @@
  * linked without it, so no crtfastmath.o sets FTZ/DAZ behind the other
  * benchmarks' backs.
  *
- * The loops compute the seed's float32 formula (baseline-pe-table.h).  Sine
- * and cosine run in separate loops on purpose: in one loop GCC merges the
- * pair into a scalar sincosf call, which libmvec cannot vectorise.  The
- * caller checks the CPU before calling.
+ * The loops compute PositionalEncoding's float32 formula
+ * (baseline-pe-table.h).  Sine and cosine run in separate loops on
+ * purpose: in one loop GCC merges the pair into a scalar sincosf call,
+ * which libmvec cannot vectorise.  The caller checks the CPU before
+ * calling.
  */
 #include "baseline-exp.h"
 #include "baseline-pe-table.h"

@@ -1,7 +1,7 @@
 /*
- * baseline-pe-table-sleef-avx2.c - the seed's float formula with SLEEF's
- * AVX2 sincos (u10: <= 1.0 ULP), 8 angles per call.  Built with -mavx2
- * -mfma; the caller checks the CPU first.
+ * baseline-pe-table-sleef-avx2.c - PositionalEncoding's float32 formula
+ * with SLEEF's AVX2 sincos (u10: <= 1.0 ULP), 8 angles per call.  Built
+ * with -mavx2 -mfma; the caller checks the CPU first.
  */
 #include "baseline-pe-table.h"
 

@@ -1,6 +1,7 @@
 /*
- * baseline-pe-table-sleef-avx512.c - the seed's float formula with SLEEF's
- * AVX-512 sincos (u10: <= 1.0 ULP; u35: <= 3.5 ULP), 16 angles per call.
+ * baseline-pe-table-sleef-avx512.c - PositionalEncoding's float32 formula
+ * with SLEEF's AVX-512 sincos (u10: <= 1.0 ULP; u35: <= 3.5 ULP), 16
+ * angles per call.
  *
  * The only question this baseline answers is what "just call a good vector
  * libm" buys, so it is the obvious loop: no range tricks, no recurrences.

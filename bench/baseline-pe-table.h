@@ -1,8 +1,10 @@
 /*
  * baseline-pe-table.h - the tables peak_pe_table is measured against.
  *
- * All three compute the seed's float32 PyTorch formula, so they build the
- * same angles and differ only in how sin/cos are evaluated:
+ * All of them compute the float32 formula of the PyTorch
+ * PositionalEncoding module (bench/torch-bench.py's
+ * positional_encoding_table), so they build the same angles and differ
+ * only in how sin/cos are evaluated:
  *   div[i]   = expf((float)(2i) * c),  c = (float)(-ln(10000) / d_model)
  *   angle    = (float)pos * div[i]                     (rounded to float)
  *   out[pos, 2i] = sin(angle),  out[pos, 2i+1] = cos(angle)
@@ -27,7 +29,7 @@
 void bench_pe_div_term(float *div, size_t d_model);
 
 /* glibc sinf/cosf, one element at a time, default flags: what a plain C
-   port of the seed gives. */
+   port of the PyTorch module gives. */
 void bench_pe_table_libm(float *out, size_t n_pos, size_t d_model, float *div);
 
 /* SLEEF's scalar Sleef_sincosf_u10 called once per angle (its generic

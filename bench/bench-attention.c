@@ -13,8 +13,9 @@
  * workspace allocated once), dispatch (peak_attention with a caller
  * workspace), openblas (per head: S = Q K^T by cblas_sgemm, peak_softmax in
  * place with the scale and the mask, O = P V by cblas_sgemm; one thread).
- * Counters: GFLOPs = 4 Lq Lk Dh H per call (the issue's count, also for
- * causal), GFLOPs_visible = 4 Dh * (visible query-key pairs) H.
+ * Counters: GFLOPs = 4 Lq Lk Dh H per call (two matrix products of 2 Lq Lk
+ * Dh FLOPs per head, counted in full also for causal), GFLOPs_visible =
+ * 4 Dh * (visible query-key pairs) H.
  *
  * The core's FMA peak the ratios are taken against, fma_peak/<tier>, is
  * measured in bench-limits.c.

@@ -5,10 +5,10 @@
  *
  * Names: embedding/<variant>/batch:<B>/seq_len:<S>/d_model:<D>[/pos0:<P>]/fly:<0|1>
  * (Google Benchmark adds /real_time); vocab 32000, ids uniform at random,
- * positions P .. P+S-1 in every sequence (P = 0, the seed's case, unless the
- * name says pos0), scale sqrt(d_model).  fly:0 reads PE from a table
- * (peak_pe_table rows 0 .. P+S-1), fly:1 computes it on the fly
- * (desc.pe = NULL).  Shapes: the seed's 2 x 50 at d_model 512, BERT/GPT-2's
+ * positions P .. P+S-1 in every sequence (P = 0, as in PositionalEncoding's
+ * forward(), unless the name says pos0), scale sqrt(d_model).  fly:0 reads
+ * PE from a table (peak_pe_table rows 0 .. P+S-1), fly:1 computes it on the
+ * fly (desc.pe = NULL).  Shapes: the [2, 50, 512] example batch, BERT/GPT-2's
  * d_model 768 at 128, 512, 1024 and 4096 tokens, 32 x 128 and 64 x 512
  * tokens of 512 (8 and 64 MiB of output), and decode: one new token at
  * position 2047 (after a 2047-token cache) for 1 and for 32 sequences, at
@@ -84,7 +84,7 @@ static const embedding_variant embedding_variants[] = {
     {"row_copy", EMBEDDING_ROW_COPY, PEAK_ISA_SCALAR},
 };
 
-/* {batch, seq_len, d_model, pos0}: the seed's in-cache batch (2 x 50: 200 KB
+/* {batch, seq_len, d_model, pos0}: the [2, 50, 512] example batch (200 KB
    of output), BERT/GPT-2 sequences, a batch beyond L2 (32 x 128: 8 MiB of
    output), one far out of cache (64 MiB), and decode steps at position
    2047. */
@@ -312,7 +312,7 @@ void bench_register_embedding(void)
                 continue;
             if (v->impl == EMBEDDING_TIER && !bench_tier_has_kernel("embedding", v->isa))
                 continue;
-            /* pos0 0 stays out of the name (the names of the seed's shapes). */
+            /* pos0 0 stays out of the name, as in bench/torch-bench.py's names. */
             const int64_t pos0 = embedding_shapes[s][3];
             gb_bench *b;
             snprintf(name, sizeof name, "embedding/%s", v->name);

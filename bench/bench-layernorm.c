@@ -62,9 +62,9 @@ static const layernorm_variant layernorm_variants[] = {
     {"memcpy", LAYERNORM_MEMCPY, PEAK_ISA_SCALAR},
 };
 
-/* The seed's 2 x 50 tokens of 512; BERT/GPT-2 sequences of 128, 512 and
-   1024 tokens of 768; 4096 rows (within the last-level cache); 65536 rows
-   (out of it). */
+/* The [2, 50, 512] example batch (100 rows); BERT/GPT-2 sequences of 128,
+   512 and 1024 tokens of 768; 4096 rows (within the last-level cache);
+   65536 rows (out of it). */
 static const int64_t layernorm_shapes[][2] = {{100, 512},  {128, 768},  {512, 768},   {1024, 768},
                                               {4096, 512}, {4096, 768}, {65536, 512}, {65536, 768}};
 

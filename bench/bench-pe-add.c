@@ -1,13 +1,13 @@
 /*
- * bench-pe-add.c - peak_pe_add (the seed module's forward(), x += PE) per
- * tier and through dispatch, against the plain C loop, in one binary so
- * that every ratio comes from one run.
+ * bench-pe-add.c - peak_pe_add (PyTorch PositionalEncoding.forward(),
+ * x += PE) per tier and through dispatch, against the plain C loop, in one
+ * binary so that every ratio comes from one run.
  *
  * Names: pe_add/<variant>/batch:<B>/seq_len:<S>/d_model:<D>/fly:<0|1>
  * (plus /real_time), x [B, S, D] packed, in place, positions 0 .. S-1 in
  * every sequence.  fly:0 reads PE rows from a table (peak_pe_table), fly:1
- * computes them on the fly (pe == NULL).  Shapes: the seed's 2 x 50 x 512,
- * BERT/GPT-2 d_model 768 at 128, 512, 1024 tokens, long context 2048 and
+ * computes them on the fly (pe == NULL).  Shapes: the [2, 50, 512] example
+ * batch, BERT/GPT-2 d_model 768 at 128, 512, 1024 tokens, long context 2048 and
  * 4096, and a batch of 32 x 512 x 768 (48 MiB) far out of the L2.
  * Variants:
  *   scalar, avx2, avx512  one tier's kernel through peak_kernels_for()

@@ -1,7 +1,8 @@
 /*
  * bench-pe-table.c - peak_pe_table per tier, through dispatch, and the
- * baselines its issue measures it against, in one binary so that every
- * ratio comes from the same run on the same machine state.
+ * baselines its speed-up goals are stated against (GOALS in
+ * bench/report_model.py), in one binary so that every ratio comes from the
+ * same run on the same machine state.
  *
  * Names: pe_table/<variant>/seq_len:<n>/d_model:<d> (Google Benchmark adds
  * /real_time), variants:
@@ -9,7 +10,8 @@
  *                       directly through peak_kernels_for(), default params
  *   dispatch            the public peak_pe_table() (the active tier is the
  *                       label), to show what validation + dispatch cost
- *   libm_loop           the seed's float formula, glibc sinf/cosf per element
+ *   libm_loop           PositionalEncoding's float32 formula, glibc sinf/cosf
+ *                       per element
  *   sleef_scalar        the same formula, SLEEF's scalar u10 sincos per element
  *   sleef_avx512/avx2   the same formula, SLEEF u10 sincos 16/8 at a time
  *   sleef_u35_avx512    the same with SLEEF's faster u35 (3.5 ULP) sincos
@@ -81,11 +83,13 @@ static const pe_variant pe_variants[] = {
 #endif
 };
 
-/* {seq_len, d_model}.  First the seed's module (max_len 5000, d_model 512),
-   the issue's headline figure; then the rows its forward() uses for the
-   seed's 50-token sentences (100 KB: in L2, the arithmetic without the
-   cost of writing 10 MB back to memory); then BERT/GPT-2's d_model 768 at
-   128, 512 and 1024 positions and at the long contexts 2048 and 4096. */
+/* {seq_len, d_model}.  First the table of the PyTorch PositionalEncoding
+   module at max_len 5000, d_model 512, the shape of the speed-up goals
+   (AVX-512 12x and AVX2 6x the libm loop, AVX-512 3x SLEEF); then the rows
+   its forward() uses for 50-token sentences (100 KB: in L2, the arithmetic
+   without the cost of writing 10 MB back to memory); then BERT/GPT-2's
+   d_model 768 at 128, 512 and 1024 positions and at the long contexts 2048
+   and 4096. */
 static const int64_t pe_shapes[][2] = {{5000, 512}, {50, 512},   {128, 768}, {512, 768},
                                        {1024, 768}, {2048, 768}, {4096, 768}};
 

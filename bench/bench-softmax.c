@@ -3,8 +3,8 @@
  * plain C loop with expf and oneDNN's softmax primitive, in one binary so
  * that every ratio comes from one run on one machine state.
  *
- * Shapes (the issue's): H heads of L x L attention scores, H*L rows of L
- * keys, no mask and causal: 8 heads at L = 128, 512, 1024 (GPT-2), 2048, and
+ * Shapes: H heads of L x L attention scores, H*L rows of L keys, no mask
+ * and causal: 8 heads at L = 128, 512, 1024 (GPT-2), 2048, and
  * BERT-base/GPT-2-small's 12 heads at L = 128, 512, 1024 and long context
  * 4096 (768 MiB per buffer; the scalar tier is skipped there, too slow).
  * Every variant writes a separate y (out of place), from 64-byte aligned

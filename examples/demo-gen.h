@@ -14,8 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The seed post's example (d_model 512, max_len 5000, batch 2, 50 tokens),
-   plus the paper's base model layer sizes for the encoder and decoder. */
+/* The PyTorch PositionalEncoding example (d_model 512, max_len 5000, a
+   batch of 2 sentences of 50 tokens), plus the paper's base model layer
+   sizes for the encoder and decoder. */
 enum {
     DEMO_D_MODEL = 512,
     DEMO_HEADS = 8,

@@ -1,10 +1,11 @@
 /*
- * pe-embedding.c - the seed's example, two ways: embedding lookup, then the
- * positional encoding added in place (what the PyTorch module does), and the
- * same thing fused into one pass with peak_embed_pe.
+ * pe-embedding.c - the PyTorch PositionalEncoding example, two ways:
+ * embedding lookup, then the positional encoding added in place (what the
+ * PyTorch module does), and the same thing fused into one pass with
+ * peak_embed_pe.
  *
- * The seed builds PositionalEncoding(d_model=512, max_len=5000) and feeds it
- * a [2, 50, 512] batch of word embeddings.  Here the embeddings come from a
+ * The example builds PositionalEncoding(d_model=512, max_len=5000) and feeds
+ * it a [2, 50, 512] batch of word embeddings.  Here the embeddings come from a
  * small vocabulary table E (in a real model: nn.Embedding's weight), scaled
  * by sqrt(d_model) as in "Attention Is All You Need", sec. 3.4.
  *

@@ -1,9 +1,11 @@
 /*
- * peak-demo - the seed post's example through peak, checked against PyTorch.
+ * peak-demo - the PyTorch PositionalEncoding example through peak, checked
+ * against PyTorch.
  *
- * The seed adds a sinusoidal positional encoding (d_model 512, max_len 5000)
- * to a batch of 2 sentences of 50 word embeddings.  This program does that
- * twice - the seed module's way (embeddings, then peak_pe_add with the
+ * The PyTorch PositionalEncoding module (max_len 5000, d_model 512) adds a
+ * sinusoidal positional encoding to a batch of 2 sentences of 50 word
+ * embeddings.  This program does that twice - the module's way
+ * (embeddings, then peak_pe_add with the
  * precomputed peak_pe_table) and fused (peak_embed_pe) - and carries the
  * result through one post-norm encoder layer (self-attention with key
  * padding: the second sentence has 42 real tokens) and one decoder layer
@@ -53,7 +55,7 @@ enum {
  * peak_pe_table promises |PE - exact| <= 2^-23, the reference's rounding adds
  * up to 2^-25.
  *
- * PE, PEAK_PE_TORCH_F32 mode, against the seed's float32 module: peak.h
+ * PE, PEAK_PE_TORCH_F32 mode, against that module's float32 table: peak.h
  * promises 2 ULP of torch's table; entries are <= 1 in magnitude, where
  * 2 ULP <= 2^-22.
  *
@@ -151,10 +153,10 @@ static void force_tier(const char *name)
 
 typedef struct demo_run {
     int32_t src_ids[N_SRC], tgt_ids[N_TGT];
-    float *pe;       /* [max_len, D], the seed module's buffer            */
-    float *src_seed; /* [N_SRC, D] embeddings, then peak_pe_add            */
-    float *src;      /* [N_SRC, D] the same through peak_embed_pe          */
-    float *tgt;      /* [N_TGT, D] decoder input, peak_embed_pe            */
+    float *pe;         /* [max_len, D], the PositionalEncoding buffer      */
+    float *src_module; /* [N_SRC, D] embeddings, then peak_pe_add          */
+    float *src;        /* [N_SRC, D] the same through peak_embed_pe        */
+    float *tgt;        /* [N_TGT, D] decoder input, peak_embed_pe          */
     float *enc_mid, *enc_out;
     float *dec_mid1, *dec_mid2, *dec_out;
 } demo_run;
@@ -175,7 +177,7 @@ static void run_alloc(demo_run *r)
     const int32_t full[DEMO_BATCH] = {DEMO_TGT_LEN, DEMO_TGT_LEN};
     demo_token_ids(r->tgt_ids, DEMO_TOKENS_TGT_ID, full, DEMO_BATCH, DEMO_TGT_LEN);
     r->pe = alloc_floats((size_t)DEMO_MAX_LEN * D);
-    r->src_seed = alloc_floats((size_t)N_SRC * D);
+    r->src_module = alloc_floats((size_t)N_SRC * D);
     r->src = alloc_floats((size_t)N_SRC * D);
     r->tgt = alloc_floats((size_t)N_TGT * D);
     r->enc_mid = alloc_floats((size_t)N_SRC * D);
@@ -187,8 +189,8 @@ static void run_alloc(demo_run *r)
 
 static void run_free(demo_run *r)
 {
-    float *bufs[] = {r->pe,      r->src_seed, r->src,      r->tgt,     r->enc_mid,
-                     r->enc_out, r->dec_mid1, r->dec_mid2, r->dec_out};
+    float *bufs[] = {r->pe,      r->src_module, r->src,      r->tgt,     r->enc_mid,
+                     r->enc_out, r->dec_mid1,   r->dec_mid2, r->dec_out};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
 }
@@ -199,7 +201,7 @@ static float embed_scale(void)
     return (float)sqrt((double)D);
 }
 
-/* nn.Embedding then "* sqrt(d_model)": what the seed's module is fed. */
+/* nn.Embedding then "* sqrt(d_model)": what PositionalEncoding is fed. */
 static void gather_scaled(float *out, const float *table, const int32_t *ids, size_t n)
 {
     const float scale = embed_scale();
@@ -210,8 +212,8 @@ static void gather_scaled(float *out, const float *table, const int32_t *ids, si
     }
 }
 
-/* The seed module's forward: x[b, s, :] += PE[s, :].  pe NULL: on the fly. */
-static void seed_path(float *x, const float *table, const int32_t *ids, const float *pe)
+/* PositionalEncoding.forward: x[b, s, :] += PE[s, :].  pe NULL: on the fly. */
+static void module_path(float *x, const float *table, const int32_t *ids, const float *pe)
 {
     gather_scaled(x, table, ids, N_SRC);
     demo_check_status(peak_pe_add(x, (ptrdiff_t)DEMO_SRC_LEN * D, D, DEMO_BATCH, DEMO_SRC_LEN, D,
@@ -235,7 +237,14 @@ static void fused_path(float *out, const float *table, const int32_t *ids, size_
     demo_check_status(peak_embed_pe(out, D, ids, batch * seq_len, &desc), "peak_embed_pe");
 }
 
-typedef enum stage { ST_PE_TABLE, ST_SEED_PATH, ST_EMBED_PE, ST_ENCODER, ST_DECODER, N_STAGES } stage;
+typedef enum stage {
+    ST_PE_TABLE,
+    ST_MODULE_PATH,
+    ST_EMBED_PE,
+    ST_ENCODER,
+    ST_DECODER,
+    N_STAGES
+} stage;
 
 typedef struct demo_times {
     double stage[N_STAGES];
@@ -253,13 +262,13 @@ static void run_pipeline(demo_run *r, const demo_model *m, demo_scratch *s, demo
     double t0 = demo_now();
     demo_check_status(peak_pe_table(r->pe, DEMO_MAX_LEN, D, 0, NULL), "peak_pe_table");
     double t1 = demo_now();
-    seed_path(r->src_seed, m->embedding, r->src_ids, r->pe);
+    module_path(r->src_module, m->embedding, r->src_ids, r->pe);
     double t2 = demo_now();
     fused_path(r->src, m->embedding, r->src_ids, DEMO_BATCH, DEMO_SRC_LEN, r->pe);
     fused_path(r->tgt, m->embedding, r->tgt_ids, DEMO_BATCH, DEMO_TGT_LEN, r->pe);
     double t3 = demo_now();
     t->stage[ST_PE_TABLE] = t1 - t0;
-    t->stage[ST_SEED_PATH] = t2 - t1;
+    t->stage[ST_MODULE_PATH] = t2 - t1;
     t->stage[ST_EMBED_PE] = t3 - t2;
 
     s->timing = (demo_timing){0, 0, 0, 0};
@@ -302,7 +311,8 @@ static void print_blas_hint(void)
 
 static void print_header(void)
 {
-    printf("peak-demo: the seed's positional encoding, one encoder and one decoder layer\n");
+    printf("peak-demo: positional encoding of a [2, 50, 512] batch, one encoder and one decoder "
+           "layer\n");
     printf("  peak %s, tier %s (%s)\n", peak_version(), peak_isa_name(peak_isa_active()),
            peak_isa_reason());
     printf("  GEMMs: %s, core %s, %d thread(s)\n", openblas_get_config(), openblas_get_corename(),
@@ -339,8 +349,8 @@ static void print_times(const demo_times *t, int repeat)
     char what[64];
     snprintf(what, sizeof what, "peak_pe_table [%d, %d]", DEMO_MAX_LEN, D);
     printf("  %-40s %9.3f ms\n", what, 1e3 * t->stage[ST_PE_TABLE]);
-    printf("  %-40s %9.3f ms\n", "seed module: embed * scale, peak_pe_add",
-           1e3 * t->stage[ST_SEED_PATH]);
+    printf("  %-40s %9.3f ms\n", "embed * scale, then peak_pe_add",
+           1e3 * t->stage[ST_MODULE_PATH]);
     printf("  %-40s %9.3f ms\n", "peak_embed_pe, source and target", 1e3 * t->stage[ST_EMBED_PE]);
     print_layer_time("encoder layer", t->stage[ST_ENCODER], &t->encoder);
     print_layer_time("decoder layer", t->stage[ST_DECODER], &t->decoder);
@@ -433,17 +443,17 @@ static void pe_samples_free(pe_samples *p)
     free(p->torch_f32);
 }
 
-/* How far the seed's float32 formula itself is from the exact table: not a
-   peak defect, so reported, never failed. */
-static void print_seed_formula_error(const demo_ref *ref, const pe_samples *p)
+/* How far PositionalEncoding's float32 formula itself is from the exact
+   table: not a peak defect, so reported, never failed. */
+static void print_torch_formula_error(const demo_ref *ref, const pe_samples *p)
 {
-    float *seed = demo_ref_load(ref, "pe_seed_f32", p->n * D);
-    if (!seed)
+    float *torch_f32 = demo_ref_load(ref, "pe_seed_f32", p->n * D);
+    if (!torch_f32)
         return;
-    demo_diff d = demo_max_abs_diff(p->exact, seed, p->n * D);
-    printf("  (info: the seed's float32 formula is %.3g away from the exact table at these rows)\n",
+    demo_diff d = demo_max_abs_diff(p->exact, torch_f32, p->n * D);
+    printf("  (info: PyTorch's float32 formula is %.3g away from the exact table at these rows)\n",
            d.max_abs);
-    free(seed);
+    free(torch_f32);
 }
 
 static void check_against_torch(check_state *st, const demo_run *r)
@@ -468,15 +478,15 @@ static void check_against_torch(check_state *st, const demo_run *r)
          NULL,
          {1, p.n, D},
          TOL_PE_EXACT},
-        {"PE table rows, PEAK_PE_TORCH_F32 vs the seed's float32",
+        {"PE table rows, PEAK_PE_TORCH_F32 vs torch's float32",
          "pe_seed_f32",
          p.torch_f32,
          NULL,
          {1, p.n, D},
          TOL_PE_TORCH_F32},
-        {"source embedding + PE (seed module, peak_pe_add)",
+        {"source embedding + PE (embed, then peak_pe_add)",
          "src_embedding_pe",
-         r->src_seed,
+         r->src_module,
          NULL,
          {DEMO_BATCH, DEMO_SRC_LEN, D},
          TOL_EMBED_PE},
@@ -526,7 +536,7 @@ static void check_against_torch(check_state *st, const demo_run *r)
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         run_check(st, &checks[i]);
     if (!st->quiet)
-        print_seed_formula_error(st->ref, &p);
+        print_torch_formula_error(st->ref, &p);
     pe_samples_free(&p);
 }
 
@@ -536,7 +546,7 @@ static void check_paths_agree(check_state *st, const demo_run *r, const float *e
 {
     float *fly_add = alloc_floats((size_t)N_SRC * D);
     float *fly_fused = alloc_floats((size_t)N_SRC * D);
-    seed_path(fly_add, embedding, r->src_ids, NULL);
+    module_path(fly_add, embedding, r->src_ids, NULL);
     fused_path(fly_fused, embedding, r->src_ids, DEMO_BATCH, DEMO_SRC_LEN, NULL);
 
     if (!st->quiet) {
@@ -545,8 +555,8 @@ static void check_paths_agree(check_state *st, const demo_run *r, const float *e
     }
 #define SRC_DIMS {DEMO_BATCH, DEMO_SRC_LEN, D}
     const check checks[] = {
-        {"peak_embed_pe vs embed + peak_pe_add", NULL, r->src, r->src_seed, SRC_DIMS, 0.0},
-        {"peak_pe_add: PE on the fly vs from the table", NULL, fly_add, r->src_seed, SRC_DIMS,
+        {"peak_embed_pe vs embed + peak_pe_add", NULL, r->src, r->src_module, SRC_DIMS, 0.0},
+        {"peak_pe_add: PE on the fly vs from the table", NULL, fly_add, r->src_module, SRC_DIMS,
          0.0},
         {"peak_embed_pe: PE on the fly vs from the table", NULL, fly_fused, r->src, SRC_DIMS,
          0.0},

@@ -1,4 +1,4 @@
-/* quickstart.c - the README's C example: the seed's positional encoding.
+/* quickstart.c - the README's C example: PositionalEncoding(512, max_len=5000).
    Build: cc quickstart.c $(pkg-config --cflags --libs peak) */
 #include <peak.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds peak and runs peak-demo (the README's first Quick-start line): the
-# seed post's positional-encoding example carried through one encoder and one
+# PyTorch PositionalEncoding example (a [5000, 512] table added to a
+# [2, 50, 512] batch of word embeddings) carried through one encoder and one
 # decoder layer, checked against PyTorch's outputs committed in tests/data.
 # Installs missing Debian packages first (as root), so it works on a fresh
 # Debian 12 machine.  Usage: scripts/demo.sh [peak-demo options...]

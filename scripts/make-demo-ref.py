@@ -9,7 +9,7 @@ Run with Debian's interpreter, the one that can import python3-torch:
 Nothing random is stored: every weight, embedding and token id comes from a
 counter-based hash of (tensor id, element index) that peak-demo evaluates in
 C to the same bits (examples/demo-gen.c), so only PyTorch's outputs are
-written.  The model is the seed post's one: its sinusoidal PositionalEncoding
+written.  The model is the usual PyTorch sinusoidal PositionalEncoding
 module (d_model 512, max_len 5000) on a batch of 2 sequences of 50 tokens,
 followed here by one post-norm nn.TransformerEncoderLayer and one
 nn.TransformerDecoderLayer (8 heads, d_ff 2048, ReLU, dropout 0, batch_first).
@@ -165,12 +165,12 @@ def make_param(p):
     return torch.from_numpy(v.reshape(p[2]))
 
 
-# ---- the seed's module, in our words ----------------------------------------
+# ---- the PyTorch PositionalEncoding module, in our words --------------------
 
 class PositionalEncoding(nn.Module):
     """x + PE[:seq_len] for x of shape [batch, seq_len, d_model].
 
-    exact=False evaluates the seed's formula in float32 as the seed does
+    exact=False evaluates the module's formula in float32 as the module does
     (frequencies from exp of a float32 ramp, float32 angles), exact=True in
     float64, rounded once to float32: the value peak's default mode promises."""
 
@@ -221,7 +221,7 @@ def run():
         embed.weight.copy_(params["embed.weight"])
     scale = torch.tensor(np.float32(math.sqrt(D_MODEL)))
     pos_exact = PositionalEncoding(D_MODEL, exact=True)
-    pos_seed = PositionalEncoding(D_MODEL, exact=False)
+    pos_f32 = PositionalEncoding(D_MODEL, exact=False)
     enc, dec = build_layers(params)
 
     out = {}
@@ -248,14 +248,14 @@ def run():
     fast_diff = (fast - memory).abs().max().item()
 
     pos = torch.tensor(PE_POSITIONS)
-    out.update(pe_exact=pos_exact.pe[0, pos], pe_seed_f32=pos_seed.pe[0, pos],
+    out.update(pe_exact=pos_exact.pe[0, pos], pe_seed_f32=pos_f32.pe[0, pos],
                src_embedding_pe=src, tgt_embedding_pe=tgt, enc_out=memory, dec_out=result)
     return {k: v.detach().contiguous() for k, v in out.items()}, fast_diff
 
 
 # name, file, what it is (for the manifest reader)
 TENSORS = (("pe_exact", "demo-pe-exact.f32", "PE rows, exact (float64 rounded once)"),
-           ("pe_seed_f32", "demo-pe-seed-f32.f32", "PE rows, the seed's float32 formula"),
+           ("pe_seed_f32", "demo-pe-seed-f32.f32", "PE rows, PositionalEncoding's float32 formula"),
            ("src_embedding_pe", "demo-src-embedding-pe.f32", "embed(src) * sqrt(d_model) + PE"),
            ("tgt_embedding_pe", "demo-tgt-embedding-pe.f32", "embed(tgt) * sqrt(d_model) + PE"),
            ("enc_norm1", "demo-enc-norm1.f32", "encoder: norm1(x + self_attn(x))"),

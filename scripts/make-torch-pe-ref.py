@@ -7,24 +7,24 @@ Run with Debian's interpreter (the one python3-torch is installed for):
 What PEAK_PE_TORCH_F32 must reproduce (within 2 ULP) is the table PyTorch
 itself computes, so every number here comes out of torch; this script only
 builds the tensors the way the reference modules do:
-  interleaved  the seed's PositionalEncoding module (the PyTorch tutorial):
+  interleaved  the usual PyTorch PositionalEncoding module (the PyTorch tutorial's):
                div_term = exp(arange(0, d, 2).float() * (-ln(10000) / d)),
                pe[:, 0::2] = sin(position * div_term),
                pe[:, 1::2] = cos(position * div_term).
-               For odd d the seed's own code fails (one more sine column than
+               For odd d that module's own code fails (one more sine column than
                cosine columns); we give the cosines the first d // 2 terms.
   split        fairseq's SinusoidalPositionalEmbedding.get_embedding:
                exp(arange(half).float() * -(ln(10000) / (half - 1))),
                [sin | cos], a zero column appended for odd d.
-  split_paper  the seed's div_term laid out [sin | cos] (PEAK_PE_SPLIT_PAPER in
+  split_paper  that module's div_term laid out [sin | cos] (PEAK_PE_SPLIT_PAPER in
                TORCH_F32 mode; Hugging Face's Marian port computes its table in
                float64 numpy, which is what PEAK_PE_EXACT is for).
 
 Each file torch-pe-<layout>-d<d>.bin holds the rows listed in POSITIONS (or
 FAR_POSITIONS for the "far" file), row-major, little-endian float32, no
-header.  The tables are built with max_len = 100000 rows, as the seed module
-would be for long inputs, and the listed rows are cut out of them.  The test
-hard-codes the same lists: keep them in step.
+header.  The tables are built with max_len = 100000 rows, as the
+PositionalEncoding module would be for long inputs, and the listed rows are
+cut out of them.  The test hard-codes the same lists: keep them in step.
 """
 import math
 import os
@@ -41,7 +41,7 @@ MAX_LEN = 100000
 BASE = 10000.0
 
 
-def seed_div_term(d):
+def torch_div_term(d):
     return torch.exp(torch.arange(0, d, 2).float() * (-math.log(BASE) / d))
 
 
@@ -52,7 +52,7 @@ def fairseq_freq(d):
 
 
 def interleaved(position, d):
-    div_term = seed_div_term(d)
+    div_term = torch_div_term(d)
     pe = torch.zeros(position.shape[0], d)
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term[: d // 2])
@@ -73,7 +73,7 @@ def table(layout, position, d):
         return interleaved(position, d)
     if layout == "split":
         return split(position, d, fairseq_freq(d))
-    return split(position, d, seed_div_term(d))
+    return split(position, d, torch_div_term(d))
 
 
 def save(path, rows):

@@ -490,7 +490,8 @@ END_TEST
    written with streaming stores; the output is 1 float off a 64-byte
    boundary with an odd row stride, so every row has an unaligned head and
    tail.  Positions are explicit and random (repeats, blocks in any order),
-   or the seed's sequences. */
+   or numbered per sequence (seq_len 290, from pos0 410), as
+   PositionalEncoding.forward numbers the tokens of each sequence. */
 START_TEST(embed_long_streaming_calls)
 {
     const embed_opts o = {50, 0, 700};

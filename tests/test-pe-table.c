@@ -672,7 +672,8 @@ START_TEST(torch_f32_matches_pytorch)
 }
 END_TEST
 
-/* The point of EXACT: the seed's float angle is off by ~1e-4 at p = 5000. */
+/* The point of EXACT: the float32 angle of PyTorch's PositionalEncoding
+   formula (what TORCH_F32 reproduces) is off by ~1e-4 at p = 5000. */
 START_TEST(exact_beats_torch_f32_at_5000)
 {
     const size_t d = 512;

@@ -22,8 +22,8 @@ and :func:`isa_reset` are process-wide and should not race kernel calls.
 Shapes follow peak.h: sizes in elements, the innermost axis contiguous.
 Axis conventions here:
 
-- sequences are ``[batch, seq, d_model]`` (batch first, like the seed's
-  module) or ``[seq, d_model]``;
+- sequences are ``[batch, seq, d_model]`` (batch first, like the usual
+  PyTorch PositionalEncoding module) or ``[seq, d_model]``;
 - attention takes ``[batch, heads, len, head_dim]`` (``layout="bhld"``,
   PyTorch's ``scaled_dot_product_attention``) or ``[batch, len, heads,
   head_dim]`` (``layout="blhd"``, the projections' natural output);

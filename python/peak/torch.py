@@ -1,7 +1,7 @@
 """peak for PyTorch models: drop-in modules and functions (inference only).
 
     import peak.torch as pt
-    model.pos_encoder = pt.PositionalEncoding(512, max_len=5000)   # the seed's module
+    model.pos_encoder = pt.PositionalEncoding(512, max_len=5000)   # drop-in for PyTorch's PositionalEncoding
     model.norm = pt.LayerNorm.from_module(model.norm)               # same weights
     out = pt.scaled_dot_product_attention(q, k, v, is_causal=True) # [B, H, L, D]
 
@@ -131,14 +131,14 @@ class LayerNorm(nn.LayerNorm):
 
 
 class PositionalEncoding(nn.Module):
-    """The seed's module: ``x + PE[:seq_len]`` for x ``[batch, seq_len,
-    d_model]`` (``batch_first=False``: ``[seq_len, batch, d_model]``), then
-    dropout.
+    """Drop-in for the usual PyTorch PositionalEncoding module: ``x +
+    PE[:seq_len]`` for x ``[batch, seq_len, d_model]``
+    (``batch_first=False``: ``[seq_len, batch, d_model]``), then dropout.
 
     mode "exact" (default) is the paper's formula to 2^-23; "torch_f32"
     reproduces the float32 table the usual PyTorch module builds.  The
     table is a buffer ``pe`` of shape ``[1, max_len, d_model]`` (saved in
-    the state_dict like the seed's).  Forward adds it with peak_pe_add
+    the state_dict like that module's).  Forward adds it with peak_pe_add
     (out of place; the input is not modified)."""
 
     def __init__(self, d_model, dropout=0.0, max_len=5000, *, mode="exact",

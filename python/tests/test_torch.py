@@ -16,9 +16,10 @@ import peak.torch as pt
 torch.manual_seed(0)
 
 
-class SeedPositionalEncoding(nn.Module):
-    """The seed post's module, verbatim in substance: float32 arithmetic,
-    batch-first [batch, seq, d_model]."""
+class TorchPositionalEncoding(nn.Module):
+    """The usual PyTorch PositionalEncoding module (max_len 5000), in
+    substance: float32 arithmetic, batch-first [batch, seq, d_model], no
+    dropout."""
 
     def __init__(self, d_model, max_len=5000):
         super().__init__()
@@ -43,16 +44,16 @@ def exact_pe(max_len, d):
 
 
 class PositionalEncoding(unittest.TestCase):
-    def test_seed_module(self):
+    def test_torch_module(self):
         x = torch.randn(2, 50, 512)
-        seed = SeedPositionalEncoding(512).eval()
+        ref = TorchPositionalEncoding(512).eval()
         with torch.no_grad():
-            # the float32 table of the seed's module, reproduced
+            # the float32 table of that module, reproduced
             ours = pt.PositionalEncoding(512, mode="torch_f32").eval()
             ulp = torch.finfo(torch.float32).eps
-            diff = (ours.pe - seed.pe).abs() / torch.clamp(seed.pe.abs(), min=2 ** -10)
+            diff = (ours.pe - ref.pe).abs() / torch.clamp(ref.pe.abs(), min=2 ** -10)
             self.assertLessEqual(diff.max().item(), 2 * ulp)
-            torch.testing.assert_close(ours(x), seed(x), atol=2 ** -21, rtol=0)
+            torch.testing.assert_close(ours(x), ref(x), atol=2 ** -21, rtol=0)
             # the default table: the formula in float64, to 2^-23
             exact = pt.PositionalEncoding(512).eval()
             err = (exact.pe[0].double() - exact_pe(5000, 512)).abs().max().item()
