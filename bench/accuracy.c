@@ -20,13 +20,15 @@
  *   fn_ulp    (PE baselines only) the ULP error of the sin/cos evaluation
  *             itself, against the exact sin/cos of the float angle the
  *             baseline formed: what SLEEF's u10/u35 and libmvec promise,
- *             apart from the seed formula's float angle
+ *             apart from the error of the float32 angle itself
  *   max_rel   (exp) max |got - exact| / exact
  * Families and oracles:
  *   pe_table   exact table pos * 10000^(-2i/d), positions 0..4999, d 512
- *              (the seed's).  peak in its default (exact) mode per tier and
- *              in torch_f32 mode; the seed's float formula through libm,
- *              SLEEF (scalar u10, AVX2/AVX-512 u10, AVX-512 u35), libmvec
+ *              (the table of PyTorch's PositionalEncoding(512, max_len=5000)).
+ *              peak in its default (exact) mode per tier and in torch_f32
+ *              mode; that module's float32 formula (baseline-pe-table.h)
+ *              through libm, SLEEF (scalar u10, AVX2/AVX-512 u10, AVX-512
+ *              u35), libmvec
  *   exp        e^x for 2^23 float bit patterns spread over [-87.3, 88.7]
  *              (normal results), per tier, libm, SLEEF, libmvec
  *   softmax    rows of 128, 512, 2048 scores (spread ~3), no mask and
@@ -35,7 +37,7 @@
  *              so that the probabilities reach down to FLT_MIN (max_ulp
  *              over those >= FLT_MIN: below it a tier may flush, and only
  *              max_abs counts them)
- *   embedding  E[id] * sqrt(d) + PE(pos) for the seed's 2 x 50 x 512, PE
+ *   embedding  E[id] * sqrt(d) + PE(pos) for a [2, 50, 512] batch, PE
  *              from the table and on the fly; the exact PE is the oracle's
  *   pe_add     x + PE(pos), same shape, table and on the fly
  *   layernorm  LayerNorm(x + r) * gamma + beta, 256 rows of 768, per tier
@@ -179,9 +181,13 @@ static long double *pe_exact(size_t n_pos, size_t d)
     return t;
 }
 
-/* Error of a table against the exact one and, for the seed's float
-   formula, of sin/cos against the float angle (div from bench_pe_div_term,
-   which every seed-formula baseline uses). */
+/* The note of every baseline below: the float32 formula of the PyTorch
+   PositionalEncoding module (baseline-pe-table.h). */
+#define PE_TORCH_FORMULA "PositionalEncoding's float32 formula"
+
+/* Error of a table against the exact one and, for the baselines of
+   PositionalEncoding's float32 formula, of sin/cos against the float angle
+   (div from bench_pe_div_term, which every one of them uses). */
 static void pe_score(const char *variant, const float *out, const long double *exact,
                      const float *div, const char *note)
 {
@@ -226,33 +232,33 @@ static void acc_pe_table(void)
     }
     bench_pe_div_term(div, PE_D);
     bench_pe_table_libm(out, PE_NPOS, PE_D, div);
-    pe_score("libm_loop", out, exact, div, "the seed's float32 formula");
+    pe_score("libm_loop", out, exact, div, PE_TORCH_FORMULA);
     bench_pe_table_sleef_scalar(out, PE_NPOS, PE_D, div);
-    pe_score("sleef_scalar", out, exact, div, "the seed's float32 formula, SLEEF u10");
+    pe_score("sleef_scalar", out, exact, div, PE_TORCH_FORMULA ", SLEEF u10");
 #if PEAK_BENCH_SLEEF_AVX2
     if (bench_cpu_avx2()) {
         bench_pe_table_sleef_avx2(out, PE_NPOS, PE_D, div);
-        pe_score("sleef_avx2", out, exact, div, "the seed's float32 formula, SLEEF u10");
+        pe_score("sleef_avx2", out, exact, div, PE_TORCH_FORMULA ", SLEEF u10");
     }
 #endif
 #if PEAK_BENCH_SLEEF_AVX512
     if (bench_cpu_avx512()) {
         bench_pe_table_sleef_avx512(out, PE_NPOS, PE_D, div);
-        pe_score("sleef_avx512", out, exact, div, "the seed's float32 formula, SLEEF u10");
+        pe_score("sleef_avx512", out, exact, div, PE_TORCH_FORMULA ", SLEEF u10");
         bench_pe_table_sleef_u35_avx512(out, PE_NPOS, PE_D, div);
-        pe_score("sleef_u35_avx512", out, exact, div, "the seed's float32 formula, SLEEF u35");
+        pe_score("sleef_u35_avx512", out, exact, div, PE_TORCH_FORMULA ", SLEEF u35");
     }
 #endif
 #if PEAK_BENCH_LIBMVEC_AVX2
     if (bench_cpu_avx2()) {
         bench_pe_table_libmvec_avx2(out, PE_NPOS, PE_D, div);
-        pe_score("libmvec_avx2", out, exact, div, "the seed's float32 formula, glibc libmvec");
+        pe_score("libmvec_avx2", out, exact, div, PE_TORCH_FORMULA ", glibc libmvec");
     }
 #endif
 #if PEAK_BENCH_LIBMVEC_AVX512
     if (bench_cpu_avx512()) {
         bench_pe_table_libmvec_avx512(out, PE_NPOS, PE_D, div);
-        pe_score("libmvec_avx512", out, exact, div, "the seed's float32 formula, glibc libmvec");
+        pe_score("libmvec_avx512", out, exact, div, PE_TORCH_FORMULA ", glibc libmvec");
     }
 #endif
     free(div);

@@ -67,7 +67,7 @@ def model(family, a):
 FAMILY_TITLE = {
     "pe_table": "Sinusoid table (peak_pe_table)",
     "embedding": "Embedding + PE (peak_embed_pe)",
-    "pe_add": "x += PE (peak_pe_add, the seed's forward)",
+    "pe_add": "x += PE (peak_pe_add, PositionalEncoding.forward)",
     "softmax": "Masked softmax (peak_softmax), H heads of L x L",
     "layernorm": "Residual + LayerNorm (peak_add_layernorm)",
     "exp": "Vector exp (peak_exp)",

@@ -15,10 +15,10 @@ from report_model import (FAMILY_ORDER, FAMILY_TITLE, NOT_AN_IMPL, PLAIN, TIERS,
 
 # The summary's rows: (family, shape, what it stands for).
 HEADLINES = [
-    ("pe_table", "seq_len:5000/d_model:512", "the seed's table"),
-    ("embedding", "batch:2/seq_len:50/d_model:512/fly:0", "the seed's 2 x 50 batch"),
+    ("pe_table", "seq_len:5000/d_model:512", "PositionalEncoding's table"),
+    ("embedding", "batch:2/seq_len:50/d_model:512/fly:0", "the 2 x 50 example batch"),
     ("embedding", "batch:1/seq_len:1/d_model:768/pos0:2047/fly:0", "decode, 1 token at 2047"),
-    ("pe_add", "batch:2/seq_len:50/d_model:512/fly:0", "the seed's forward()"),
+    ("pe_add", "batch:2/seq_len:50/d_model:512/fly:0", "PositionalEncoding.forward()"),
     ("pe_add", "batch:1/seq_len:4096/d_model:768/fly:0", "long context"),
     ("softmax", "heads:12/L:512/causal:0", "BERT-base"),
     ("softmax", "heads:12/L:1024/causal:1", "GPT-2 small, causal"),

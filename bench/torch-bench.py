@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The same shapes as bench_peak, in PyTorch on one thread: the code a
-user of the seed would otherwise run.  Prints JSON on stdout for
-bench/report.py.
+user of the PyTorch PositionalEncoding module and of torch.nn would
+otherwise run.  Prints JSON on stdout for bench/report.py.
 
 Usage: /usr/bin/python3 bench/torch-bench.py [--min-time S] [--repetitions N]
                                               [--filter REGEX] [--quick]
@@ -16,10 +16,10 @@ median, min and max seconds per call, wall clock (time.perf_counter) and
 CPU time (time.process_time), as bench_peak's real_time and cpu_time.
 Names and shapes are bench_peak's (family/torch/arg:val/...), so the report
 pairs them:
-  pe_table   the seed's PositionalEncoding.__init__ table (float32 formula)
+  pe_table   PositionalEncoding.__init__'s table (float32 formula)
   embedding  nn.Embedding(ids) * sqrt(d_model) + pe[P:P+S]  (fly:0 only; P = pos0,
              0 unless the name says)
-  pe_add     the seed's forward(): x + pe[:, :S] (out of place, as written)
+  pe_add     PositionalEncoding.forward(): x + pe[:, :S] (out of place, as written)
   softmax    x.softmax(-1); causal: x.masked_fill(mask, -inf).softmax(-1),
              H heads of L x L
   layernorm  F.layer_norm(x + r, (d,), gamma, beta, 1e-5)
@@ -72,8 +72,9 @@ ATTENTION_SHAPES = [(8, 128, 128, 0), (8, 128, 128, 1), (8, 512, 512, 0), (8, 51
                     (12, 1024, 1024, 0), (12, 1024, 1024, 1), (8, 50, 512, 0), (8, 1, 2048, 0)]
 
 
-def seed_pe_table(torch, max_len, d_model):
-    """The seed's PositionalEncoding.__init__, line for line."""
+def positional_encoding_table(torch, max_len, d_model):
+    """The float32 table the PyTorch PositionalEncoding module's __init__
+    builds, line for line."""
     pe = torch.zeros(max_len, d_model)
     position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
     div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
@@ -88,11 +89,11 @@ def cases(torch):
     g = torch.Generator().manual_seed(1)
     for n_pos, d in PE_SHAPES:
         yield f"pe_table/torch/seq_len:{n_pos}/d_model:{d}", (
-            lambda n_pos=n_pos, d=d: seed_pe_table(torch, n_pos, d))
+            lambda n_pos=n_pos, d=d: positional_encoding_table(torch, n_pos, d))
     for b, s, d, p0 in EMBEDDING_SHAPES:
         emb = torch.nn.Embedding(32000, d)
         ids = torch.randint(0, 32000, (b, s), generator=g)
-        pe = seed_pe_table(torch, p0 + s, d)
+        pe = positional_encoding_table(torch, p0 + s, d)
         scale = math.sqrt(d)
 
         def embedding(emb=emb, ids=ids, pe=pe, scale=scale, s=s, p0=p0):
@@ -102,7 +103,7 @@ def cases(torch):
         yield f"embedding/torch/batch:{b}/seq_len:{s}/d_model:{d}{pos}/fly:0", embedding
     for b, s, d in PE_ADD_SHAPES:
         x = torch.randn(b, s, d, generator=g)
-        pe = seed_pe_table(torch, s, d).unsqueeze(0)
+        pe = positional_encoding_table(torch, s, d).unsqueeze(0)
         yield f"pe_add/torch/batch:{b}/seq_len:{s}/d_model:{d}/fly:0", (
             lambda x=x, pe=pe, s=s: x + pe[:, :s])
     for h, L in SOFTMAX_SHAPES:
@@ -203,7 +204,7 @@ def accuracy(torch, quick):
             e["note"] = note
         out.append(e)
 
-    # pe_table: the seed's float32 table against the exact formula in float64
+    # pe_table: PositionalEncoding's float32 table against the exact formula in float64
     n_pos, d = 5000, 512
     pos = torch.arange(0, n_pos, dtype=torch.float64).unsqueeze(1)
     w = torch.pow(torch.tensor(10000.0, dtype=torch.float64),
@@ -211,8 +212,8 @@ def accuracy(torch, quick):
     exact = torch.zeros(n_pos, d, dtype=torch.float64)
     exact[:, 0::2] = torch.sin(pos * w)
     exact[:, 1::2] = torch.cos(pos * w)
-    add("pe_table", "seq_len:5000/d_model:512", seed_pe_table(torch, n_pos, d), exact,
-        note="the seed's float32 formula")
+    add("pe_table", "seq_len:5000/d_model:512", positional_encoding_table(torch, n_pos, d), exact,
+        note="PositionalEncoding's float32 formula")
     # exp over the normal range
     n = 1 << (16 if quick else 20)
     x = torch.linspace(-87.3, 88.7, n, dtype=torch.float32)
@@ -239,16 +240,16 @@ def accuracy(torch, quick):
     b, s, d = 2, 50, 512
     emb = torch.nn.Embedding(1000, d)
     ids = torch.randint(0, 1000, (b, s), generator=g)
-    pe32 = seed_pe_table(torch, s, d)
+    pe32 = positional_encoding_table(torch, s, d)
     with torch.no_grad():
         got = emb(ids) * math.sqrt(d) + pe32
         want = emb.weight.double()[ids] * math.sqrt(d) + exact[:s]
     add("embedding", f"batch:{b}/seq_len:{s}/d_model:{d}/fly:0", got, want, rowwise=True,
-        note="the seed's float32 PE; ULP of the row's max |y|")
+        note="PositionalEncoding's float32 PE; ULP of the row's max |y|")
     xa = torch.rand(b, s, d, generator=g) * 2 - 1
     add("pe_add", f"batch:{b}/seq_len:{s}/d_model:{d}/fly:0", xa + pe32.unsqueeze(0),
         xa.double() + exact[:s].unsqueeze(0), rowwise=True,
-        note="the seed's float32 PE; ULP of the row's max |y|")
+        note="PositionalEncoding's float32 PE; ULP of the row's max |y|")
     # attention
     for h, lq, lk, causal in ((8, 128, 128, 0), (8, 128, 128, 1), (8, 1, 2048, 0)):
         q = torch.rand(h, lq, 64, generator=g) * 2 - 1
