@@ -1,20 +1,20 @@
 /*
  * test-softmax.c - peak_softmax on one tier against a double-precision
- * oracle written here (plain loops, independent of kernels/mask.h).
+ * oracle written here (plain loops, independent of kernels/mask.h).  The
+ * sweeps (sizes and tails, row gaps, misalignment, in place, canaries) are
+ * tests/tester.c's; this file gives the problem, the oracle and the special
+ * cases (masks, edge scores, decoding, the SIMD tiers' shared bits).
  *
  * x is filled only where the oracle says a key is visible; every other
  * float of x (masked keys and row gaps) keeps the canary, which is a NaN, so
- * a kernel that reads a masked score poisons its row and fails.  y gaps must
- * still hold the canary afterwards.  Buffers have their exact size, so that
- * AddressSanitizer sees any read past a row (tests/meson.build runs the
- * suite on every tier; CI runs it under ASan too).
+ * a kernel that reads a masked score poisons its row and fails.
  *
  * Every finished row is also checked to sum to 1 within SM_SUM_TOL, and the
  * largest errors seen are reported by accuracy_report (meson test -v).
  * wide_range_relative_ulp holds the rows whose probabilities reach down to
  * FLT_MIN, where the bound is hardest to keep.
  */
-#include "test-util.h"
+#include "tester.h"
 
 #include <float.h>
 #include <math.h>
@@ -25,7 +25,9 @@
 /* A visible probability in float's normal range passes if it is within
    SM_ULP_TOL units in the last place of the oracle's, rounded to float:
    relative, however small the probability (peak.h).  Below FLT_MIN a
-   probability may be flushed to 0 (peak.h): it passes within FLT_MIN. */
+   probability may be flushed to 0 (peak.h): it passes within FLT_MIN
+   (PEAK_TESTER_ULP_NORMAL).  A masked key, and every key of a row without
+   a visible finite score, is exactly +0. */
 #define SM_ULP_TOL 4
 /* Each row with any visible finite score sums to 1 within this. */
 #define SM_SUM_TOL 1e-6
@@ -42,169 +44,218 @@ typedef struct sm_stats {
 } sm_stats;
 static sm_stats sm_seen = {0, 0, 0.0, 1.0, 0.0, 0, 0};
 
-/* ---- problem set-up ------------------------------------------------------ */
+/* ---- the problem ----------------------------------------------------------- */
 
-typedef struct sm_shape {
-    size_t B, H, Lq, Lk;
-    size_t x_pad, y_pad; /* floats of gap after each row */
-    size_t misalign;     /* floats off a 64-byte boundary */
-    int in_place;
-    int bl_layout; /* rows ordered [b, i, h] instead of [b, h, i] */
-} sm_shape;
+/* A mask as a case describes it; the set-up makes its arrays (test-util.c)
+   before x is filled. */
+typedef struct sm_mask_spec {
+    int causal;
+    peak_align align;
+    size_t q_offset, window;
+    int key_len;         /* random key lengths */
+    int keep;            /* a keep mask of `keep_density` ones */
+    unsigned keep_bcast; /* its broadcast bits (b, h, i) */
+    double keep_density;
+    int bias;            /* a bias in [bias_lo, bias_hi), -inf at rate bias_masked */
+    unsigned bias_bcast;
+    float bias_lo, bias_hi;
+    double bias_masked;
+} sm_mask_spec;
+
+struct sm_problem;
+
+/* case.opts.  case.n is Lk, case.rows is Lq, case.gap x's row gap,
+   case.param the scale (0 means 1), case.alias 1: y is x. */
+typedef struct sm_opts {
+    size_t B, H;
+    size_t y_gap;   /* y's row gap (out of place) */
+    float lo, hi;   /* scores at visible keys: uniform in [lo, hi) */
+    sm_mask_spec mask;
+    /* Changes the mask's arrays once made, before x is filled (NULL: none). */
+    void (*edit_mask)(struct sm_problem *s, int arg);
+    int arg;
+} sm_opts;
+
+/* The sweeps' problem: 2 batches of 2 heads, unmasked scores in [-8, 8);
+   y's gap one more than x's, so that x and y rows are not in step. */
+static const sm_opts sm_sweep_opts = {2, 2, 0, -8.0f, 8.0f, {0}, NULL, 0};
+
+/* case.variant: bit 0 orders the rows [b, i, h] instead of [b, h, i] (the
+   layout of a [B, L, H, Lk] tensor); variant / 2 picks the scale: the
+   case's, 1/8 or -0.75 (a negative scale flips which score is the
+   largest). */
+enum { SM_BIH = 1, SM_N_VARIANTS = 6 };
+
+static float case_scale(const peak_tester_case *c)
+{
+    static const float other[] = {0.125f, -0.75f};
+    return c->variant / 2 ? other[c->variant / 2 - 1] : c->param;
+}
 
 typedef struct sm_problem {
-    sm_shape s;
     peak_softmax_desc d;
-    float *x, *y, *x0; /* y == x in place; x0 = x before the call */
-    size_t nx, ny;
+    float *x, *y;
+    size_t ld_x, ld_y;
+    int bih;
     uint8_t *keep;
     float *bias;
     int32_t *key_len;
-    uint64_t rng;
 } sm_problem;
 
-/* Elements spanned by a [B, H, Lq, Lk] operand with these strides. */
-static size_t span(const sm_shape *s, const ptrdiff_t st[3])
+/* Strides of a [B, H, Lq, Lk] operand whose rows are `ld` apart. */
+static void layout_strides(const sm_problem *s, size_t ld, ptrdiff_t st[3])
 {
-    return (s->B - 1) * (size_t)st[0] + (s->H - 1) * (size_t)st[1] +
-           (s->Lq - 1) * (size_t)st[2] + s->Lk;
+    const size_t H = s->d.heads, Lq = s->d.q_len;
+    st[0] = (ptrdiff_t)(H * Lq * ld);
+    st[1] = (ptrdiff_t)(s->bih ? ld : Lq * ld);
+    st[2] = (ptrdiff_t)(s->bih ? H * ld : ld);
 }
 
-static void layout_strides(const sm_shape *s, size_t row, ptrdiff_t st[3])
+/* The (b, h, i) of row t of x and y in memory. */
+static void row_index(const sm_problem *s, size_t t, size_t *b, size_t *h, size_t *i)
 {
-    if (s->bl_layout) {
-        st[0] = (ptrdiff_t)(s->Lq * s->H * row);
-        st[1] = (ptrdiff_t)row;
-        st[2] = (ptrdiff_t)(s->H * row);
-    } else {
-        st[0] = (ptrdiff_t)(s->H * s->Lq * row);
-        st[1] = (ptrdiff_t)(s->Lq * row);
-        st[2] = (ptrdiff_t)row;
+    const size_t H = s->d.heads, Lq = s->d.q_len, r = t % (H * Lq);
+    *b = t / (H * Lq);
+    *h = s->bih ? r % H : r / Lq;
+    *i = s->bih ? r / H : r % Lq;
+}
+
+static size_t n_rows(const sm_problem *s)
+{
+    return s->d.batch * s->d.heads * s->d.q_len;
+}
+
+static peak_test_dims sm_dims(const sm_problem *s)
+{
+    return (peak_test_dims){s->d.batch, s->d.heads, s->d.q_len, s->d.k_len};
+}
+
+static void make_mask(sm_problem *s, const sm_mask_spec *m, uint64_t *rng)
+{
+    peak_mask *pm = &s->d.mask;
+    pm->causal = m->causal;
+    pm->align = m->align;
+    pm->q_offset = m->q_offset;
+    pm->window = m->window;
+    if (m->key_len)
+        s->key_len = peak_test_add_key_len(pm, sm_dims(s), rng);
+    if (m->keep)
+        s->keep = peak_test_add_keep(pm, sm_dims(s), m->keep_bcast, m->keep_density, rng);
+    if (m->bias)
+        s->bias = peak_test_add_bias(pm, sm_dims(s), m->bias_bcast, m->bias_lo, m->bias_hi,
+                                     m->bias_masked, 1, rng);
+}
+
+static int visible(const sm_problem *s, size_t b, size_t h, size_t i, size_t j)
+{
+    return peak_test_mask_visible(&s->d.mask, s->d.q_len, s->d.k_len, b, h, i, j);
+}
+
+/* Scores in [lo, hi) at visible keys; masked keys and gaps keep the canary. */
+static void fill_visible(sm_problem *s, uint64_t *rng, float lo, float hi)
+{
+    for (size_t t = 0; t < n_rows(s); t++) {
+        size_t b, h, i;
+        row_index(s, t, &b, &h, &i);
+        float *x = s->x + t * s->ld_x;
+        for (size_t j = 0; j < s->d.k_len; j++)
+            if (visible(s, b, h, i, j))
+                x[j] = peak_test_uniform(rng, lo, hi);
     }
 }
 
-static void sm_init(sm_problem *p, const sm_shape *s, uint64_t seed)
+static int sm_setup(peak_tester_problem *p)
 {
-    peak_softmax_desc d0 = PEAK_SOFTMAX_DESC_DEFAULT;
-    memset(p, 0, sizeof *p);
-    p->s = *s;
-    p->d = d0;
-    p->d.batch = s->B;
-    p->d.heads = s->H;
-    p->d.q_len = s->Lq;
-    p->d.k_len = s->Lk;
-    p->rng = seed;
-    layout_strides(s, s->Lk + s->x_pad, p->d.x_stride);
-    p->nx = span(s, p->d.x_stride);
-    p->x = peak_test_alloc(p->nx, s->misalign);
-    if (s->in_place) {
-        memcpy(p->d.y_stride, p->d.x_stride, sizeof p->d.y_stride);
-        p->y = p->x;
-        p->ny = p->nx;
+    const peak_tester_case *c = &p->c;
+    const sm_opts *o = c->opts ? c->opts : &sm_sweep_opts;
+    sm_problem *s = calloc(1, sizeof *s);
+    if (!s)
+        abort();
+    p->user = s;
+    const peak_softmax_desc d0 = PEAK_SOFTMAX_DESC_DEFAULT;
+    s->d = d0;
+    s->d.batch = o->B;
+    s->d.heads = o->H;
+    s->d.q_len = c->rows;
+    s->d.k_len = c->n;
+    s->d.scale = case_scale(c);
+    s->bih = (int)(c->variant & SM_BIH);
+    s->ld_x = c->n + c->gap;
+    layout_strides(s, s->ld_x, s->d.x_stride);
+    s->x = peak_tester_input(p, "x", n_rows(s), c->n, (ptrdiff_t)s->ld_x, 0);
+    if (c->alias) {
+        s->ld_y = s->ld_x;
+        s->y = peak_tester_alias(p, "y", s->x, PEAK_TESTER_ULP_NORMAL, SM_ULP_TOL);
     } else {
-        layout_strides(s, s->Lk + s->y_pad, p->d.y_stride);
-        p->ny = span(s, p->d.y_stride);
-        p->y = peak_test_alloc(p->ny, (s->misalign + 3) % 16);
+        s->ld_y = c->n + (c->opts ? o->y_gap : c->gap ? c->gap + 1 : 0);
+        s->y = peak_tester_output(p, "y", n_rows(s), c->n, (ptrdiff_t)s->ld_y, 3,
+                                  PEAK_TESTER_ULP_NORMAL, SM_ULP_TOL);
     }
+    layout_strides(s, s->ld_y, s->d.y_stride);
+    make_mask(s, &o->mask, &p->rng);
+    if (o->edit_mask)
+        o->edit_mask(s, o->arg);
+    fill_visible(s, &p->rng, o->lo, o->hi);
+    return 1;
 }
 
-static void sm_free(sm_problem *p)
+static peak_status sm_call(peak_tester_problem *p)
 {
-    if (p->y != p->x)
-        peak_test_free(p->y);
-    peak_test_free(p->x);
-    peak_test_free(p->bias);
-    free(p->x0);
-    free(p->keep);
-    free(p->key_len);
+    const sm_problem *s = p->user;
+    return peak_softmax(s->y, s->x, &s->d);
 }
 
-/* Random masks over [B, H, Lq, Lk] (test-util.c). */
-static peak_test_dims sm_dims(const sm_problem *p)
+static void sm_teardown(peak_tester_problem *p)
 {
-    return (peak_test_dims){p->s.B, p->s.H, p->s.Lq, p->s.Lk};
+    sm_problem *s = p->user;
+    peak_test_free(s->bias);
+    free(s->keep);
+    free(s->key_len);
+    free(s);
 }
 
-static void sm_add_keep(sm_problem *p, unsigned broadcast, double density)
-{
-    p->keep = peak_test_add_keep(&p->d.mask, sm_dims(p), broadcast, density, &p->rng);
-}
-
-static void sm_add_bias(sm_problem *p, unsigned broadcast, float lo, float hi, double masked)
-{
-    p->bias = peak_test_add_bias(&p->d.mask, sm_dims(p), broadcast, lo, hi, masked, 1, &p->rng);
-}
-
-static void sm_add_key_len(sm_problem *p)
-{
-    p->key_len = peak_test_add_key_len(&p->d.mask, sm_dims(p), &p->rng);
-}
-
-/* ---- the oracle ---------------------------------------------------------- */
-
-static const float *row_of(const float *base, const ptrdiff_t st[3], size_t b, size_t h, size_t i)
-{
-    return base + (ptrdiff_t)b * st[0] + (ptrdiff_t)h * st[1] + (ptrdiff_t)i * st[2];
-}
-
-static int oracle_visible(const peak_softmax_desc *d, size_t b, size_t h, size_t i, size_t j)
-{
-    return peak_test_mask_visible(&d->mask, d->q_len, d->k_len, b, h, i, j);
-}
+/* ---- the oracle ---------------------------------------------------------------- */
 
 /* The score as peak.h defines it: float x*scale, then float + bias. */
-static float oracle_score(const peak_softmax_desc *d, const float *x, size_t b, size_t h,
-                          size_t i, size_t j)
+static float oracle_score(const sm_problem *s, const float *x, size_t b, size_t h, size_t i,
+                          size_t j)
 {
-    const peak_mask *m = &d->mask;
-    float scale = d->scale == 0.0f ? 1.0f : d->scale;
-    float s = row_of(x, d->x_stride, b, h, i)[j] * scale;
+    const peak_mask *m = &s->d.mask;
+    const float scale = s->d.scale == 0.0f ? 1.0f : s->d.scale;
+    float v = x[j] * scale;
     if (m->bias)
-        s += m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] + i * m->bias_stride[2] + j];
-    return s;
+        v += m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] + i * m->bias_stride[2] + j];
+    return v;
 }
 
-/* ref[j] = probability (vis[j] = 1) or 0 (masked); returns the row kind. */
-static int oracle_row(const peak_softmax_desc *d, const float *x, size_t b, size_t h, size_t i,
-                      double *ref, int *vis)
+/* Row t: the probabilities of a normal row, NaN at the visible keys of a
+   NaN row, and exactly +0 at masked keys and in a row of no visible finite
+   score. */
+static void sm_oracle_row(const peak_tester_problem *p, size_t buf, size_t t, double *ref)
 {
-    for (size_t j = 0; j < d->k_len; j++) {
-        vis[j] = oracle_visible(d, b, h, i, j);
-        ref[j] = vis[j] ? oracle_score(d, x, b, h, i, j) : -INFINITY;
+    (void)buf;
+    const sm_problem *s = p->user;
+    const size_t lk = s->d.k_len;
+    const float *x = peak_tester_before(p, s->x) + t * s->ld_x;
+    int *vis = malloc(lk * sizeof *vis);
+    if (!vis)
+        abort();
+    size_t b, h, i;
+    row_index(s, t, &b, &h, &i);
+    for (size_t j = 0; j < lk; j++) {
+        vis[j] = visible(s, b, h, i, j);
+        ref[j] = vis[j] ? oracle_score(s, x, b, h, i, j) : -INFINITY;
     }
-    return peak_test_softmax_row(ref, vis, d->k_len);
-}
-
-/* ---- checking ------------------------------------------------------------ */
-
-/* Whether a probability is within the bound of peak.h: SM_ULP_TOL ulp of
-   the oracle for ref >= FLT_MIN, FLT_MIN absolutely below. */
-static int prob_ok(double ref, float got)
-{
-    if (ref < (double)FLT_MIN)
-        return fabs((double)got - ref) <= (double)FLT_MIN;
-    return peak_test_ulp_diff(got, (float)ref) <= SM_ULP_TOL;
-}
-
-static int entry_ok(int kind, int vis, double ref, float got)
-{
-    if (!vis || kind == ROW_ZERO)
-        return got == 0.0f && !signbit(got);
-    if (kind == ROW_NAN)
-        return isnan(got);
-    return prob_ok(ref, got);
-}
-
-static void expect_entry(const sm_problem *p, int kind, int vis, double ref, float got,
-                         size_t b, size_t h, size_t i, size_t j)
-{
-    if (entry_ok(kind, vis, ref, got))
-        return;
-    const char *want = !vis || kind == ROW_ZERO ? "+0" : kind == ROW_NAN ? "NaN" : "value";
-    ck_abort_msg("%s B%zu H%zu Lq%zu Lk%zu at [%zu,%zu,%zu,%zu]: expected %s %.9g, got %.9g "
-                 "(%lld ulp)",
-                 peak_isa_name(peak_test_isa), p->s.B, p->s.H, p->s.Lq, p->s.Lk, b, h, i, j, want,
-                 vis ? ref : 0.0, (double)got, (long long)peak_test_ulp_diff(got, (float)ref));
+    const int kind = peak_test_softmax_row(ref, vis, lk);
+    for (size_t j = 0; j < lk; j++) {
+        if (!vis[j] || kind == ROW_ZERO) {
+            ref[j] = 0.0;
+            p->exact[j] = 1;
+        } else if (kind == ROW_NAN) {
+            ref[j] = NAN;
+        }
+    }
+    free(vis);
 }
 
 /* The unit in the last place of floats of ref's binade (ref >= FLT_MIN). */
@@ -232,6 +283,33 @@ static void note_entry(double ref, float got)
     sm_seen.probs++;
 }
 
+/* A normal row (no NaN, some probability; its oracle sums to 1) sums to 1;
+   its errors go into sm_seen. */
+static void sm_check_row(const peak_tester_problem *p, size_t buf, size_t t, const double *ref,
+                         const float *got)
+{
+    (void)buf;
+    const sm_problem *s = p->user;
+    double mass = 0.0, sum = 0.0;
+    for (size_t j = 0; j < s->d.k_len; j++) {
+        if (isnan(ref[j]))
+            return;
+        mass += ref[j];
+    }
+    if (mass == 0.0)
+        return;
+    for (size_t j = 0; j < s->d.k_len; j++) {
+        note_entry(ref[j], got[j]);
+        sum += got[j];
+    }
+    const double err = fabs(sum - 1.0);
+    if (err > sm_seen.max_sum_err)
+        sm_seen.max_sum_err = err;
+    sm_seen.rows++;
+    CHECK(err <= SM_SUM_TOL, "%s: row %zu sums to 1 %+.3g", peak_tester_describe(p), t,
+          sum - 1.0);
+}
+
 /* The largest errors seen, on stdout (meson test -v). */
 static void print_stats(const char *what)
 {
@@ -244,141 +322,137 @@ static void print_stats(const char *what)
     fflush(stdout);
 }
 
-/* A normal row's probabilities add up to 1. */
-static void expect_sum_one(const sm_problem *p, const float *y, size_t b, size_t h, size_t i)
+/* The SIMD tiers agree with each other, not with the scalar tier (peak.h):
+   simd_tiers_same_bits. */
+static const peak_tester_family softmax = {
+    .name = "softmax",
+    .setup = sm_setup,
+    .call = sm_call,
+    .oracle_row = sm_oracle_row,
+    .check_row = sm_check_row,
+    .teardown = sm_teardown,
+    .same_bits = 0,
+    .n_variants = SM_N_VARIANTS,
+    .sizes_every_variant = 1,
+    .n_aliases = 1,
+    .base = {.rows = 2, .param = 1.0f},
+};
+
+/* Sets up a case for a test that changes x before the call. */
+static sm_problem *sm_begin(peak_tester_problem *p, const peak_tester_case *c)
 {
-    double sum = 0.0;
-    for (size_t j = 0; j < p->d.k_len; j++)
-        sum += y[j];
-    const double err = fabs(sum - 1.0);
-    if (err > sm_seen.max_sum_err)
-        sm_seen.max_sum_err = err;
-    sm_seen.rows++;
-    CHECK(err <= SM_SUM_TOL, "%s B%zu H%zu Lq%zu Lk%zu row [%zu,%zu,%zu] sums to 1 %+.3g",
-          peak_isa_name(peak_test_isa), p->s.B, p->s.H, p->s.Lq, p->s.Lk, b, h, i, sum - 1.0);
+    CHECK(peak_tester_setup(&softmax, c, p), "softmax: case not set up");
+    return p->user;
 }
 
-/* Every row against the oracle, every float of y outside a row untouched. */
-static void sm_check(const sm_problem *p)
+static void sm_end(peak_tester_problem *p)
 {
-    const peak_softmax_desc *d = &p->d;
-    double *ref = malloc(d->k_len * sizeof *ref);
-    int *vis = malloc(d->k_len * sizeof *vis);
-    unsigned char *covered = calloc(p->ny, 1);
-    for (size_t b = 0; b < d->batch; b++)
-        for (size_t h = 0; h < d->heads; h++)
-            for (size_t i = 0; i < d->q_len; i++) {
-                int kind = oracle_row(d, p->x0, b, h, i, ref, vis);
-                const float *y = row_of(p->y, d->y_stride, b, h, i);
-                for (size_t j = 0; j < d->k_len; j++) {
-                    expect_entry(p, kind, vis[j], ref[j], y[j], b, h, i, j);
-                    if (kind == ROW_NORMAL && vis[j])
-                        note_entry(ref[j], y[j]);
-                    covered[(size_t)(y + j - p->y)] = 1;
-                }
-                if (kind == ROW_NORMAL)
-                    expect_sum_one(p, y, b, h, i);
-            }
-    for (size_t e = 0; e < p->ny; e++)
-        CHECK(covered[e] || peak_test_is_canary(p->y[e]),
-                      "%s: gap float %zu of y was written", peak_isa_name(peak_test_isa), e);
-    free(covered);
-    free(vis);
-    free(ref);
+    peak_tester_run(&softmax, p);
+    peak_tester_free(&softmax, p);
 }
 
-/* Scores in [lo, hi) at visible keys; masked keys and gaps keep the canary. */
-static void sm_fill_visible(sm_problem *p, float lo, float hi)
+/* Element (t, j) of x or y, by row in memory. */
+#define X_AT(s, t, j) ((s)->x[(t) * (s)->ld_x + (j)])
+#define Y_AT(s, t, j) ((s)->y[(t) * (s)->ld_y + (j)])
+
+/* The shape of a special case, as a [B, H, Lq, Lk] call. */
+typedef struct sm_shape {
+    size_t B, H, Lq, Lk;
+    size_t x_gap, y_gap; /* floats of gap after each row */
+    size_t misalign;     /* floats off a 64-byte boundary */
+    int in_place;
+    int bih; /* rows ordered [b, i, h] instead of [b, h, i] */
+} sm_shape;
+
+/* The case of shape `sh` with options o (its B, H and y_gap set here). */
+static peak_tester_case shape_case(const sm_shape *sh, float scale, uint64_t seed, sm_opts *o)
 {
-    const peak_softmax_desc *d = &p->d;
-    for (size_t b = 0; b < d->batch; b++)
-        for (size_t h = 0; h < d->heads; h++)
-            for (size_t i = 0; i < d->q_len; i++) {
-                float *x = (float *)row_of(p->x, d->x_stride, b, h, i);
-                for (size_t j = 0; j < d->k_len; j++)
-                    if (oracle_visible(d, b, h, i, j))
-                        x[j] = peak_test_uniform(&p->rng, lo, hi);
-            }
+    o->B = sh->B;
+    o->H = sh->H;
+    o->y_gap = sh->y_gap;
+    peak_tester_case c = softmax.base;
+    c.rows = sh->Lq;
+    c.n = sh->Lk;
+    c.gap = sh->x_gap;
+    c.misalign = sh->misalign;
+    c.alias = sh->in_place;
+    c.variant = sh->bih ? SM_BIH : 0;
+    c.param = scale;
+    c.seed = seed;
+    c.opts = o;
+    return c;
 }
 
-static void sm_run(sm_problem *p)
+/* Scores in [lo, hi) under mask m, through the tester. */
+static void check_masked(const sm_shape *sh, float scale, uint64_t seed, float lo, float hi,
+                         sm_mask_spec m)
 {
-    p->x0 = malloc(p->nx * sizeof *p->x0);
-    memcpy(p->x0, p->x, p->nx * sizeof *p->x0);
-    ck_assert_int_eq(peak_softmax(p->y, p->x, &p->d), PEAK_OK);
-    if (!p->s.in_place)
-        CHECK(peak_test_bytes_equal(p->x, p->x0, p->nx * sizeof(float)),
-                      "input x was modified");
-    sm_check(p);
+    sm_opts o = {0};
+    o.lo = lo;
+    o.hi = hi;
+    o.mask = m;
+    const peak_tester_case c = shape_case(sh, scale, seed, &o);
+    peak_tester_check(&softmax, &c);
 }
 
-/* Fills, runs, checks and frees a problem whose mask is already set. */
-static void sm_finish(sm_problem *p, float lo, float hi)
-{
-    sm_fill_visible(p, lo, hi);
-    sm_run(p);
-    sm_free(p);
-}
-
-static void sm_simple(const sm_shape *s, float scale, uint64_t seed)
-{
-    sm_problem p;
-    sm_init(&p, s, seed);
-    p.d.scale = scale;
-    sm_finish(&p, -8.0f, 8.0f);
-}
-
-/* ---- sizes, strides, layouts --------------------------------------------- */
+/* ---- sizes, strides, layouts beyond the sweeps ------------------------------ */
 
 /* Sizes 1..70 run as 7 Check tests of 10 sizes each: a fork per size
    costs more than the size itself under AddressSanitizer. */
 #define SIZE_GROUP 10
 #define SIZE_GROUPS 7
 
-static const size_t model_sizes[] = {512, 768};
-
-START_TEST(sizes_1_to_70)
+/* The sweeps run size n at misalignment n % 16; here every size with x on
+   a 64-byte boundary (y 3 floats off it), out of place and in place. */
+START_TEST(aligned_sizes_1_to_70)
 {
     for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
         sm_shape s = {1, 1, 2, n, 0, 0, 0, 0, 0};
-        sm_simple(&s, 1.0f, 100 + n);
+        check_masked(&s, 1.0f, 100 + n, -8.0f, 8.0f, (sm_mask_spec){0});
         s.in_place = 1;
-        sm_simple(&s, 0.125f, 200 + n);
+        check_masked(&s, 0.125f, 200 + n, -8.0f, 8.0f, (sm_mask_spec){0});
     }
 }
 END_TEST
 
-START_TEST(model_sizes_with_batch_and_heads)
-{
-    sm_shape s = {2, 3, 2, model_sizes[_i], 0, 0, 0, 0, 0};
-    sm_simple(&s, 0.0f, 300 + (uint64_t)_i); /* scale 0 means 1 */
-}
-END_TEST
-
+/* Row gaps of x and y that differ by more than the sweeps' one float
+   (1/3, 3/16, 16/37, 37/1), both layouts, 3 rows per head. */
 START_TEST(strided_rows_keep_gaps)
 {
     static const size_t pads[] = {1, 3, 16, 37};
     for (size_t k = 0; k < 4; k++) {
-        sm_shape s = {2, 2, 3, 1 + (size_t)_i * 9, pads[k], pads[(k + 1) % 4], 0, 0, (int)(k & 1)};
-        sm_simple(&s, 0.5f, 400 + k);
+        const sm_shape s = {2, 2, 3, 1 + (size_t)_i * 9, pads[k], pads[(k + 1) % 4], 0, 0,
+                            (int)(k & 1)};
+        check_masked(&s, 0.5f, 400 + k, -8.0f, 8.0f, (sm_mask_spec){0});
     }
 }
 END_TEST
 
+/* Misaligned x and y (3 floats apart) with row gaps and a negative scale. */
 START_TEST(misaligned_pointers)
 {
     for (size_t mis = 1; mis < 16; mis += 3) {
-        sm_shape s = {1, 2, 2, 5 + (size_t)_i * 13, 1, 2, mis, 0, 0};
-        sm_simple(&s, -0.75f, 500 + mis);
+        const sm_shape s = {1, 2, 2, 5 + (size_t)_i * 13, 1, 2, mis, 0, 0};
+        check_masked(&s, -0.75f, 500 + mis, -8.0f, 8.0f, (sm_mask_spec){0});
     }
 }
 END_TEST
 
+static const size_t model_sizes[] = {512, 768};
+
+START_TEST(model_sizes_with_batch_and_heads)
+{
+    const sm_shape s = {2, 3, 2, model_sizes[_i], 0, 0, 0, 0, 0};
+    check_masked(&s, 0.0f, 300 + (uint64_t)_i, -8.0f, 8.0f, (sm_mask_spec){0}); /* scale 0 means 1 */
+}
+END_TEST
+
+/* Several batches and heads in place, rows strided, both layouts. */
 START_TEST(in_place_strided)
 {
     for (int layout = 0; layout < 2; layout++) {
-        sm_shape s = {2, 3, 4, 3 + (size_t)_i * 11, 5, 0, 2, 1, layout};
-        sm_simple(&s, 2.0f, 600 + (uint64_t)layout);
+        const sm_shape s = {2, 3, 4, 3 + (size_t)_i * 11, 5, 0, 2, 1, layout};
+        check_masked(&s, 2.0f, 600 + (uint64_t)layout, -8.0f, 8.0f, (sm_mask_spec){0});
     }
 }
 END_TEST
@@ -391,13 +465,9 @@ START_TEST(causal_both_alignments_with_q_offset)
     for (size_t a = 0; a < 4; a++)
         for (size_t c = 0; c < 4; c++)
             for (size_t o = 0; o < 3; o++) {
-                sm_shape s = {1, 2, lq[a], lk[c], 1, 0, 0, 0, 0};
-                sm_problem p;
-                sm_init(&p, &s, 700 + a * 16 + c * 4 + o);
-                p.d.mask.causal = 1;
-                p.d.mask.align = (peak_align)_i;
-                p.d.mask.q_offset = off[o];
-                sm_finish(&p, -4.0f, 4.0f);
+                const sm_shape s = {1, 2, lq[a], lk[c], 1, 0, 0, 0, 0};
+                const sm_mask_spec m = {.causal = 1, .align = (peak_align)_i, .q_offset = off[o]};
+                check_masked(&s, 1.0f, 700 + a * 16 + c * 4 + o, -4.0f, 4.0f, m);
             }
 }
 END_TEST
@@ -407,63 +477,71 @@ START_TEST(sliding_window_with_and_without_causal)
     static const size_t win[] = {1, 2, 5, 100};
     for (size_t w = 0; w < 4; w++)
         for (int align = 0; align < 2; align++) {
-            sm_shape s = {1, 1, 9, 13, 0, 2, 1, 0, 0};
-            sm_problem p;
-            sm_init(&p, &s, 800 + w * 2 + (uint64_t)align);
-            p.d.mask.causal = _i;
-            p.d.mask.window = win[w];
-            p.d.mask.align = (peak_align)align;
-            p.d.mask.q_offset = w;
-            sm_finish(&p, -4.0f, 4.0f);
+            const sm_shape s = {1, 1, 9, 13, 0, 2, 1, 0, 0};
+            const sm_mask_spec m = {
+                .causal = _i, .window = win[w], .align = (peak_align)align, .q_offset = w};
+            check_masked(&s, 1.0f, 800 + w * 2 + (uint64_t)align, -4.0f, 4.0f, m);
         }
 }
 END_TEST
 
 START_TEST(key_padding_lengths)
 {
-    sm_shape s = {4, 2, 3, 1 + (size_t)_i * 7, 2, 1, 0, (int)(_i & 1), 0};
-    sm_problem p;
-    sm_init(&p, &s, 900 + (uint64_t)_i);
-    sm_add_key_len(&p);
-    sm_finish(&p, -4.0f, 4.0f);
+    const sm_shape s = {4, 2, 3, 1 + (size_t)_i * 7, 2, 1, 0, (int)(_i & 1), 0};
+    check_masked(&s, 1.0f, 900 + (uint64_t)_i, -4.0f, 4.0f, (sm_mask_spec){.key_len = 1});
 }
 END_TEST
 
 START_TEST(keep_mask_every_broadcast)
 {
-    sm_shape s = {2, 3, 4, 19, 1, 3, 0, 0, 0};
-    sm_problem p;
-    sm_init(&p, &s, 1000 + (uint64_t)_i);
-    sm_add_keep(&p, (unsigned)_i, 0.6);
-    sm_finish(&p, -4.0f, 4.0f);
+    const sm_shape s = {2, 3, 4, 19, 1, 3, 0, 0, 0};
+    const sm_mask_spec m = {.keep = 1, .keep_bcast = (unsigned)_i, .keep_density = 0.6};
+    check_masked(&s, 1.0f, 1000 + (uint64_t)_i, -4.0f, 4.0f, m);
 }
 END_TEST
 
 START_TEST(bias_mask_every_broadcast)
 {
-    sm_shape s = {2, 3, 4, 21, 0, 1, 1, (int)(_i & 1), 0};
-    sm_problem p;
-    sm_init(&p, &s, 1100 + (uint64_t)_i);
-    p.d.scale = 0.25f;
-    sm_add_bias(&p, (unsigned)_i, -3.0f, 3.0f, 0.3);
-    sm_finish(&p, -4.0f, 4.0f);
+    const sm_shape s = {2, 3, 4, 21, 0, 1, 1, (int)(_i & 1), 0};
+    const sm_mask_spec m = {.bias = 1, .bias_bcast = (unsigned)_i, .bias_lo = -3.0f,
+                            .bias_hi = 3.0f, .bias_masked = 0.3};
+    check_masked(&s, 0.25f, 1100 + (uint64_t)_i, -4.0f, 4.0f, m);
 }
 END_TEST
+
+/* Checks shape sh with mask m, its arrays changed by edit(s, arg) before x
+   is filled. */
+static void check_edited(const sm_shape *sh, float scale, uint64_t seed, float lo, float hi,
+                         sm_mask_spec m, void (*edit)(sm_problem *, int), int arg)
+{
+    sm_opts o = {0};
+    o.lo = lo;
+    o.hi = hi;
+    o.mask = m;
+    o.edit_mask = edit;
+    o.arg = arg;
+    const peak_tester_case c = shape_case(sh, scale, seed, &o);
+    peak_tester_check(&softmax, &c);
+}
+
+/* Row 0's visible biases all -1e30; one key of row 1 -1e30. */
+static void huge_biases(sm_problem *s, int arg)
+{
+    (void)arg;
+    for (size_t j = 0; j < 17; j++)
+        if (s->bias[j] != -INFINITY)
+            s->bias[j] = -1e30f;
+    s->bias[17 + 3] = -1e30f;
+}
 
 /* A finite bias, however negative, is added, not treated as a mask: a row
    whose visible biases are all -1e30 is the uniform distribution over the
    keys (x is absorbed by the rounding of x + -1e30). */
 START_TEST(huge_finite_bias_is_added)
 {
-    sm_shape s = {1, 1, 3, 17, 0, 0, 0, 0, 0};
-    sm_problem p;
-    sm_init(&p, &s, 1200);
-    sm_add_bias(&p, 0, -1.0f, 1.0f, 0.2);
-    for (size_t j = 0; j < 17; j++)
-        if (p.bias[j] != -INFINITY)
-            p.bias[j] = -1e30f; /* row 0 */
-    p.bias[17 + 3] = -1e30f;    /* one key of row 1 nearly impossible */
-    sm_finish(&p, -4.0f, 4.0f);
+    const sm_shape s = {1, 1, 3, 17, 0, 0, 0, 0, 0};
+    const sm_mask_spec m = {.bias = 1, .bias_lo = -1.0f, .bias_hi = 1.0f, .bias_masked = 0.2};
+    check_edited(&s, 1.0f, 1200, -4.0f, 4.0f, m, huge_biases, 0);
 }
 END_TEST
 
@@ -472,16 +550,12 @@ END_TEST
 START_TEST(large_offsets_and_windows)
 {
     static const size_t big[] = {(size_t)1 << 40, ((size_t)1 << 40) - 3, 1000000};
-    sm_shape s = {1, 1, 5, 9, 0, 0, 0, 0, 0};
+    const sm_shape s = {1, 1, 5, 9, 0, 0, 0, 0, 0};
     for (size_t a = 0; a < 3; a++)
         for (size_t w = 0; w < 3; w++) {
-            sm_problem p;
-            sm_init(&p, &s, 1250 + a * 3 + w);
-            p.d.mask.causal = 1;
-            p.d.mask.align = (peak_align)_i;
-            p.d.mask.q_offset = big[a];
-            p.d.mask.window = big[w];
-            sm_finish(&p, -4.0f, 4.0f);
+            const sm_mask_spec m = {
+                .causal = 1, .align = (peak_align)_i, .q_offset = big[a], .window = big[w]};
+            check_masked(&s, 1.0f, 1250 + a * 3 + w, -4.0f, 4.0f, m);
         }
 }
 END_TEST
@@ -491,26 +565,29 @@ START_TEST(mask_combinations_fuzz)
 {
     uint64_t rng = 1300 + (uint64_t)_i;
     for (int n = 0; n < 150; n++) {
-        sm_shape s = {1 + peak_test_next(&rng) % 3, 1 + peak_test_next(&rng) % 3,
-                      1 + peak_test_next(&rng) % 9, 1 + peak_test_next(&rng) % 40,
-                      peak_test_next(&rng) % 3, peak_test_next(&rng) % 3,
-                      peak_test_next(&rng) % 4, (int)(peak_test_next(&rng) % 2),
-                      (int)(peak_test_next(&rng) % 2)};
-        sm_problem p;
-        sm_init(&p, &s, peak_test_next(&rng));
-        unsigned pick = (unsigned)peak_test_next(&rng);
-        p.d.scale = (pick & 1) ? 0.3f : 0.0f;
-        p.d.mask.causal = (pick >> 1) & 1;
-        p.d.mask.align = (peak_align)((pick >> 2) & 1);
-        p.d.mask.q_offset = (pick >> 3) & 3;
-        p.d.mask.window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0;
-        if ((pick >> 9) & 1)
-            sm_add_key_len(&p);
-        if ((pick >> 10) & 1)
-            sm_add_keep(&p, (pick >> 11) & 7, 0.7);
-        if ((pick >> 14) & 1)
-            sm_add_bias(&p, (pick >> 15) & 7, -2.0f, 2.0f, 0.2);
-        sm_finish(&p, -6.0f, 6.0f);
+        const sm_shape s = {1 + peak_test_next(&rng) % 3, 1 + peak_test_next(&rng) % 3,
+                            1 + peak_test_next(&rng) % 9, 1 + peak_test_next(&rng) % 40,
+                            peak_test_next(&rng) % 3, peak_test_next(&rng) % 3,
+                            peak_test_next(&rng) % 4, (int)(peak_test_next(&rng) % 2),
+                            (int)(peak_test_next(&rng) % 2)};
+        const uint64_t seed = peak_test_next(&rng);
+        const unsigned pick = (unsigned)peak_test_next(&rng);
+        const sm_mask_spec m = {
+            .causal = (pick >> 1) & 1,
+            .align = (peak_align)((pick >> 2) & 1),
+            .q_offset = (pick >> 3) & 3,
+            .window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0,
+            .key_len = (pick >> 9) & 1,
+            .keep = (pick >> 10) & 1,
+            .keep_bcast = (pick >> 11) & 7,
+            .keep_density = 0.7,
+            .bias = (pick >> 14) & 1,
+            .bias_bcast = (pick >> 15) & 7,
+            .bias_lo = -2.0f,
+            .bias_hi = 2.0f,
+            .bias_masked = 0.2,
+        };
+        check_masked(&s, (pick & 1) ? 0.3f : 0.0f, seed, -6.0f, 6.0f, m);
     }
 }
 END_TEST
@@ -520,62 +597,54 @@ END_TEST
 START_TEST(fully_masked_rows_are_zero)
 {
     /* Lk = 2 < Lq for the alignment cases, so early rows see no key. */
-    sm_shape s = {3, 2, 4, _i >= 3 ? 2 : 11, 1, 1, 0, (int)(_i & 1), 0};
-    sm_problem p;
-    sm_init(&p, &s, 1400 + (uint64_t)_i);
-    switch (_i) {
-    case 0: /* key_len[2] == 0 */
-        sm_add_key_len(&p);
-        break;
-    case 1: /* keep all zero */
-        sm_add_keep(&p, 0, 0.0);
-        break;
-    case 2: /* bias all -inf */
-        sm_add_bias(&p, 7, 0.0f, 1.0f, 1.0);
-        break;
-    case 3: /* bottom-right with Lq > Lk */
-        p.d.mask.causal = 1;
-        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-        break;
-    default: /* a window that ends before key 0 for early rows of a short row */
-        p.d.mask.causal = 1;
-        p.d.mask.window = 2;
-        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-        break;
-    }
-    sm_finish(&p, -4.0f, 4.0f);
+    const sm_shape s = {3, 2, 4, _i >= 3 ? 2 : 11, 1, 1, 0, (int)(_i & 1), 0};
+    static const sm_mask_spec masks[] = {
+        {.key_len = 1},                                     /* key_len[2] == 0 */
+        {.keep = 1, .keep_density = 0.0},                   /* keep all zero */
+        {.bias = 1, .bias_bcast = 7, .bias_hi = 1.0f, .bias_masked = 1.0}, /* bias all -inf */
+        {.causal = 1, .align = PEAK_ALIGN_BOTTOM_RIGHT},    /* bottom-right with Lq > Lk */
+        /* a window that ends before key 0 for early rows of a short row */
+        {.causal = 1, .window = 2, .align = PEAK_ALIGN_BOTTOM_RIGHT},
+    };
+    check_masked(&s, 1.0f, 1400 + (uint64_t)_i, -4.0f, 4.0f, masks[_i]);
 }
 END_TEST
+
+/* Row 0 sees keys < 6 only. */
+static void key_len_6(sm_problem *s, int arg)
+{
+    (void)arg;
+    s->key_len[0] = 6;
+}
 
 /* Visible NaN/+inf poison the row; NaN/inf at masked keys are never read. */
 START_TEST(nonfinite_scores)
 {
     static const float bad[] = {NAN, INFINITY};
-    sm_shape s = {1, 1, 4, 9, 0, 0, 0, 0, 0};
-    sm_problem p;
-    sm_init(&p, &s, 1500 + (uint64_t)_i);
-    sm_add_key_len(&p);
-    p.key_len[0] = 6;
-    sm_fill_visible(&p, -3.0f, 3.0f);
-    p.x[0 * 9 + 2] = bad[_i];     /* visible: row 0 is NaN at keys < 6 */
-    p.x[1 * 9 + 7] = bad[_i];     /* masked by key_len: row 1 normal */
-    p.x[2 * 9 + 8] = -bad[_i];    /* masked: NaN or -inf, row 2 normal */
-    p.x[3 * 9 + 1] = -INFINITY;   /* visible -inf: probability 0 */
-    sm_run(&p);
-    sm_free(&p);
+    const sm_shape sh = {1, 1, 4, 9, 0, 0, 0, 0, 0};
+    sm_opts o = {.lo = -3.0f, .hi = 3.0f, .mask = {.key_len = 1}, .edit_mask = key_len_6};
+    const peak_tester_case c = shape_case(&sh, 1.0f, 1500 + (uint64_t)_i, &o);
+    peak_tester_problem p;
+    sm_problem *s = sm_begin(&p, &c);
+    X_AT(s, 0, 2) = bad[_i];   /* visible: row 0 is NaN at keys < 6 */
+    X_AT(s, 1, 7) = bad[_i];   /* masked by key_len: row 1 normal */
+    X_AT(s, 2, 8) = -bad[_i];  /* masked: NaN or -inf, row 2 normal */
+    X_AT(s, 3, 1) = -INFINITY; /* visible -inf: probability 0 */
+    sm_end(&p);
 }
 END_TEST
 
 /* Every visible score -inf: no probability mass, the row is zeros. */
 START_TEST(all_visible_minus_inf_is_zero_row)
 {
-    sm_shape s = {1, 1, 2, 6, 0, 0, 0, 0, 0};
-    sm_problem p;
-    sm_init(&p, &s, 1600);
+    const sm_shape sh = {1, 1, 2, 6, 0, 0, 0, 0, 0};
+    sm_opts o = {.lo = -1.0f, .hi = 1.0f};
+    const peak_tester_case c = shape_case(&sh, 1.0f, 1600, &o);
+    peak_tester_problem p;
+    sm_problem *s = sm_begin(&p, &c);
     for (size_t e = 0; e < 12; e++)
-        p.x[e] = e < 6 ? -INFINITY : (float)e;
-    sm_run(&p);
-    sm_free(&p);
+        X_AT(s, e / 6, e % 6) = e < 6 ? -INFINITY : (float)e;
+    sm_end(&p);
 }
 END_TEST
 
@@ -584,12 +653,9 @@ START_TEST(huge_magnitudes)
 {
     static const float lo[] = {90.0f, -100.0f, 1e30f, -1e30f, -1e30f};
     static const float hi[] = {100.0f, -90.0f, 3e30f, -3e29f, 1e30f};
-    sm_shape s = {1, 2, 3, 1 + (size_t)_i * 15, 0, 0, 0, 0, 0};
-    for (size_t r = 0; r < 5; r++) {
-        sm_problem p;
-        sm_init(&p, &s, 1700 + r);
-        sm_finish(&p, lo[r], hi[r]);
-    }
+    const sm_shape s = {1, 2, 3, 1 + (size_t)_i * 15, 0, 0, 0, 0, 0};
+    for (size_t r = 0; r < 5; r++)
+        check_masked(&s, 1.0f, 1700 + r, lo[r], hi[r], (sm_mask_spec){0});
 }
 END_TEST
 
@@ -610,28 +676,36 @@ enum {
     KIND_ALL, N_KINDS
 };
 
-static void set_mask_kind(sm_problem *p, int kind)
+/* The mask of each kind for rows of lk keys. */
+static sm_mask_spec kind_mask(int kind, size_t lk)
 {
-    peak_mask *m = &p->d.mask;
-    const size_t lk = p->s.Lk;
+    sm_mask_spec m = {0};
     if (kind == KIND_CAUSAL_TL || kind == KIND_ALL) {
-        m->causal = 1;
-        m->q_offset = lk / 2; /* rows end mid-row, at every offset mod 16 */
+        m.causal = 1;
+        m.q_offset = lk / 2; /* rows end mid-row, at every offset mod 16 */
     }
     if (kind == KIND_CAUSAL_BR) {
-        m->causal = 1;
-        m->align = PEAK_ALIGN_BOTTOM_RIGHT;
+        m.causal = 1;
+        m.align = PEAK_ALIGN_BOTTOM_RIGHT;
     }
     if (kind == KIND_WINDOW || kind == KIND_ALL)
-        m->window = lk / 3 + 1;
+        m.window = lk / 3 + 1;
     if (kind == KIND_WINDOW)
-        m->align = PEAK_ALIGN_BOTTOM_RIGHT; /* window alone, no causal */
-    if (kind == KIND_KEY_LEN || kind == KIND_ALL)
-        sm_add_key_len(p);
-    if (kind == KIND_KEEP || kind == KIND_ALL)
-        sm_add_keep(p, kind == KIND_ALL ? 1 : 0, 0.55);
-    if (kind == KIND_BIAS || kind == KIND_ALL)
-        sm_add_bias(p, kind == KIND_ALL ? 2 : 0, -2.0f, 2.0f, 0.25);
+        m.align = PEAK_ALIGN_BOTTOM_RIGHT; /* window alone, no causal */
+    m.key_len = kind == KIND_KEY_LEN || kind == KIND_ALL;
+    if (kind == KIND_KEEP || kind == KIND_ALL) {
+        m.keep = 1;
+        m.keep_bcast = kind == KIND_ALL ? 1 : 0;
+        m.keep_density = 0.55;
+    }
+    if (kind == KIND_BIAS || kind == KIND_ALL) {
+        m.bias = 1;
+        m.bias_bcast = kind == KIND_ALL ? 2 : 0;
+        m.bias_lo = -2.0f;
+        m.bias_hi = 2.0f;
+        m.bias_masked = 0.25;
+    }
+    return m;
 }
 
 START_TEST(every_length_every_mask_kind)
@@ -639,37 +713,46 @@ START_TEST(every_length_every_mask_kind)
     for (size_t k = 0; k < N_LENGTHS; k++) {
         const size_t lk = length_at(k);
         /* Lq = 3 rows per head; in place for odd k; scale != 1 for even. */
-        sm_shape s = {2, 1, 3, lk, k % 3, (k + 1) % 3, k % 5, (int)(k & 1), 0};
-        sm_problem p;
-        sm_init(&p, &s, 2000 + (uint64_t)_i * 100 + k);
-        p.d.scale = (k & 1) ? 0.0f : 0.37f;
-        set_mask_kind(&p, _i);
-        sm_finish(&p, -9.0f, 9.0f);
+        const sm_shape s = {2, 1, 3, lk, k % 3, (k + 1) % 3, k % 5, (int)(k & 1), 0};
+        check_masked(&s, (k & 1) ? 0.0f : 0.37f, 2000 + (uint64_t)_i * 100 + k, -9.0f, 9.0f,
+                     kind_mask(_i, lk));
     }
 }
 END_TEST
+
+/* The (start, length) runs of masked_runs_on_lane_boundaries. */
+static const size_t run_starts[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 48, 80};
+static const size_t run_lens[] = {1, 7, 8, 9, 15, 16, 17, 32, 48, 64, 96};
+#define N_RUN_STARTS (sizeof run_starts / sizeof run_starts[0])
+#define N_RUN_LENS (sizeof run_lens / sizeof run_lens[0])
+
+/* Row a * N_RUN_LENS + l of the keep mask drops keys [start a, + len l). */
+static void masked_runs(sm_problem *s, int arg)
+{
+    (void)arg;
+    for (size_t a = 0; a < N_RUN_STARTS; a++)
+        for (size_t l = 0; l < N_RUN_LENS; l++) {
+            uint8_t *row = s->keep + (a * N_RUN_LENS + l) * 96;
+            for (size_t j = run_starts[a]; j < run_starts[a] + run_lens[l] && j < 96; j++)
+                row[j] = 0;
+        }
+}
 
 /* Masked runs that cover whole vectors and straddle lane boundaries of both
    widths (8 and 16): row r of the keep mask drops keys [a, a + len) for
    one (a, len) pair, over a row of 96 keys (6 and 12 vectors). */
 START_TEST(masked_runs_on_lane_boundaries)
 {
-    static const size_t starts[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 48, 80};
-    static const size_t lens[] = {1, 7, 8, 9, 15, 16, 17, 32, 48, 64, 96};
-    const size_t ns = sizeof starts / sizeof starts[0], nl = sizeof lens / sizeof lens[0];
-    sm_shape s = {1, 1, ns * nl, 96, 0, 0, 0, _i, 0};
-    sm_problem p;
-    sm_init(&p, &s, 2100 + (uint64_t)_i);
-    sm_add_keep(&p, 0, 1.0);
-    for (size_t a = 0; a < ns; a++)
-        for (size_t l = 0; l < nl; l++) {
-            uint8_t *row = p.keep + (a * nl + l) * 96;
-            for (size_t j = starts[a]; j < starts[a] + lens[l] && j < 96; j++)
-                row[j] = 0;
-        }
-    sm_finish(&p, -6.0f, 6.0f);
+    const sm_shape s = {1, 1, N_RUN_STARTS * N_RUN_LENS, 96, 0, 0, 0, _i, 0};
+    const sm_mask_spec m = {.keep = 1, .keep_density = 1.0};
+    check_edited(&s, 1.0f, 2100 + (uint64_t)_i, -6.0f, 6.0f, m, masked_runs, 0);
 }
 END_TEST
+
+static void key_len_0_is(sm_problem *s, int cut)
+{
+    s->key_len[0] = cut;
+}
 
 /* The same runs made by the structural masks: key_len and windows that end
    on and next to lane boundaries (no element mask: the unmasked path). */
@@ -677,21 +760,32 @@ START_TEST(structural_edges_on_lane_boundaries)
 {
     static const size_t cut[] = {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
     for (size_t c = 0; c < sizeof cut / sizeof cut[0]; c++) {
-        sm_shape s = {3, 2, 5, 80, 1, 0, 0, (int)(c & 1), 0};
-        sm_problem p;
-        sm_init(&p, &s, 2200 + c * 4 + (uint64_t)_i);
+        const sm_shape s = {3, 2, 5, 80, 1, 0, 0, (int)(c & 1), 0};
+        const uint64_t seed = 2200 + c * 4 + (uint64_t)_i;
         if (_i == 0) {
-            sm_add_key_len(&p);
-            p.key_len[0] = (int32_t)cut[c];
+            check_edited(&s, 1.0f, seed, -6.0f, 6.0f, (sm_mask_spec){.key_len = 1}, key_len_0_is,
+                         (int)cut[c]);
         } else {
-            p.d.mask.window = cut[c];
-            p.d.mask.causal = _i == 2;
-            p.d.mask.q_offset = 70;
+            const sm_mask_spec m = {.window = cut[c], .causal = _i == 2, .q_offset = 70};
+            check_masked(&s, 1.0f, seed, -6.0f, 6.0f, m);
         }
-        sm_finish(&p, -6.0f, 6.0f);
     }
 }
 END_TEST
+
+/* Row r of an lk x lk keep mask sees key (r * 7) % lk alone. */
+static size_t only_key(size_t r, size_t lk)
+{
+    return (r * 7) % lk;
+}
+
+static void one_key_per_row(sm_problem *s, int arg)
+{
+    (void)arg;
+    const size_t lk = s->d.k_len;
+    for (size_t r = 0; r < lk; r++)
+        s->keep[r * lk + only_key(r, lk)] = 1;
+}
 
 /* One visible key: e^0 / e^0, exactly 1 on every tier, at keys on and next
    to lane boundaries; and every other key exactly +0. */
@@ -699,22 +793,20 @@ START_TEST(single_visible_key_is_exactly_one)
 {
     static const size_t lks[] = {1, 5, 16, 17, 33, 64, 100};
     const size_t lk = lks[_i];
-    sm_shape s = {1, 1, lk, lk, 0, 0, 0, 0, 0};
-    sm_problem p;
-    sm_init(&p, &s, 2300 + (uint64_t)_i);
-    sm_add_keep(&p, 0, 0.0);
-    for (size_t r = 0; r < lk; r++)
-        p.keep[r * lk + (r * 7) % lk] = 1;
-    sm_fill_visible(&p, -50.0f, 50.0f);
-    sm_run(&p);
+    const sm_shape sh = {1, 1, lk, lk, 0, 0, 0, 0, 0};
+    sm_opts o = {.lo = -50.0f, .hi = 50.0f, .mask = {.keep = 1, .keep_density = 0.0},
+                 .edit_mask = one_key_per_row};
+    const peak_tester_case c = shape_case(&sh, 1.0f, 2300 + (uint64_t)_i, &o);
+    peak_tester_problem p;
+    const sm_problem *s = sm_begin(&p, &c);
+    peak_tester_run(&softmax, &p);
     for (size_t r = 0; r < lk; r++)
         for (size_t j = 0; j < lk; j++) {
-            const float want = j == (r * 7) % lk ? 1.0f : 0.0f;
-            CHECK(p.y[r * lk + j] == want && !signbit(p.y[r * lk + j]),
-                  "%s Lk%zu row %zu key %zu: %.9g, want %g", peak_isa_name(peak_test_isa), lk, r,
-                  j, (double)p.y[r * lk + j], (double)want);
+            const float got = Y_AT(s, r, j), want = j == only_key(r, lk) ? 1.0f : 0.0f;
+            CHECK(got == want && !signbit(got), "%s Lk%zu row %zu key %zu: %.9g, want %g",
+                  peak_isa_name(peak_test_isa), lk, r, j, (double)got, (double)want);
         }
-    sm_free(&p);
+    peak_tester_free(&softmax, &p);
 }
 END_TEST
 
@@ -724,23 +816,25 @@ START_TEST(rows_of_huge_equal_scores)
 {
     static const float vals[] = {1e30f, -1e30f, FLT_MAX, -FLT_MAX};
     const size_t lk = 1 + (size_t)_i * 13;
-    sm_shape s = {1, 1, 5, lk, 0, 0, 0, 0, 0};
-    sm_problem p;
-    sm_init(&p, &s, 2400 + (uint64_t)_i);
+    const sm_shape sh = {1, 1, 5, lk, 0, 0, 0, 0, 0};
+    sm_opts o = {.lo = -1.0f, .hi = 1.0f};
+    const peak_tester_case c = shape_case(&sh, 1.0f, 2400 + (uint64_t)_i, &o);
+    peak_tester_problem p;
+    sm_problem *s = sm_begin(&p, &c);
     for (size_t r = 0; r < 5; r++)
         for (size_t j = 0; j < lk; j++)
-            p.x[r * lk + j] = r < 4 ? vals[r] : (j % 3 ? -1e30f : 1e30f);
-    sm_run(&p);
+            X_AT(s, r, j) = r < 4 ? vals[r] : (j % 3 ? -1e30f : 1e30f);
+    peak_tester_run(&softmax, &p);
     for (size_t r = 0; r < 5; r++) {
         const size_t n = r < 4 ? lk : (lk + 2) / 3;
         for (size_t j = 0; j < lk; j++) {
             const double want = (r < 4 || j % 3 == 0) ? 1.0 / (double)n : 0.0;
-            CHECK(fabs(p.y[r * lk + j] - want) <= 1e-7 + 4 * FLT_EPSILON * want,
+            CHECK(fabs(Y_AT(s, r, j) - want) <= 1e-7 + 4 * FLT_EPSILON * want,
                   "%s Lk%zu row %zu key %zu: %.9g, want %.9g", peak_isa_name(peak_test_isa), lk,
-                  r, j, (double)p.y[r * lk + j], want);
+                  r, j, (double)Y_AT(s, r, j), want);
         }
     }
-    sm_free(&p);
+    peak_tester_free(&softmax, &p);
 }
 END_TEST
 
@@ -753,21 +847,42 @@ START_TEST(nonfinite_at_lane_boundaries)
     static const float bad[] = {NAN, INFINITY, -INFINITY};
     const size_t np = sizeof pos / sizeof pos[0];
     for (int neg = 0; neg < 2; neg++) {
-        sm_shape s = {1, 1, np, 48, 0, 0, 0, neg, 0};
-        sm_problem p;
-        sm_init(&p, &s, 2500 + (uint64_t)_i * 2 + (uint64_t)neg);
-        p.d.scale = neg ? -0.5f : 1.0f;
-        sm_fill_visible(&p, -5.0f, 5.0f);
+        const sm_shape sh = {1, 1, np, 48, 0, 0, 0, neg, 0};
+        sm_opts o = {.lo = -5.0f, .hi = 5.0f};
+        const peak_tester_case c =
+            shape_case(&sh, neg ? -0.5f : 1.0f, 2500 + (uint64_t)_i * 2 + (uint64_t)neg, &o);
+        peak_tester_problem p;
+        sm_problem *s = sm_begin(&p, &c);
         for (size_t r = 0; r < np; r++)
-            p.x[r * 48 + pos[r]] = bad[_i];
-        sm_run(&p);
-        sm_free(&p);
+            X_AT(s, r, pos[r]) = bad[_i];
+        sm_end(&p);
     }
 }
 END_TEST
 
 /* x * scale + bias can overflow to -inf in float: such a visible key has
    probability 0, and a row of them is a zero row, as in the reference. */
+START_TEST(bias_sum_overflowing_to_minus_inf)
+{
+    const sm_shape sh = {1, 1, 3, 20, 0, 0, 0, 0, 0};
+    sm_opts o = {.lo = -1.0f, .hi = 1.0f,
+                 .mask = {.bias = 1, .bias_lo = -1.0f, .bias_hi = 1.0f, .bias_masked = 0.0}};
+    const peak_tester_case c = shape_case(&sh, 1.0f, 2600, &o);
+    peak_tester_problem p;
+    sm_problem *s = sm_begin(&p, &c);
+    for (size_t j = 0; j < 20; j++) {
+        s->bias[j] = -3e38f; /* row 0: all overflow */
+        X_AT(s, 0, j) = -1e38f;
+        if (j % 4 == 0) { /* row 1: every 4th overflows */
+            s->bias[20 + j] = -3e38f;
+            X_AT(s, 1, j) = -1e38f;
+        }
+    }
+    s->bias[40 + 5] = -3e38f; /* row 2: finite huge negative, not overflowing */
+    sm_end(&p);
+}
+END_TEST
+
 /* Exponential terms below FLT_MIN are 0 on every tier (peak.h), so a
    probability never comes out subnormal on one tier and 0 on another. */
 START_TEST(underflowing_terms_are_zero_on_every_tier)
@@ -786,27 +901,6 @@ START_TEST(underflowing_terms_are_zero_on_every_tier)
     ck_assert_msg(y[3] >= FLT_MIN && peak_test_ulp_diff(y[3], (float)want) <= SM_ULP_TOL,
                   "y[3] = %a, want %a", (double)y[3], want);
     ck_assert(y[0] == 1.0f);
-}
-END_TEST
-
-START_TEST(bias_sum_overflowing_to_minus_inf)
-{
-    sm_shape s = {1, 1, 3, 20, 0, 0, 0, 0, 0};
-    sm_problem p;
-    sm_init(&p, &s, 2600);
-    sm_add_bias(&p, 0, -1.0f, 1.0f, 0.0);
-    sm_fill_visible(&p, -1.0f, 1.0f);
-    for (size_t j = 0; j < 20; j++) {
-        p.bias[j] = -3e38f; /* row 0: all overflow */
-        p.x[j] = -1e38f;
-        if (j % 4 == 0) { /* row 1: every 4th overflows */
-            p.bias[20 + j] = -3e38f;
-            p.x[20 + j] = -1e38f;
-        }
-    }
-    p.bias[40 + 5] = -3e38f; /* row 2: finite huge negative, not overflowing */
-    sm_run(&p);
-    sm_free(&p);
 }
 END_TEST
 
@@ -870,6 +964,7 @@ START_TEST(infinite_x_subnormal_scale_under_daz)
 }
 END_TEST
 
+
 /* An output larger than any cache is written with non-temporal stores
    (kernels/softmax.h, PEAK_SOFTMAX_STREAM_BYTES = 16 MiB): 1100 rows of
    4096 keys, misaligned, causal bottom-right (a different length every
@@ -879,16 +974,19 @@ START_TEST(streamed_output)
     sm_shape s = {1, 1, 1100, 4096, _i ? 0 : 3, _i ? 0 : 5, 1 + (size_t)_i, _i, 0};
     if (peak_test_quick()) /* 40 rows: no streaming stores, same masks */
         s.Lq = 40;
-    sm_problem p;
-    sm_init(&p, &s, 2650 + (uint64_t)_i);
-    p.d.mask.causal = 1;
-    p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    sm_mask_spec m = {.causal = 1, .align = PEAK_ALIGN_BOTTOM_RIGHT};
     if (_i) {
-        p.d.mask.window = 3000;
-        sm_add_keep(&p, 4, 0.9); /* one keep row for all */
-        sm_add_bias(&p, 4, -1.0f, 1.0f, 0.05);
+        m.window = 3000;
+        m.keep = 1; /* one keep row for all */
+        m.keep_bcast = 4;
+        m.keep_density = 0.9;
+        m.bias = 1;
+        m.bias_bcast = 4;
+        m.bias_lo = -1.0f;
+        m.bias_hi = 1.0f;
+        m.bias_masked = 0.05;
     }
-    sm_finish(&p, -6.0f, 6.0f);
+    check_masked(&s, 1.0f, 2650 + (uint64_t)_i, -6.0f, 6.0f, m);
 }
 END_TEST
 
@@ -900,16 +998,17 @@ START_TEST(accuracy_report)
     static const float hi[] = {8.0f, 1.0f, 100.0f, 30.0f, 1e4f, -10.0f};
     for (size_t k = 0; k < N_LENGTHS; k++) {
         for (size_t v = 0; v < 6; v++) {
-            sm_shape s = {1, 2, 2, length_at(k), 0, 0, 0, 0, 0};
-            sm_problem p;
-            sm_init(&p, &s, 2700 + k * 8 + v);
-            p.d.scale = v == 4 ? 0.001f : 1.0f;
-            sm_fill_visible(&p, lo[v], hi[v]);
+            const size_t lk = length_at(k);
+            const sm_shape sh = {1, 2, 2, lk, 0, 0, 0, 0, 0};
+            sm_opts o = {.lo = lo[v], .hi = hi[v]};
+            const peak_tester_case c =
+                shape_case(&sh, v == 4 ? 0.001f : 1.0f, 2700 + k * 8 + v, &o);
+            peak_tester_problem p;
+            sm_problem *s = sm_begin(&p, &c);
             if (v == 5) /* a few keys far above the rest: probabilities near 1/2..1/5 */
-                for (size_t e = 0; e < p.nx; e += 1 + peak_test_next(&p.rng) % 40)
-                    p.x[e] = peak_test_uniform(&p.rng, 0.0f, 1.5f);
-            sm_run(&p);
-            sm_free(&p);
+                for (size_t e = 0; e < 4 * lk; e += 1 + peak_test_next(&p.rng) % 40)
+                    X_AT(s, e / lk, e % lk) = peak_test_uniform(&p.rng, 0.0f, 1.5f);
+            sm_end(&p);
         }
     }
     print_stats("accuracy_report");
@@ -942,25 +1041,25 @@ START_TEST(wide_range_relative_ulp)
         if (lk == 4096 && peak_test_quick())
             continue;
         for (int kind = 0; kind < 4; kind++) {
-            sm_shape s = {1, 1, lk == 4096 ? 2 : 5, lk, 0, 0, k % 7, (int)(k & 1), 0};
-            sm_problem p;
-            sm_init(&p, &s, 3000 + (uint64_t)_i * 1000 + k * 4 + (uint64_t)kind);
+            const sm_shape sh = {1, 1, lk == 4096 ? 2 : 5, lk, 0, 0, k % 7, (int)(k & 1), 0};
             const float scale = scales[(k + (size_t)kind) % 3];
-            p.d.scale = scale;
+            sm_opts o = {.lo = (top - 88.0f) / scale, .hi = top / scale};
             if (kind == 1)
-                sm_add_keep(&p, 0, 0.7);
+                o.mask = (sm_mask_spec){.keep = 1, .keep_density = 0.7};
             if (kind == 2) /* bias in [-8, 0): the scores spread 8 more */
-                sm_add_bias(&p, 0, -8.0f, 0.0f, 0.2);
+                o.mask = (sm_mask_spec){
+                    .bias = 1, .bias_lo = -8.0f, .bias_hi = 0.0f, .bias_masked = 0.2};
+            const peak_tester_case c =
+                shape_case(&sh, scale, 3000 + (uint64_t)_i * 1000 + k * 4 + (uint64_t)kind, &o);
+            peak_tester_problem p;
+            sm_problem *s = sm_begin(&p, &c);
             if (kind == 3) { /* one key at the top, the rest 2^-24 below it */
                 const float t = (float)log(0.99 * 0x1p-24);
-                for (size_t i = 0; i < s.Lq; i++)
+                for (size_t i = 0; i < sh.Lq; i++)
                     for (size_t j = 0; j < lk; j++)
-                        p.x[i * lk + j] = (j == i % lk ? top : top + t) / scale;
-            } else {
-                sm_fill_visible(&p, (top - 88.0f) / scale, top / scale);
+                        X_AT(s, i, j) = (j == i % lk ? top : top + t) / scale;
             }
-            sm_run(&p);
-            sm_free(&p);
+            sm_end(&p);
         }
     }
     print_stats("wide_range_relative_ulp");
@@ -968,12 +1067,6 @@ START_TEST(wide_range_relative_ulp)
 END_TEST
 
 /* ---- the SIMD tiers agree bit for bit ---------------------------------------- */
-
-/* Bits equal, or both NaN. */
-static int same_float(float a, float b)
-{
-    return (isnan(a) && isnan(b)) || peak_test_bytes_equal(&a, &b, sizeof a);
-}
 
 /* The SIMD tiers compute the same exponentials and add them in one order
    (kernels/softmax.h), so they give the same bits (peak.h).  On a SIMD
@@ -991,27 +1084,18 @@ START_TEST(simd_tiers_same_bits)
     for (size_t k = 0; k < N_LENGTHS; k++) {
         const size_t lk = length_at(k);
         for (int kind = 0; kind < N_KINDS; kind++) {
-            sm_shape s = {1, 2, 3, lk, 1, 2, k % 5, 0, 0};
-            sm_problem p;
-            sm_init(&p, &s, 4000 + k * N_KINDS + (uint64_t)kind);
-            p.d.scale = (k & 1) ? 0.37f : 1.0f;
-            set_mask_kind(&p, kind);
             const float top = wide_max[(k + (size_t)kind) % N_WIDE_MAX];
-            sm_fill_visible(&p, top - 88.0f, top);
+            const sm_shape sh = {1, 2, 3, lk, 1, 2, k % 5, 0, 0};
+            sm_opts o = {.lo = top - 88.0f, .hi = top, .mask = kind_mask(kind, lk)};
+            const peak_tester_case c =
+                shape_case(&sh, (k & 1) ? 0.37f : 1.0f, 4000 + k * N_KINDS + (uint64_t)kind, &o);
+            peak_tester_problem p;
+            sm_problem *s = sm_begin(&p, &c);
             if (k % 3 == 0)
-                p.x[lk / 2] = NAN; /* row 0: a NaN row, or a masked NaN */
-            float *y0 = malloc(p.ny * sizeof *y0);
-            ck_assert_int_eq(peak_softmax(p.y, p.x, &p.d), PEAK_OK);
-            memcpy(y0, p.y, p.ny * sizeof *y0);
-            ck_assert_int_eq(peak_isa_force(other), PEAK_OK);
-            ck_assert_int_eq(peak_softmax(p.y, p.x, &p.d), PEAK_OK);
-            ck_assert_int_eq(peak_isa_force(peak_test_isa), PEAK_OK);
-            for (size_t e = 0; e < p.ny; e++)
-                CHECK(same_float(p.y[e], y0[e]), "%s and %s, Lk %zu kind %d: y[%zu] %a and %a",
-                      peak_isa_name(peak_test_isa), peak_isa_name(other), lk, kind, e,
-                      (double)y0[e], (double)p.y[e]);
-            free(y0);
-            sm_free(&p);
+                X_AT(s, 0, lk / 2) = NAN; /* row 0: a NaN row, or a masked NaN */
+            peak_tester_run(&softmax, &p);
+            peak_tester_same_bits(&softmax, &p, other);
+            peak_tester_free(&softmax, &p);
         }
     }
 }
@@ -1025,114 +1109,88 @@ END_TEST
 START_TEST(decode_rows_match_full_causal)
 {
     const size_t L = 1 + (size_t)_i * 5;
-    sm_shape s = {1, 1, L, L, 0, 0, 0, 0, 0};
-    sm_problem full;
-    sm_init(&full, &s, 1800);
-    full.d.mask.causal = 1;
-    sm_fill_visible(&full, -5.0f, 5.0f);
-    sm_run(&full);
+    const sm_shape sh = {1, 1, L, L, 0, 0, 0, 0, 0};
+    sm_opts o = {.lo = -5.0f, .hi = 5.0f, .mask = {.causal = 1}};
+    const peak_tester_case c = shape_case(&sh, 1.0f, 1800, &o);
+    peak_tester_problem full;
+    const sm_problem *s = sm_begin(&full, &c);
+    peak_tester_run(&softmax, &full); /* x is as before: the tester checked it */
     for (size_t t = 0; t < L; t++) {
         for (int align = 0; align < 2; align++) {
-            peak_softmax_desc d = full.d;
+            peak_softmax_desc d = s->d;
             d.q_len = 1;
             d.k_len = align ? t + 1 : L;
             d.mask.align = (peak_align)align;
             d.mask.q_offset = align ? 0 : t;
             float *y = peak_test_alloc(d.k_len, 0);
-            ck_assert_int_eq(peak_softmax(y, full.x0 + t * L, &d), PEAK_OK);
+            ck_assert_int_eq(peak_softmax(y, &X_AT(s, t, 0), &d), PEAK_OK);
             for (size_t j = 0; j < d.k_len; j++) {
-                float want = full.y[t * L + j];
-                CHECK(prob_ok(want, y[j]),
-                              "%s L%zu t%zu align %d key %zu: decode %.9g, full %.9g",
-                              peak_isa_name(peak_test_isa), L, t, align, j, (double)y[j],
-                              (double)want);
+                const float want = Y_AT(s, t, j);
+                CHECK(want < FLT_MIN ? fabsf(y[j] - want) <= FLT_MIN
+                                     : peak_test_ulp_diff(y[j], want) <= SM_ULP_TOL,
+                      "%s L%zu t%zu align %d key %zu: decode %.9g, full %.9g",
+                      peak_isa_name(peak_test_isa), L, t, align, j, (double)y[j], (double)want);
             }
             peak_test_free(y);
         }
     }
-    sm_free(&full);
+    peak_tester_free(&softmax, &full);
 }
 END_TEST
 
 /* ---- invalid arguments ------------------------------------------------------ */
 
-typedef struct bad_call {
-    const char *what;
-    peak_status want;
-} bad_call;
-
-/* Runs peak_softmax on a mutated copy of a valid problem and checks that
-   it fails with `want` and leaves y untouched. */
-static void expect_rejected(const sm_problem *p, const peak_softmax_desc *d, float *y,
-                            const float *x, bad_call c)
+/* peak_softmax on a mutated copy of a valid problem fails with `want` and
+   leaves every buffer (x and y) untouched. */
+static void expect_rejected(peak_tester_problem *p, const char *what, const peak_softmax_desc *d,
+                            float *y, const float *x, peak_status want)
 {
-    float *before = malloc(p->ny * sizeof *before);
-    memcpy(before, p->y, p->ny * sizeof *before);
-    peak_status got = peak_softmax(y, x, d);
-    CHECK(got == c.want, "%s: %s: status %d, want %d", peak_isa_name(peak_test_isa),
-                  c.what, (int)got, (int)c.want);
-    CHECK(peak_test_bytes_equal(before, p->y, p->ny * sizeof *before),
-                  "%s: output changed", c.what);
-    free(before);
+    peak_tester_snapshot(p);
+    peak_tester_expect_rejected(p, what, peak_softmax(y, x, d), want);
 }
 
 START_TEST(invalid_arguments)
 {
-    sm_shape s = {2, 2, 3, 8, 0, 0, 0, 0, 0};
-    sm_problem p;
-    sm_init(&p, &s, 1900);
-    sm_fill_visible(&p, -1.0f, 1.0f);
-    sm_add_key_len(&p);
+    const sm_shape sh = {2, 2, 3, 8, 0, 0, 0, 0, 0};
+    sm_opts o = {.lo = -1.0f, .hi = 1.0f, .mask = {.key_len = 1}};
+    const peak_tester_case c = shape_case(&sh, 1.0f, 1900, &o);
+    peak_tester_problem p;
+    sm_problem *s = sm_begin(&p, &c);
+    const peak_status inval = PEAK_ERR_INVALID_ARG;
     peak_softmax_desc d;
-    const bad_call inval = {"", PEAK_ERR_INVALID_ARG};
-    bad_call c = inval;
 
-    c.what = "NULL y";
-    expect_rejected(&p, &p.d, NULL, p.x, c);
-    c.what = "NULL x";
-    expect_rejected(&p, &p.d, p.y, NULL, c);
-    c.what = "NULL desc";
-    expect_rejected(&p, NULL, p.y, p.x, c);
-
+    expect_rejected(&p, "NULL y", &s->d, NULL, s->x, inval);
+    expect_rejected(&p, "NULL x", &s->d, s->y, NULL, inval);
+    expect_rejected(&p, "NULL desc", NULL, s->y, s->x, inval);
     size_t *sizes[4] = {&d.batch, &d.heads, &d.q_len, &d.k_len};
     for (int k = 0; k < 4; k++) {
-        d = p.d;
+        d = s->d;
         *sizes[k] = 0;
-        c.what = "zero size";
-        expect_rejected(&p, &d, p.y, p.x, c);
+        expect_rejected(&p, "zero size", &d, s->y, s->x, inval);
     }
-    d = p.d;
+    d = s->d;
     d.y_stride[2] = 7; /* rows of 8 overlap */
-    c.what = "y rows overlap";
-    expect_rejected(&p, &d, p.y, p.x, c);
-    d = p.d;
+    expect_rejected(&p, "y rows overlap", &d, s->y, s->x, inval);
+    d = s->d;
     d.y_stride[0] = -1;
-    c.what = "negative stride";
-    expect_rejected(&p, &d, p.y, p.x, c);
-    d = p.d;
+    expect_rejected(&p, "negative stride", &d, s->y, s->x, inval);
+    d = s->d;
     d.scale = INFINITY;
-    c.what = "infinite scale";
-    expect_rejected(&p, &d, p.y, p.x, c);
+    expect_rejected(&p, "infinite scale", &d, s->y, s->x, inval);
     d.scale = NAN;
-    c.what = "NaN scale";
-    expect_rejected(&p, &d, p.y, p.x, c);
-    d = p.d;
+    expect_rejected(&p, "NaN scale", &d, s->y, s->x, inval);
+    d = s->d;
     d.mask.align = (peak_align)2;
-    c.what = "bad align";
-    expect_rejected(&p, &d, p.y, p.x, c);
-    d = p.d;
+    expect_rejected(&p, "bad align", &d, s->y, s->x, inval);
+    d = s->d;
     d.y_stride[2] = 9;
-    c.what = "in place with different strides";
-    expect_rejected(&p, &d, p.y, p.y, c);
+    expect_rejected(&p, "in place with different strides", &d, s->y, s->y, inval);
 
-    c.want = PEAK_ERR_OUT_OF_RANGE;
-    p.key_len[1] = 9;
-    c.what = "key_len > Lk";
-    expect_rejected(&p, &p.d, p.y, p.x, c);
-    p.key_len[1] = -1;
-    c.what = "key_len < 0";
-    expect_rejected(&p, &p.d, p.y, p.x, c);
-    sm_free(&p);
+    s->key_len[1] = 9;
+    expect_rejected(&p, "key_len > Lk", &s->d, s->y, s->x, PEAK_ERR_OUT_OF_RANGE);
+    s->key_len[1] = -1;
+    expect_rejected(&p, "key_len < 0", &s->d, s->y, s->x, PEAK_ERR_OUT_OF_RANGE);
+    peak_tester_free(&softmax, &p);
 }
 END_TEST
 
@@ -1142,10 +1200,11 @@ static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("softmax");
     TCase *tc = tcase_create(peak_isa_name(isa));
-    tcase_add_loop_test(tc, sizes_1_to_70, 0, SIZE_GROUPS);
-    tcase_add_loop_test(tc, model_sizes_with_batch_and_heads, 0, 2);
+    peak_tester_add_sweeps(tc, &softmax);
+    tcase_add_loop_test(tc, aligned_sizes_1_to_70, 0, SIZE_GROUPS);
     tcase_add_loop_test(tc, strided_rows_keep_gaps, 0, 5);
     tcase_add_loop_test(tc, misaligned_pointers, 0, 4);
+    tcase_add_loop_test(tc, model_sizes_with_batch_and_heads, 0, 2);
     tcase_add_loop_test(tc, in_place_strided, 0, 4);
     tcase_add_loop_test(tc, causal_both_alignments_with_q_offset, 0, 2);
     tcase_add_loop_test(tc, sliding_window_with_and_without_causal, 0, 2);

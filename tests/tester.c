@@ -1,5 +1,6 @@
 #include "tester.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,12 +156,12 @@ void peak_tester_expect_rejected(const peak_tester_problem *p, const char *what,
               "%s: %s: %s changed", peak_isa_name(peak_test_isa), what, p->buf[k].name);
 }
 
-static int entry_ok(const peak_tester_buf *b, double ref, float got)
+static int entry_ok(const peak_tester_buf *b, int exact, double ref, float got)
 {
     if (isnan(ref) || isnan(got))
         return isnan(ref) && isnan(got);
     const float want = (float)ref;
-    switch (b->cmp) {
+    switch (exact ? PEAK_TESTER_EXACT : b->cmp) {
     case PEAK_TESTER_EXACT:
         return peak_test_bytes_equal(&want, &got, sizeof got);
     case PEAK_TESTER_REL:
@@ -168,6 +169,10 @@ static int entry_ok(const peak_tester_buf *b, double ref, float got)
             return (double)got == ref;
         return fabs((double)got - ref) <= b->tol * fmax(1.0, fabs(ref));
     case PEAK_TESTER_ULP:
+        return (double)peak_test_ulp_diff(got, want) <= b->tol;
+    case PEAK_TESTER_ULP_NORMAL:
+        if (fabs(ref) < (double)FLT_MIN)
+            return fabs((double)got - ref) <= (double)FLT_MIN;
         return (double)peak_test_ulp_diff(got, want) <= b->tol;
     }
     return 0;
@@ -189,11 +194,15 @@ static void check_output(const peak_tester_family *f, const peak_tester_problem 
     for (size_t t = 0; t < b->rows; t++) {
         if (!checked_row(b->rows, t))
             continue;
+        memset(p->exact, 0, b->cols);
         f->oracle_row(p, k, t, ref);
         const float *row = b->p + t * (size_t)b->ld;
         for (size_t j = 0; j < b->cols; j++)
-            CHECK(entry_ok(b, ref[j], row[j]), "%s: %s[%zu,%zu] = %.9g (%a), want %.9g",
-                  peak_tester_describe(p), b->name, t, j, (double)row[j], (double)row[j], ref[j]);
+            CHECK(entry_ok(b, p->exact[j], ref[j], row[j]),
+                  "%s: %s[%zu,%zu] = %.9g (%a), want %.9g%s", peak_tester_describe(p), b->name, t,
+                  j, (double)row[j], (double)row[j], ref[j], p->exact[j] ? " exactly" : "");
+        if (f->check_row)
+            f->check_row(p, k, t, ref, row);
     }
     /* An output's gaps keep the canary; an input it aliases had it there. */
     for (size_t t = 0; t + 1 < b->rows; t++)
@@ -210,9 +219,7 @@ static int aliased(const peak_tester_problem *p, size_t k)
     return 0;
 }
 
-/* The same call on the scalar tier from the same inputs: byte for byte the
-   same outputs, gaps included. */
-static void check_same_bits(const peak_tester_family *f, peak_tester_problem *p)
+void peak_tester_same_bits(const peak_tester_family *f, peak_tester_problem *p, peak_isa isa)
 {
     float *got[PEAK_TESTER_MAX_BUFS] = {0};
     for (size_t k = 0; k < p->nbufs; k++) {
@@ -224,7 +231,7 @@ static void check_same_bits(const peak_tester_family *f, peak_tester_problem *p)
         memcpy(got[k], b->p, b->n * sizeof(float));
     }
     restore(p);
-    ck_assert_int_eq(peak_isa_force(PEAK_ISA_SCALAR), PEAK_OK);
+    ck_assert_int_eq(peak_isa_force(isa), PEAK_OK);
     const peak_status s = f->call(p);
     ck_assert_int_eq(peak_isa_force(peak_test_isa), PEAK_OK);
     ck_assert_int_eq(s, PEAK_OK);
@@ -232,8 +239,8 @@ static void check_same_bits(const peak_tester_family *f, peak_tester_problem *p)
         const peak_tester_buf *b = &p->buf[k];
         for (size_t e = 0; got[k] && e < b->n; e++)
             CHECK(peak_test_bytes_equal(&got[k][e], &b->p[e], sizeof(float)),
-                  "%s: %s float %zu: %a, the scalar tier's %a", peak_tester_describe(p), b->name,
-                  e, (double)got[k][e], (double)b->p[e]);
+                  "%s: %s float %zu: %a, the %s tier's %a", peak_tester_describe(p), b->name, e,
+                  (double)got[k][e], peak_isa_name(isa), (double)b->p[e]);
     }
     for (size_t k = 0; k < PEAK_TESTER_MAX_BUFS; k++)
         free(got[k]);
@@ -249,7 +256,8 @@ void peak_tester_run(const peak_tester_family *f, peak_tester_problem *p)
         if (p->buf[k].cols > widest)
             widest = p->buf[k].cols;
     double *ref = malloc(widest * sizeof *ref);
-    if (!ref)
+    p->exact = malloc(widest);
+    if (!ref || !p->exact)
         abort();
     for (size_t k = 0; k < p->nbufs; k++) {
         if (p->buf[k].output)
@@ -260,8 +268,10 @@ void peak_tester_run(const peak_tester_family *f, peak_tester_problem *p)
                   "%s: input %s modified", peak_tester_describe(p), p->buf[k].name);
     }
     free(ref);
+    free(p->exact);
+    p->exact = NULL;
     if (f->same_bits && peak_test_isa != PEAK_ISA_SCALAR)
-        check_same_bits(f, p);
+        peak_tester_same_bits(f, p, PEAK_ISA_SCALAR);
 }
 
 void peak_tester_check(const peak_tester_family *f, const peak_tester_case *c)

@@ -10,10 +10,13 @@
  *     gap poisons its row;
  *   - the call on the tier under test, which must return PEAK_OK;
  *   - every output row against the oracle (bit-exact, relative or ULP bound
- *     per buffer), every gap of every output still the canary, every input
- *     not aliased by an output unchanged;
+ *     per buffer, bit-exact for the entries the oracle marks so), the
+ *     family's own checks of a whole row (check_row), every gap of every
+ *     output still the canary, every input not aliased by an output
+ *     unchanged;
  *   - for a family whose tiers promise the scalar tier's bits, the same
- *     problem on the scalar tier, compared byte for byte;
+ *     problem on the scalar tier, compared byte for byte (and, for any
+ *     other pair of tiers, peak_tester_same_bits);
  *   - the standard sweeps as Check loop tests (peak_tester_add_sweeps):
  *     sizes 1..70 (every tail of 4-, 8- and 16-lane vectors) and powers of
  *     two +-1, each at misalignment n % 16 (2-D families: with and without
@@ -48,7 +51,10 @@ typedef struct peak_tester_case {
 enum peak_tester_cmp {
     PEAK_TESTER_EXACT, /* the bits of (float)ref; NaN matches NaN */
     PEAK_TESTER_REL,   /* |got - ref| <= tol * max(1, |ref|); NaN matches NaN */
-    PEAK_TESTER_ULP    /* within tol ULP of (float)ref; NaN matches NaN */
+    PEAK_TESTER_ULP,   /* within tol ULP of (float)ref; NaN matches NaN */
+    /* PEAK_TESTER_ULP where |ref| >= FLT_MIN; below it, within FLT_MIN
+       absolutely: for results a kernel may flush to zero when subnormal. */
+    PEAK_TESTER_ULP_NORMAL
 };
 
 enum { PEAK_TESTER_MAX_BUFS = 8 };
@@ -71,6 +77,11 @@ typedef struct peak_tester_problem {
     size_t nbufs;
     peak_tester_buf buf[PEAK_TESTER_MAX_BUFS];
     void *user; /* the family's own state, if any */
+    /* For oracle_row: entries it sets to 1 here (cleared before each row)
+       must be the bits of (float)ref whatever the buffer's comparison (a
+       softmax row's masked keys are exactly +0, its probabilities within
+       a ULP bound). */
+    unsigned char *exact;
 } peak_tester_problem;
 
 typedef struct peak_tester_family {
@@ -84,6 +95,11 @@ typedef struct peak_tester_family {
     /* ref[0 .. cols) for row `row` of output buffer `buf`, from the inputs
        as they were before the call (peak_tester_before). */
     void (*oracle_row)(const peak_tester_problem *p, size_t buf, size_t row, double *ref);
+    /* Optional: what the family promises of a whole output row beyond its
+       entries (a softmax row sums to 1), given the oracle's row and the
+       kernel's; called after the entries of the row passed. */
+    void (*check_row)(const peak_tester_problem *p, size_t buf, size_t row, const double *ref,
+                      const float *got);
     /* Frees p->user (the buffers are the harness's); may be NULL. */
     void (*teardown)(peak_tester_problem *p);
     int same_bits;         /* every tier gives the scalar tier's bits (peak.h) */
@@ -127,6 +143,11 @@ int peak_tester_setup(const peak_tester_family *f, const peak_tester_case *c,
                       peak_tester_problem *p);
 void peak_tester_run(const peak_tester_family *f, peak_tester_problem *p);
 void peak_tester_free(const peak_tester_family *f, peak_tester_problem *p);
+
+/* After peak_tester_run: the same call on tier `isa` from the same inputs
+   gives the same outputs byte for byte, gaps included (the tier under test
+   is forced again afterwards). */
+void peak_tester_same_bits(const peak_tester_family *f, peak_tester_problem *p, peak_isa isa);
 
 /* Rejected calls: snapshot every buffer, make the call, then expect status
    `want` and every buffer byte for byte as before. */
