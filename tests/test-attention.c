@@ -737,9 +737,9 @@ END_TEST
 
 /* ---- the tiled SIMD kernels: blocks, tiles and their edges ------------------ */
 
-/* The issue's head sizes across block (64 rows) and tile (64 keys) edges,
+/* Head sizes 1 to 256 across block (64 rows) and tile (64 keys) edges,
    with 3 query heads per kv head (a block mixes heads), both layouts. */
-START_TEST(issue_head_dims_across_tiles)
+START_TEST(head_dims_across_tiles)
 {
     static const size_t dh[] = {1, 7, 8, 16, 63, 64, 65, 128, 256};
     const size_t D = dh[_i];
@@ -1234,7 +1234,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, zero_weight_nan_value_like_scalar, 0, 4);
     tcase_add_loop_test(tc, long_rows_stay_accurate, 0, 2);
     tcase_add_loop_test(tc, decode_matches_full_causal, 0, 4);
-    tcase_add_loop_test(tc, issue_head_dims_across_tiles, 0, 9);
+    tcase_add_loop_test(tc, head_dims_across_tiles, 0, 9);
     tcase_add_loop_test(tc, lengths_to_300_sampled, 0, 6);
     tcase_add_loop_test(tc, fully_masked_tiles_inside_visible_rows, 0, 3);
     tcase_add_loop_test(tc, nonfinite_value_seen_by_one_row, 0, 2);

@@ -661,7 +661,7 @@ END_TEST
 
 /* ---- every length with every mask kind ------------------------------------- */
 
-/* The issue's lengths: 1..70 cover every tail of both vector widths, 127,
+/* Lengths: 1..70 cover every tail of both vector widths, 127,
    128 and 129 straddle a multiple of 8 and 16, 4096 is a long row (and
    several SUM_BLOCKs of float accumulation). */
 static size_t length_at(size_t k)
