@@ -1,7 +1,8 @@
 /*
- * exp.h - the constants of peak's vector exponentials, shared by every
- * SIMD tier (avx2/exp-avx2.h, avx512/exp-avx512.h, neon/exp-neon.h) so that
- * the tiers differ only in how they put 2^n back, never in the approximation itself.  Three
+ * exp.h - the constants of peak's exponentials, shared by the vector code
+ * (exp-body.h, with the AVX-512 overrides in avx512/exp-avx512.h) and the
+ * scalar tier, so that the tiers differ only in how they put 2^n back,
+ * never in the approximation itself.  Three
  * functions (peak_exp's e^x, the softmax's 2^-k e^a, attention's 2^t), two
  * polynomials, both fitted by scripts/fit-exp-poly.py.
  *

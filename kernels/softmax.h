@@ -3,8 +3,9 @@
  * walking the rows of a peak_softmax_desc, resolving each row's mask with
  * mask.h (so every tier sees exactly the scalar reference's visible set),
  * and filling the rare rows whose result is not computed but decided (no
- * finite maximum, a visible NaN or +inf).  ISA-free: the AVX2, AVX-512 and
- * NEON files hold only their vector loops.
+ * finite maximum, a visible NaN or +inf).  ISA-free: the steps and their
+ * vector passes are softmax-body.h, written once for the AVX2, AVX-512 and
+ * NEON tiers.
  *
  * The row algorithm every tier follows (softmax-scalar.c has the reasons
  * for the special rows):
@@ -127,8 +128,6 @@ typedef struct peak_softmax_row {
 #define PEAK_SOFTMAX_STREAM_BYTES ((size_t)16 << 20)
 #define PEAK_SOFTMAX_SCRATCH_KEYS 4096
 
-typedef void (*peak_softmax_group_fn)(const peak_softmax_row *rows, size_t n, bool stream);
-
 /* Whether d's output is streamed.  Its size cannot overflow: y's rows do
    not overlap (api.c), so they fit in y's extent, which fits in a
    ptrdiff_t. */
@@ -138,46 +137,64 @@ static inline bool peak_softmax_streams(const peak_softmax_desc *d)
            d->batch * d->heads * d->q_len * d->k_len > PEAK_SOFTMAX_STREAM_BYTES / sizeof(float);
 }
 
-/* Calls group_fn on consecutive runs of rows, in memory order of
-   [b, h, i].  Static inline, so that the call through group_fn is resolved
-   at compile time in each tier's file. */
-static inline void peak_softmax_for_each_group(float *y, const float *x, const peak_softmax_desc *d,
-                                          peak_softmax_group_fn group_fn)
+/* The rows of d in memory order of [b, h, i], a group at a time
+   (peak_softmax_next_group), and the row [b, h, i] that comes next. */
+typedef struct peak_softmax_walk {
+    float *y;
+    const float *x;
+    const peak_softmax_desc *d;
+    float *scratch; /* PEAK_SOFTMAX_SCRATCH_KEYS floats: the streamed rows' work */
+    bool stream;
+    size_t per_group;
+    float scale;
+    size_t b, h, i;
+} peak_softmax_walk;
+
+static inline peak_softmax_walk peak_softmax_walk_start(float *y, const float *x,
+                                                        const peak_softmax_desc *d, float *scratch)
 {
-    const peak_mask *m = &d->mask;
-    const bool stream = peak_softmax_streams(d);
-    const size_t fit = stream ? PEAK_SOFTMAX_SCRATCH_KEYS / d->k_len
-                              : PEAK_SOFTMAX_GROUP_BYTES / (2 * sizeof(float) * d->k_len);
-    const size_t per_group = fit < 1 ? 1 : fit > PEAK_SOFTMAX_GROUP ? PEAK_SOFTMAX_GROUP : fit;
-    const float scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale;
-    _Alignas(64) float scratch[PEAK_SOFTMAX_SCRATCH_KEYS];
-    peak_softmax_row rows[PEAK_SOFTMAX_GROUP];
+    peak_softmax_walk w = {y, x, d, scratch, peak_softmax_streams(d), 1, 1.0f, 0, 0, 0};
+    const size_t fit = w.stream ? PEAK_SOFTMAX_SCRATCH_KEYS / d->k_len
+                                : PEAK_SOFTMAX_GROUP_BYTES / (2 * sizeof(float) * d->k_len);
+    w.per_group = fit < 1 ? 1 : fit > PEAK_SOFTMAX_GROUP ? PEAK_SOFTMAX_GROUP : fit;
+    w.scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale;
+    return w;
+}
+
+/* Row [b, h, i] of w as the n-th of a group. */
+static inline void peak_softmax_row_at(const peak_softmax_walk *w, size_t n, peak_softmax_row *r)
+{
+    const peak_softmax_desc *d = w->d;
+    const size_t b = w->b, h = w->h, i = w->i;
+    const peak_key_range keys = peak_mask_keys(&d->mask, b, i, d->q_len, d->k_len);
+    r->x = w->x + (ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)h * d->x_stride[1] +
+           (ptrdiff_t)i * d->x_stride[2];
+    r->y = w->y + (ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)h * d->y_stride[1] +
+           (ptrdiff_t)i * d->y_stride[2];
+    r->work = w->stream ? w->scratch + n * d->k_len : r->y;
+    r->lo = keys.lo;
+    r->hi = keys.hi;
+    r->keep = peak_mask_keep_row(&d->mask, b, h, i);
+    r->bias = peak_mask_bias_row(&d->mask, b, h, i);
+    r->k_len = d->k_len;
+    r->scale = w->scale;
+}
+
+/* The next group of up to per_group consecutive rows into rows; their
+   number, 0 when every row has been. */
+static inline size_t peak_softmax_next_group(peak_softmax_walk *w, peak_softmax_row *rows)
+{
+    const peak_softmax_desc *d = w->d;
     size_t n = 0;
-    for (size_t b = 0; b < d->batch; b++) {
-        for (size_t h = 0; h < d->heads; h++) {
-            const float *xr = x + (ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)h * d->x_stride[1];
-            float *yr = y + (ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)h * d->y_stride[1];
-            for (size_t i = 0; i < d->q_len; i++, xr += d->x_stride[2], yr += d->y_stride[2]) {
-                peak_softmax_row *r = &rows[n];
-                const peak_key_range keys = peak_mask_keys(m, b, i, d->q_len, d->k_len);
-                r->x = xr;
-                r->y = yr;
-                r->work = stream ? scratch + n * d->k_len : yr;
-                r->lo = keys.lo;
-                r->hi = keys.hi;
-                r->keep = peak_mask_keep_row(m, b, h, i);
-                r->bias = peak_mask_bias_row(m, b, h, i);
-                r->k_len = d->k_len;
-                r->scale = scale;
-                if (++n == per_group) {
-                    group_fn(rows, n, stream);
-                    n = 0;
-                }
+    for (; w->b < d->batch; w->b++, w->h = 0)
+        for (; w->h < d->heads; w->h++, w->i = 0)
+            for (; w->i < d->q_len; w->i++) {
+                if (n == w->per_group)
+                    return n;
+                peak_softmax_row_at(w, n, &rows[n]);
+                n++;
             }
-        }
-    }
-    if (n)
-        group_fn(rows, n, stream);
+    return n;
 }
 
 /* A rare row (at most once per row, never in the hot loop): `value` at
@@ -268,35 +285,7 @@ static inline peak_softmax_factor peak_softmax_factor_for(double sum)
     return r;
 }
 
-/* ---- the row algorithm, over one tier's passes ------------------------- */
-
-/* A tier's vector loops.  `scaled` false means scale == 1 (the multiply is
-   skipped: x * 1 == x); `stream`: write y with non-temporal stores.  Each
-   tier's functions are PEAK_SOFTMAX_INLINE, so that the calls below, through a
-   constant table, are inlined and the flags are folded away. */
-typedef struct peak_softmax_passes {
-    /* Max of x[j] * scale over j < n, NaN skipped; -inf if none. */
-    float (*max_dense)(const float *x, size_t n, float scale, bool scaled);
-    /* A masked row's scores into work[lo, hi), -inf where masked; their
-       max. */
-    float (*scores_masked)(const peak_softmax_row *r, bool scaled);
-    /* dst[j] = 2^-k e^(s[j] * scale - shift) for j < n with the row's
-       constants (peak_softmax_exp_row); dst may be s. */
-    void (*exp_store)(float *dst, const float *s, size_t n, float scale,
-                      const peak_softmax_exp_row *e, bool scaled);
-    /* The sum of src[0 .. n) in double, in the order of
-       PEAK_SOFTMAX_SUM_LANES. */
-    double (*sum)(const float *src, size_t n);
-    /* y[j] = src[j] * (f.hi + f.lo), rounded once, for j < n (src may be
-       y). */
-    void (*scale_store)(float *y, const float *src, size_t n, peak_softmax_factor f, bool stream);
-    /* scale_store, and in the same loop sum(next, m), which it returns
-       (next: another row's terms); NULL: the two passes one after the
-       other (AVX-512 and NEON: not yet measured on their hardware). */
-    double (*scale_store_sum)(float *y, const float *src, size_t n, peak_softmax_factor f,
-                              bool stream, const float *next, size_t m);
-    void (*store_zeros)(float *y, size_t n, bool stream);
-} peak_softmax_passes;
+/* ---- what every tier's steps share (softmax-body.h) --------------------- */
 
 /* Where step 3 finds a row's scores. */
 static inline const float *peak_softmax_scores(const peak_softmax_row *r)
@@ -311,99 +300,6 @@ static inline void peak_softmax_no_finite_max(const peak_softmax_row *r)
 {
     const float scale = r->keep || r->bias ? 1.0f : r->scale;
     peak_softmax_fill_visible(r, peak_softmax_any_nan(peak_softmax_scores(r), r->hi - r->lo, scale) ? NAN : 0.0f);
-}
-
-/* Step 1; the max of the row's visible scores. */
-PEAK_SOFTMAX_INLINE float peak_softmax_max(const peak_softmax_row *r, const peak_softmax_passes *p, bool scaled)
-{
-    if (r->keep || r->bias)
-        return p->scores_masked(r, scaled);
-    return p->max_dense(r->x + r->lo, r->hi - r->lo, r->scale, scaled);
-}
-
-/* Step 3's exponentials.  A masked row's scores in the work area are
-   finished: no scale. */
-PEAK_SOFTMAX_INLINE void peak_softmax_exp(const peak_softmax_row *r, const peak_softmax_passes *p, bool scaled,
-                                float max)
-{
-    float *dst = r->work + r->lo;
-    const float *s = peak_softmax_scores(r);
-    const size_t n = r->hi - r->lo;
-    const peak_softmax_exp_row e = peak_softmax_exp_row_for(max);
-    scaled = scaled && !r->keep && !r->bias;
-    if (scaled)
-        p->exp_store(dst, s, n, r->scale, &e, true);
-    else
-        p->exp_store(dst, s, n, 1.0f, &e, false);
-}
-
-/* Steps 1 to 5 for each of the n rows of a group, step by step. */
-PEAK_SOFTMAX_INLINE void peak_softmax_group_steps(const peak_softmax_row *rows, size_t n,
-                                        const peak_softmax_passes *p, bool scaled, bool stream)
-{
-    float max[PEAK_SOFTMAX_GROUP];
-    bool terms[PEAK_SOFTMAX_GROUP]; /* step 3 stored the row's terms */
-    for (size_t k = 0; k < n; k++) /* (-inf where unused: clang-analyzer) */
-        max[k] = rows[k].lo < rows[k].hi ? peak_softmax_max(&rows[k], p, scaled) : -INFINITY;
-    for (size_t k = 0; k < n; k++) {
-        const peak_softmax_row *r = &rows[k];
-        terms[k] = r->lo < r->hi && max[k] != -INFINITY;
-        if (terms[k])
-            peak_softmax_exp(r, p, scaled, max[k]);
-        else if (r->lo < r->hi)
-            peak_softmax_no_finite_max(r);
-    }
-    /* Step 3's sums and step 4, row after row of those with terms: row k's
-       scaling (multiplies and stores) in one loop with the next row's sum
-       (conversions and adds, on other ports): the AVX2 kernel 2.4% faster
-       (geomean of 14 shapes, Zen 3).  The order of each sum's additions is
-       its own loop's, so the bits are the same with or without it (NULL).
-       A NaN sum (a visible NaN or +inf) makes a NaN row; otherwise
-       sum >= 1: the largest term is at least 1 (the top of this file). */
-    size_t k = 0;
-    while (k < n && !terms[k])
-        k++;
-    double sum = k < n ? p->sum(rows[k].work + rows[k].lo, rows[k].hi - rows[k].lo) : NAN;
-    while (k < n) {
-        const peak_softmax_row *r = &rows[k];
-        size_t next = k + 1;
-        while (next < n && !terms[next])
-            next++;
-        const float *next_terms = next < n ? rows[next].work + rows[next].lo : NULL;
-        const size_t next_n = next < n ? rows[next].hi - rows[next].lo : 0;
-        double next_sum = NAN;
-        if (isnan(sum)) {
-            peak_softmax_fill_visible(r, NAN);
-        } else if (p->scale_store_sum && next < n) {
-            next_sum = p->scale_store_sum(r->y + r->lo, r->work + r->lo, r->hi - r->lo,
-                                          peak_softmax_factor_for(sum), stream, next_terms, next_n);
-        } else {
-            p->scale_store(r->y + r->lo, r->work + r->lo, r->hi - r->lo,
-                           peak_softmax_factor_for(sum), stream);
-        }
-        if (next < n && (isnan(sum) || !p->scale_store_sum))
-            next_sum = p->sum(next_terms, next_n);
-        sum = next_sum;
-        k = next;
-    }
-    for (size_t i = 0; i < n; i++) {
-        p->store_zeros(rows[i].y, rows[i].lo, stream);
-        p->store_zeros(rows[i].y + rows[i].hi, rows[i].k_len - rows[i].hi, stream);
-    }
-}
-
-/* A tier's group function: specialises the steps for scale == 1 and for
-   streaming. */
-PEAK_SOFTMAX_INLINE void peak_softmax_softmax_group(const peak_softmax_row *rows, size_t n,
-                                          const peak_softmax_passes *p, bool stream)
-{
-    const bool scaled = rows[0].scale != 1.0f;
-    if (stream)
-        scaled ? peak_softmax_group_steps(rows, n, p, true, true)
-               : peak_softmax_group_steps(rows, n, p, false, true);
-    else
-        scaled ? peak_softmax_group_steps(rows, n, p, true, false)
-               : peak_softmax_group_steps(rows, n, p, false, false);
 }
 
 #endif /* PEAK_SOFTMAX_H */

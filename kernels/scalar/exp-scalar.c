@@ -24,6 +24,16 @@ static float pow2i(int e)
     return f;
 }
 
+/* (((c4 r + c3) r + c2) r + c1) r + c0, one rounding a step: the part of
+   Horner's scheme the two polynomials share (exp-body.h's order). */
+static float horner(float r, float c4, float c3, float c2, float c1, float c0)
+{
+    float p = fmaf(c4, r, c3);
+    p = fmaf(p, r, c2);
+    p = fmaf(p, r, c1);
+    return fmaf(p, r, c0);
+}
+
 static float exp_one(float x)
 {
     if (isnan(x))
@@ -32,13 +42,8 @@ static float exp_one(float x)
     const float n = fmaf(x, PEAK_EXP_LOG2E, PEAK_EXP_ROUND_MAGIC) - PEAK_EXP_ROUND_MAGIC;
     float r = fmaf(n, PEAK_EXP_MINUS_LN2_HI, x);
     r = fmaf(n, PEAK_EXP_MINUS_LN2_LO, r);
-    float p = PEAK_EXP_C6;
-    p = fmaf(p, r, PEAK_EXP_C5);
-    p = fmaf(p, r, PEAK_EXP_C4);
-    p = fmaf(p, r, PEAK_EXP_C3);
-    p = fmaf(p, r, PEAK_EXP_C2);
-    p = fmaf(p, r, 1.0f);
-    p = fmaf(p, r, 1.0f);
+    float p = horner(r, PEAK_EXP_C6, PEAK_EXP_C5, PEAK_EXP_C4, PEAK_EXP_C3, PEAK_EXP_C2);
+    p = fmaf(fmaf(p, r, 1.0f), r, 1.0f);
     /* -150 <= n <= 128: two normal halves, the first product exact. */
     const int ni = (int)n, half = ni >> 1;
     return p * pow2i(half) * pow2i(ni - half);
@@ -52,13 +57,8 @@ static float exp2_one(float t)
         return 0.0f;
     const float n = floorf(t);
     const float r = t - n;
-    float p = PEAK_EXP2_C5;
-    p = fmaf(p, r, PEAK_EXP2_C4);
-    p = fmaf(p, r, PEAK_EXP2_C3);
-    p = fmaf(p, r, PEAK_EXP2_C2);
-    p = fmaf(p, r, PEAK_EXP2_C1);
-    p = fmaf(p, r, 1.0f);
-    return p * pow2i((int)n);
+    const float p = horner(r, PEAK_EXP2_C5, PEAK_EXP2_C4, PEAK_EXP2_C3, PEAK_EXP2_C2, PEAK_EXP2_C1);
+    return fmaf(p, r, 1.0f) * pow2i((int)n);
 }
 
 void peak_f32_exp__scalar(float *y, const float *x, size_t n)

@@ -69,6 +69,8 @@ static inline void peak_avx2_store_first(float *p, __m256 v, size_t n)
 
 typedef __m256 peak_vf;
 typedef __m256d peak_vd;
+/* Half a peak_vf: the PEAK_VD_LANES floats a peak_vd narrows to. */
+typedef __m128 peak_vfh;
 
 static inline peak_vf peak_vf_zero(void) { return _mm256_setzero_ps(); }
 static inline peak_vf peak_vf_set1(float x) { return _mm256_set1_ps(x); }
@@ -101,6 +103,24 @@ static inline peak_vf peak_vf_mul(peak_vf a, peak_vf b) { return _mm256_mul_ps(a
 static inline peak_vf peak_vf_fma(peak_vf a, peak_vf b, peak_vf c) { return _mm256_fmadd_ps(a, b, c); }
 /* a > b ? a : b, lane by lane: b where either is NaN (MAXPS). */
 static inline peak_vf peak_vf_max(peak_vf a, peak_vf b) { return _mm256_max_ps(a, b); }
+/* v, or lo where v < lo; NaN where v is NaN (lo is not). */
+static inline peak_vf peak_vf_at_least(peak_vf v, peak_vf lo) { return _mm256_max_ps(lo, v); }
+/* v, or hi where v > hi; NaN where v is NaN (hi is not). */
+static inline peak_vf peak_vf_at_most(peak_vf v, peak_vf hi) { return _mm256_min_ps(hi, v); }
+/* Rounded down to an integer. */
+static inline peak_vf peak_vf_floor(peak_vf v) { return _mm256_floor_ps(v); }
+/* Lanes 0 .. n-1 of v and fill in the others, n <= 8. */
+static inline peak_vf peak_vf_first_or(peak_vf v, size_t n, float fill)
+{
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(peak_avx2_first_lanes(n)));
+}
+/* v, hidden from the optimiser: a loop storing a known constant would
+   become a call to memset, which costs more than a short row's stores. */
+static inline peak_vf peak_vf_opaque(peak_vf v)
+{
+    __asm__("" : "+x"(v));
+    return v;
+}
 
 /* Lanes summed as ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)). */
 static inline float peak_vf_reduce_add(peak_vf v)
@@ -119,8 +139,80 @@ static inline float peak_vf_reduce_max(peak_vf v)
     return _mm_cvtss_f32(m);
 }
 
+static inline peak_vfh peak_vfh_set1(float x) { return _mm_set1_ps(x); }
+static inline peak_vfh peak_vfh_loadu(const float *p) { return _mm_loadu_ps(p); }
+static inline void peak_vfh_storeu(float *p, peak_vfh v) { _mm_storeu_ps(p, v); }
+/* p a multiple of PEAK_VF_ALIGN / 2 bytes; weakly ordered: peak_vf_stream_fence. */
+static inline void peak_vfh_stream(float *p, peak_vfh v) { _mm_stream_ps(p, v); }
+
+/* p[0 .. n) = lanes 0 .. n-1 of v, n <= 4; nothing else is written. */
+static inline void peak_vfh_store_first(float *p, peak_vfh v, size_t n)
+{
+    if (n == PEAK_VD_LANES)
+        _mm_storeu_ps(p, v);
+    else
+        peak_sse_store_first(p, v, n);
+}
+
+static inline peak_vfh peak_vfh_mul(peak_vfh a, peak_vfh b) { return _mm_mul_ps(a, b); }
+/* v's lanes 0 .. 3 and 4 .. 7. */
+static inline peak_vfh peak_vf_low(peak_vf v) { return _mm256_castps256_ps128(v); }
+static inline peak_vfh peak_vf_high(peak_vf v) { return _mm256_extractf128_ps(v, 1); }
+
+/* (a0 b0 a1 b1 ...): the lanes of two halves interleaved into one peak_vf. */
+static inline peak_vf peak_vf_interleave(peak_vfh a, peak_vfh b)
+{
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_unpacklo_ps(a, b)),
+                                _mm_unpackhi_ps(a, b), 1);
+}
+
 static inline peak_vd peak_vd_zero(void) { return _mm256_setzero_pd(); }
 static inline peak_vd peak_vd_add(peak_vd a, peak_vd b) { return _mm256_add_pd(a, b); }
+static inline peak_vd peak_vd_set1(double x) { return _mm256_set1_pd(x); }
+/* p a multiple of PEAK_VD_LANES * 8 bytes. */
+static inline peak_vd peak_vd_load(const double *p) { return _mm256_load_pd(p); }
+static inline void peak_vd_store(double *p, peak_vd v) { _mm256_store_pd(p, v); }
+static inline peak_vd peak_vd_sub(peak_vd a, peak_vd b) { return _mm256_sub_pd(a, b); }
+static inline peak_vd peak_vd_mul(peak_vd a, peak_vd b) { return _mm256_mul_pd(a, b); }
+/* a * b + c, rounded once. */
+static inline peak_vd peak_vd_fma(peak_vd a, peak_vd b, peak_vd c) { return _mm256_fmadd_pd(a, b, c); }
+/* c - a * b, rounded once. */
+static inline peak_vd peak_vd_fnma(peak_vd a, peak_vd b, peak_vd c) { return _mm256_fnmadd_pd(a, b, c); }
+/* a * b - c, rounded once. */
+static inline peak_vd peak_vd_fms(peak_vd a, peak_vd b, peak_vd c) { return _mm256_fmsub_pd(a, b, c); }
+/* Lanes rounded to float (to nearest). */
+static inline peak_vfh peak_vd_narrow(peak_vd v) { return _mm256_cvtpd_ps(v); }
+/* Lanes widened to double (exact). */
+static inline peak_vd peak_vd_widen(peak_vfh v) { return _mm256_cvtps_pd(v); }
+
+/* Bit i set where !(a[i] < b[i]): b[i] <= a[i], or either is NaN. */
+static inline unsigned peak_vd_mask_not_lt(peak_vd a, peak_vd b)
+{
+    return (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_NLT_UQ));
+}
+
+/* On a key's bit pattern read as a 64-bit integer (where a shifter's
+   add leaves a rounded integer): b where it is odd, else a. */
+static inline peak_vd peak_vd_select_odd(peak_vd key, peak_vd a, peak_vd b)
+{
+    /* BLENDVPD keys on the sign bit: bit 0 moved there. */
+    const __m256i odd = _mm256_slli_epi64(_mm256_castpd_si256(key), 63);
+    return _mm256_blendv_pd(a, b, _mm256_castsi256_pd(odd));
+}
+
+/* x with its sign flipped (the exact -x) where bit 1 of key's pattern is set. */
+static inline peak_vd peak_vd_negate_bit1(peak_vd x, peak_vd key)
+{
+    const __m256i bit1 = _mm256_and_si256(_mm256_castpd_si256(key), _mm256_set1_epi64x(2));
+    const __m256i sign = _mm256_slli_epi64(bit1, 62);
+    return _mm256_castsi256_pd(_mm256_xor_si256(_mm256_castpd_si256(x), sign));
+}
+
+/* key's bit pattern plus 1, as a 64-bit integer. */
+static inline peak_vd peak_vd_inc_bits(peak_vd key)
+{
+    return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(key), _mm256_set1_epi64x(1)));
+}
 
 /* acc + (lo + hi): v's lower and upper halves widened to double, added
    lane by lane (lane i of the result takes v's lanes i and i + 4). */
@@ -137,5 +229,20 @@ static inline double peak_vd_reduce_add(peak_vd v)
     const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
     return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
+
+/* ---- int32 lanes (peak_vi): powers of two built in the exponent field --- */
+
+typedef __m256i peak_vi;
+
+static inline peak_vi peak_vi_set1(int32_t x) { return _mm256_set1_epi32(x); }
+static inline peak_vi peak_vi_add(peak_vi a, peak_vi b) { return _mm256_add_epi32(a, b); }
+static inline peak_vi peak_vi_sub(peak_vi a, peak_vi b) { return _mm256_sub_epi32(a, b); }
+/* a >> 1, the sign bit copied: floor(a / 2). */
+static inline peak_vi peak_vi_halve(peak_vi a) { return _mm256_srai_epi32(a, 1); }
+/* v's bits, unchanged. */
+static inline peak_vi peak_vf_as_vi(peak_vf v) { return _mm256_castps_si256(v); }
+/* e's low 9 bits shifted into the sign and exponent fields: 2^(e - 127)
+   for 1 <= e <= 254, +0 for e = 0. */
+static inline peak_vf peak_vf_pow2_biased(peak_vi e) { return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)); }
 
 #endif /* PEAK_F32_AVX2_H */
