@@ -1,13 +1,14 @@
 /*
- * layernorm.h - what the SIMD tiers of peak_add_layernorm share: the
- * row loop and the statistics, written once.  A tier supplies the passes
- * over a row (its vector width, masks and accumulators).
+ * layernorm.h - what the SIMD tiers of peak_add_layernorm share outside
+ * the vector code: the constants, the row operands, the statistics and
+ * the rows left to the reference.  The vector code, the passes over a row
+ * and the row loop are written once in layernorm-body.h.
  *
  * Numerics.  s = x + r is rounded to float, as in the scalar reference (the
  * value `sum` receives).  The statistics are shifted sums, the shift a float
  * near the mean so that the common offset of a row (1e4 + noise) cancels
  * exactly before anything is squared:
- *   guess:  m0 = mean of the row's first vector (or two), in float
+ *   guess:  m0 = mean of the row's first 16 values, in float
  *   pass 1: d = s - m0 in float (exact whenever s is within a factor 2 of
  *           m0, the case of a large common offset), D1 = sum d,
  *           D2 = sum d^2, float accumulators widened into double every
@@ -32,8 +33,8 @@
  * about half the memory time on arithmetic.
  *
  * Pipelining: pass 2 of row t runs in the same loop as pass 1 of row t+1
- * (the tier's `fused` pass), so that every iteration both reads new memory
- * (row t+1) and writes (row t), as a copy loop does.  Run one after the
+ * (layernorm_fused in layernorm-body.h), so that every iteration both
+ * reads new memory (row t+1) and writes (row t), as a copy loop does.  Run one after the
  * other, the passes alternate between a burst of reads with the write port
  * idle and a burst of stores with no new reads: 0.6-0.7x memcpy's
  * bandwidth out of cache, against 0.9-1.0x pipelined (doc/perf-notes.md).
@@ -67,25 +68,22 @@
    last-level cache between repetitions; so only outputs well beyond a
    cache stream. */
 #define PEAK_LAYERNORM_STREAM_BYTES ((size_t)32 << 20)
-
-/* One row's operands: r, gamma, beta and sum may be NULL.  pf_x and pf_r
-   are a later row's x and r (or NULL) for pass 1 to prefetch. */
-typedef struct peak_layernorm_row {
-    float *y;
-    float *sum;
-    const float *x;
-    const float *r;
-    const float *gamma;
-    const float *beta;
-    size_t n;
-    const float *pf_x;
-    const float *pf_r;
-} peak_layernorm_row;
+/* Floats between two prefetches of a row: a 64-byte line. */
+#define PEAK_LAYERNORM_PREFETCH_FLOATS 16
+/* Values the shift guess averages (up to), as many as one AVX-512 vector. */
+#define PEAK_LAYERNORM_GUESS_FLOATS 16
+/* Pass 1 sums in this many independent float chains a sum, a vector each
+   a step: each add/FMA waits on its own result only every fourth vector,
+   so latency is not the limit. */
+#define PEAK_LAYERNORM_CHAINS 4
+/* Steps a block before the chains are widened into double: each lane of
+   each chain sees 4 terms, which keeps D2 good to a few float roundings. */
+#define PEAK_LAYERNORM_BLOCK_STEPS 4
 
 /* Requests the line at p + j (p may be NULL: no request).  GCC 12 drops
-   _mm_prefetch() as dead code once dev_rows() is always_inline'd into its
-   callers (no prefetch instruction was left in the fused kernels), but
-   keeps __builtin_prefetch(). */
+   _mm_prefetch() as dead code once layernorm_dev_rows() is inlined into
+   its callers (no prefetch instruction was left in the fused kernels),
+   but keeps __builtin_prefetch(). */
 static inline void peak_layernorm_prefetch(const float *p, size_t j)
 {
     if (p)
@@ -98,44 +96,6 @@ typedef struct peak_layernorm_stats {
     bool reference; /* the row is left to the scalar reference (see peak_layernorm_stats_of) */
 } peak_layernorm_stats;
 
-/* The shift guess m0: a float near the row's mean from its first few
-   values. */
-typedef float (*peak_layernorm_guess_fn)(const peak_layernorm_row *w);
-/* Pass 1: D1 and D2 about `shift`, in double. */
-typedef void (*peak_layernorm_dev_fn)(const peak_layernorm_row *w, float shift, double *d1,
-                                      double *d2);
-/* Pass 2: y (and sum) from the statistics; stream: non-temporal stores
-   if the row's y (and sum) start on a vector boundary (the tier fences
-   after the call). */
-typedef void (*peak_layernorm_norm_fn)(const peak_layernorm_row *w, peak_layernorm_stats st,
-                                       bool stream);
-/* Pass 2 of `cur` and pass 1 of `next` in one loop: what peak_layernorm_norm_fn
-   and peak_layernorm_dev_fn compute, bit for bit. */
-typedef void (*peak_layernorm_fused_fn)(const peak_layernorm_row *cur, peak_layernorm_stats st,
-                                        bool stream, const peak_layernorm_row *next, float shift,
-                                        double *d1, double *d2);
-
-/* Defines the tier's passes 1 and fused from two of its functions:
-     dev_rows(w, shift, d1, d2, cur, st, stream)  pass 1 of w, and pass 2
-       of cur (if not NULL) in the same loop, always inlined so that each
-       use below is compiled for its constant cur and stream;
-     row_streams(w, stream)  whether w's stores may be non-temporal. */
-#define PEAK_LAYERNORM_DEFINE_PASSES(dev_rows, row_streams)                                        \
-    static void layernorm_dev(const peak_layernorm_row *w, float shift, double *d1, double *d2)    \
-    {                                                                                              \
-        const peak_layernorm_stats none = {0.0f, 0.0f, 0.0f, false};                               \
-        dev_rows(w, shift, d1, d2, NULL, none, false);                                             \
-    }                                                                                              \
-    static void layernorm_fused(const peak_layernorm_row *cur, peak_layernorm_stats st,            \
-                                bool stream, const peak_layernorm_row *next, float shift,          \
-                                double *d1, double *d2)                                            \
-    {                                                                                              \
-        if (row_streams(cur, stream))                                                              \
-            dev_rows(next, shift, d1, d2, cur, st, true);                                          \
-        else                                                                                       \
-            dev_rows(next, shift, d1, d2, cur, st, false);                                         \
-    }
-
 /* Whether the shift is too far from the mean for D2/n - c^2 (see the top):
    c^2 > var, i.e. 2 c^2 > D2/n.  False for NaN, which needs no second
    look. */
@@ -143,6 +103,12 @@ static inline bool peak_layernorm_reshift(double d1, double d2, size_t n)
 {
     const double c = d1 / (double)n;
     return 2.0 * c * c > d2 / (double)n;
+}
+
+/* The shift moved by the mean deviation D1/n found about it. */
+static inline float peak_layernorm_moved_shift(float shift, double d1, size_t n)
+{
+    return (float)((double)shift + d1 / (double)n);
 }
 
 static inline peak_layernorm_stats peak_layernorm_finish(float shift, double d1, double d2,
@@ -191,16 +157,11 @@ static inline peak_layernorm_row peak_layernorm_row_at(const peak_layernorm_args
     return w;
 }
 
-/* The shift for w, and D1, D2 about it (pass 1 already ran about `shift`);
-   moves the shift and runs pass 1 again when it is too far off. */
+/* Pass 2's statistics of w from D1 and D2 about `shift` (those of its
+   last pass 1), or the flag that leaves w to the reference. */
 static inline peak_layernorm_stats peak_layernorm_stats_of(const peak_layernorm_row *w, float shift,
-                                                           double d1, double d2, float eps,
-                                                           peak_layernorm_dev_fn pass_dev)
+                                                           double d1, double d2, float eps)
 {
-    if (peak_layernorm_reshift(d1, d2, w->n)) {
-        shift = (float)((double)shift + d1 / (double)w->n);
-        pass_dev(w, shift, &d1, &d2);
-    }
     peak_layernorm_stats st = peak_layernorm_finish(shift, d1, d2, w->n, eps);
     /* The float squares d^2 overflowed (|s - shift| beyond about 1.8e19)
        or may have been subnormal (D2/n below 2^-100: a near-constant row of
@@ -221,36 +182,6 @@ static inline void peak_layernorm_reference(const peak_layernorm_args *a,
 {
     peak_layernorm_rows_ref(w->y, a->ld_y, w->sum, a->ld_sum, w->x, a->ld_x, w->r, a->ld_r,
                             a->gamma, a->beta, 1, a->d_model, eps);
-}
-
-static inline __attribute__((always_inline)) void
-peak_layernorm_run(const peak_layernorm_args *a, float eps, peak_layernorm_guess_fn pass_guess,
-                   peak_layernorm_dev_fn pass_dev, peak_layernorm_norm_fn pass_norm,
-                   peak_layernorm_fused_fn pass_fused)
-{
-    assert(a->y && a->x && a->rows > 0 && a->d_model > 0 && eps >= 0.0f);
-    const bool stream = peak_layernorm_streams(a->rows, a->d_model);
-    peak_layernorm_row cur = peak_layernorm_row_at(a, 0);
-    float shift = pass_guess(&cur);
-    double d1, d2;
-    pass_dev(&cur, shift, &d1, &d2);
-    peak_layernorm_stats st = peak_layernorm_stats_of(&cur, shift, d1, d2, eps, pass_dev);
-    for (size_t t = 1; t < a->rows; t++) {
-        const peak_layernorm_row next = peak_layernorm_row_at(a, t);
-        shift = pass_guess(&next);
-        if (st.reference) {
-            peak_layernorm_reference(a, &cur, eps);
-            pass_dev(&next, shift, &d1, &d2);
-        } else {
-            pass_fused(&cur, st, stream, &next, shift, &d1, &d2);
-        }
-        st = peak_layernorm_stats_of(&next, shift, d1, d2, eps, pass_dev);
-        cur = next;
-    }
-    if (st.reference)
-        peak_layernorm_reference(a, &cur, eps);
-    else
-        pass_norm(&cur, st, stream);
 }
 
 #endif /* PEAK_LAYERNORM_H */

@@ -22,45 +22,29 @@
 #include <assert.h>
 #include <math.h>
 
-/* One row's operands; r, gamma, beta and sum may be NULL. */
-typedef struct layernorm_row {
-    float *y;
-    float *sum;
-    const float *x;
-    const float *r;
-    const float *gamma;
-    const float *beta;
-    size_t n;
-} layernorm_row;
-
-static float row_input(const layernorm_row *w, size_t j)
-{
-    return w->r ? w->x[j] + w->r[j] : w->x[j];
-}
-
-static double row_mean(const layernorm_row *w)
+static double row_mean(const peak_layernorm_row *w)
 {
     double acc = 0.0;
     for (size_t j = 0; j < w->n; j++)
-        acc += (double)row_input(w, j);
+        acc += (double)peak_layernorm_input(w, j);
     return acc / (double)w->n;
 }
 
 /* Biased (population) variance, as torch.nn.LayerNorm. */
-static double row_variance(const layernorm_row *w, double mean)
+static double row_variance(const peak_layernorm_row *w, double mean)
 {
     double acc = 0.0;
     for (size_t j = 0; j < w->n; j++) {
-        const double dev = (double)row_input(w, j) - mean;
+        const double dev = (double)peak_layernorm_input(w, j) - mean;
         acc += dev * dev;
     }
     return acc / (double)w->n;
 }
 
-static void row_normalise(const layernorm_row *w, double mean, double rstd)
+static void row_normalise(const peak_layernorm_row *w, double mean, double rstd)
 {
     for (size_t j = 0; j < w->n; j++) {
-        const float s = row_input(w, j);
+        const float s = peak_layernorm_input(w, j);
         double v = ((double)s - mean) * rstd;
         if (w->gamma)
             v *= (double)w->gamma[j];
@@ -78,7 +62,7 @@ void peak_layernorm_rows_ref(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_
                              float eps)
 {
     assert(y && x && d_model > 0 && eps >= 0.0f);
-    layernorm_row w = {y, sum, x, r, gamma, beta, d_model};
+    peak_layernorm_row w = {y, sum, x, r, gamma, beta, d_model, NULL, NULL};
     for (size_t t = 0; t < rows; t++) {
         const ptrdiff_t pt = (ptrdiff_t)t;
         w.y = y + pt * ld_y;

@@ -13,6 +13,28 @@
 
 #include <stddef.h>
 
+/* One row's operands: r, gamma, beta and sum may be NULL.  pf_x and pf_r
+   are a later row's x and r (or NULL) for the SIMD tiers' pass 1 to
+   prefetch; the reference leaves them NULL. */
+typedef struct peak_layernorm_row {
+    float *y;
+    float *sum;
+    const float *x;
+    const float *r;
+    const float *gamma;
+    const float *beta;
+    size_t n;
+    const float *pf_x;
+    const float *pf_r;
+} peak_layernorm_row;
+
+/* s[j] = x[j] + r[j] (r NULL: x[j]), rounded to float: the value `sum`
+   receives and every tier normalises. */
+static inline float peak_layernorm_input(const peak_layernorm_row *w, size_t j)
+{
+    return w->r ? w->x[j] + w->r[j] : w->x[j];
+}
+
 /* peak_add_layernorm's contract (peak.h), arguments already validated:
    rows rows of d_model floats; r, sum, gamma and beta may be NULL. */
 PEAK_INTERNAL void peak_layernorm_rows_ref(float *y, ptrdiff_t ld_y, float *sum,

@@ -1,0 +1,308 @@
+/*
+ * layernorm-body.h - the vector code of peak_add_layernorm, written once
+ * against the vector vocabulary (simd/f32-*.h): the passes over a row and
+ * the row loop.  A tier's file includes its vocabulary header, defines its
+ * overrides, includes this file and wraps layernorm_rows() as its kernel.
+ * Algorithm, accuracy and memory behaviour: layernorm.h.
+ *
+ * Row ends: lanes past the row load as +0 (peak_vf_load_first), and pass 1
+ * zeroes them again after the shift (0 - shift is not 0), so a row end
+ * adds nothing to any sum; nothing outside a row's d_model floats is read
+ * or written.  Pass 2 reads x[j] and r[j] before it writes sum[j] and y[j],
+ * which keeps the documented aliases (y == x, sum == x, sum == r) safe.
+ *
+ * Overrides, each defined by a tier before it includes this file:
+ *   PEAK_LAYERNORM_HAS_GUESS    layernorm_guess(w), the shift guess;
+ *   PEAK_LAYERNORM_HAS_DEV_END  layernorm_dev_blocked(n), the floats pass
+ *     1's blocks take, and layernorm_dev_end(w, j, shift, acc1, acc2, d1,
+ *     d2), pass 1 of the floats from j on and D1, D2 from the blocks'
+ *     double sums acc1, acc2.
+ */
+#ifndef PEAK_LAYERNORM_BODY_H
+#define PEAK_LAYERNORM_BODY_H
+
+#include "layernorm.h"
+
+/* Floats a step of pass 1: a vector for each chain. */
+#define LAYERNORM_STEP (PEAK_LAYERNORM_CHAINS * PEAK_VF_LANES)
+/* Floats a block, after which the float chains are widened into double. */
+#define LAYERNORM_BLOCK (PEAK_LAYERNORM_BLOCK_STEPS * LAYERNORM_STEP)
+
+/* Lanes of the vector at a row's j, left = n - j floats from its end. */
+static inline size_t layernorm_lanes(size_t left)
+{
+    return left < PEAK_VF_LANES ? left : PEAK_VF_LANES;
+}
+
+/* s = x + r (r NULL: x), rounded to float as the reference does. */
+static inline peak_vf layernorm_load_s(const peak_layernorm_row *w, size_t j)
+{
+    const peak_vf x = peak_vf_loadu(w->x + j);
+    return w->r ? peak_vf_add(x, peak_vf_loadu(w->r + j)) : x;
+}
+
+/* The same for the k floats at j, +0 in the other lanes. */
+static inline peak_vf layernorm_load_s_first(const peak_layernorm_row *w, size_t j, size_t k)
+{
+    const peak_vf x = peak_vf_load_first(w->x + j, k);
+    return w->r ? peak_vf_add(x, peak_vf_load_first(w->r + j, k)) : x;
+}
+
+#ifndef PEAK_LAYERNORM_HAS_GUESS
+/* The shift guess: the mean of the first (up to) PEAK_LAYERNORM_GUESS_FLOATS
+   values, each scaled before the sum so that no float overflows.  Static,
+   not inline: GCC decides, as for layernorm_dev (it inlines it at -O3). */
+static float layernorm_guess(const peak_layernorm_row *w)
+{
+    const size_t k = w->n < PEAK_LAYERNORM_GUESS_FLOATS ? w->n : PEAK_LAYERNORM_GUESS_FLOATS;
+    const peak_vf scale = peak_vf_set1(1.0f / (float)k);
+    peak_vf v = peak_vf_mul(layernorm_load_s_first(w, 0, layernorm_lanes(k)), scale);
+    for (size_t j = PEAK_VF_LANES; j < k; j += PEAK_VF_LANES) {
+        const peak_vf s = layernorm_load_s_first(w, j, layernorm_lanes(k - j));
+        v = peak_vf_add(v, peak_vf_mul(s, scale));
+    }
+    return peak_vf_reduce_add(v);
+}
+#endif
+
+/* y from s and gamma and beta's lanes g and b: the last two steps in one
+   FMA. */
+static inline peak_vf layernorm_y(peak_vf s, peak_vf g, peak_vf b, peak_layernorm_stats st)
+{
+    const peak_vf d =
+        peak_vf_sub(peak_vf_sub(s, peak_vf_set1(st.shift)), peak_vf_set1(st.corr));
+    return peak_vf_fma(peak_vf_mul(d, peak_vf_set1(st.rstd)), g, b);
+}
+
+/* y (and sum) for the vector at j; stream: non-temporal stores
+   (layernorm_streams). */
+static inline __attribute__((always_inline)) void
+layernorm_norm_vector(const peak_layernorm_row *w, size_t j, peak_layernorm_stats st, bool stream)
+{
+    const peak_vf s = layernorm_load_s(w, j);
+    const peak_vf g = w->gamma ? peak_vf_loadu(w->gamma + j) : peak_vf_set1(1.0f);
+    const peak_vf b = w->beta ? peak_vf_loadu(w->beta + j) : peak_vf_zero();
+    const peak_vf y = layernorm_y(s, g, b, st);
+    if (stream) {
+        if (w->sum)
+            peak_vf_stream(w->sum + j, s);
+        peak_vf_stream(w->y + j, y);
+    } else {
+        if (w->sum)
+            peak_vf_storeu(w->sum + j, s);
+        peak_vf_storeu(w->y + j, y);
+    }
+}
+
+/* The same for the row's last k (< PEAK_VF_LANES) floats, at j. */
+static inline void layernorm_norm_end(const peak_layernorm_row *w, size_t j, size_t k,
+                                      peak_layernorm_stats st)
+{
+    const peak_vf s = layernorm_load_s_first(w, j, k);
+    const peak_vf g = w->gamma ? peak_vf_load_first(w->gamma + j, k) : peak_vf_set1(1.0f);
+    const peak_vf b = w->beta ? peak_vf_load_first(w->beta + j, k) : peak_vf_zero();
+    const peak_vf y = layernorm_y(s, g, b, st);
+    if (w->sum)
+        peak_vf_store_first(w->sum + j, s, k);
+    peak_vf_store_first(w->y + j, y, k);
+}
+
+/* Pass 2 of w's floats from j on. */
+static inline __attribute__((always_inline)) void
+layernorm_norm_from(const peak_layernorm_row *w, size_t j, peak_layernorm_stats st, bool stream)
+{
+    for (; j + PEAK_VF_LANES <= w->n; j += PEAK_VF_LANES)
+        layernorm_norm_vector(w, j, st, stream);
+    if (j < w->n)
+        layernorm_norm_end(w, j, w->n - j, st);
+}
+
+/* Whether w's stores may be non-temporal: a large call (stream) and every
+   vector of the row on a PEAK_VF_ALIGN boundary. */
+static inline bool layernorm_streams(const peak_layernorm_row *w, bool stream)
+{
+    return stream && (uintptr_t)w->y % PEAK_VF_ALIGN == 0 &&
+           (uintptr_t)w->sum % PEAK_VF_ALIGN == 0;
+}
+
+#ifndef PEAK_LAYERNORM_HAS_DEV_END
+/* The blocks take the whole row, its last vector masked. */
+static inline size_t layernorm_dev_blocked(size_t n)
+{
+    return n;
+}
+
+/* So only D1 and D2 are left: the horizontal sums. */
+static inline void layernorm_dev_end(const peak_layernorm_row *w, size_t j, float shift,
+                                     peak_vd acc1, peak_vd acc2, double *d1, double *d2)
+{
+    (void)w;
+    (void)j;
+    (void)shift;
+    *d1 = peak_vd_reduce_add(acc1);
+    *d2 = peak_vd_reduce_add(acc2);
+}
+#endif
+
+/* Pass 1 of the k (<= PEAK_VF_LANES) floats at j into the chains s1, s2;
+   with cur, pass 2 of cur's. */
+static inline __attribute__((always_inline)) void
+layernorm_dev_vector(const peak_layernorm_row *w, size_t j, size_t k, peak_vf vshift, peak_vf *s1,
+                     peak_vf *s2, const peak_layernorm_row *cur, peak_layernorm_stats st,
+                     bool stream)
+{
+    peak_layernorm_prefetch(w->pf_x, j);
+    peak_layernorm_prefetch(w->pf_r, j);
+    const peak_vf d =
+        peak_vf_first_or(peak_vf_sub(layernorm_load_s_first(w, j, k), vshift), k, 0.0f);
+    *s1 = peak_vf_add(*s1, d);
+    *s2 = peak_vf_fma(d, d, *s2);
+    if (cur && k == PEAK_VF_LANES)
+        layernorm_norm_vector(cur, j, st, stream);
+    else if (cur) /* a partial vector ends the row: never streamed */
+        layernorm_norm_end(cur, j, k, st);
+}
+
+/* Pass 1 of w's block [j, end) into the double sums acc1, acc2; with cur,
+   pass 2 of cur's floats there in the same loop, a vector of cur for each
+   vector of w (both rows have n floats). */
+static inline __attribute__((always_inline)) void
+layernorm_dev_block(const peak_layernorm_row *w, size_t j, size_t end, peak_vf vshift,
+                    peak_vd *acc1, peak_vd *acc2, const peak_layernorm_row *cur,
+                    peak_layernorm_stats st, bool stream)
+{
+    peak_vf s1a = peak_vf_zero(), s2a = peak_vf_zero(), s1b = peak_vf_zero(), s2b = peak_vf_zero();
+    peak_vf s1c = peak_vf_zero(), s2c = peak_vf_zero(), s1d = peak_vf_zero(), s2d = peak_vf_zero();
+    for (; j + LAYERNORM_STEP <= end; j += LAYERNORM_STEP) {
+        for (size_t k = 0; k < LAYERNORM_STEP; k += PEAK_LAYERNORM_PREFETCH_FLOATS) {
+            peak_layernorm_prefetch(w->pf_x, j + k);
+            peak_layernorm_prefetch(w->pf_r, j + k);
+        }
+        /* cur first: GCC 12 (AVX2, -O3) then keeps seven of the eight
+           chains in registers; with cur after the chains it spilled four. */
+        if (cur)
+            for (size_t k = 0; k < LAYERNORM_STEP; k += PEAK_VF_LANES)
+                layernorm_norm_vector(cur, j + k, st, stream);
+        const peak_vf da = peak_vf_sub(layernorm_load_s(w, j), vshift);
+        const peak_vf db = peak_vf_sub(layernorm_load_s(w, j + PEAK_VF_LANES), vshift);
+        const peak_vf dc = peak_vf_sub(layernorm_load_s(w, j + 2 * PEAK_VF_LANES), vshift);
+        const peak_vf dd = peak_vf_sub(layernorm_load_s(w, j + 3 * PEAK_VF_LANES), vshift);
+        s1a = peak_vf_add(s1a, da);
+        s2a = peak_vf_fma(da, da, s2a);
+        s1b = peak_vf_add(s1b, db);
+        s2b = peak_vf_fma(db, db, s2b);
+        s1c = peak_vf_add(s1c, dc);
+        s2c = peak_vf_fma(dc, dc, s2c);
+        s1d = peak_vf_add(s1d, dd);
+        s2d = peak_vf_fma(dd, dd, s2d);
+    }
+    for (; j < end; j += PEAK_VF_LANES)
+        layernorm_dev_vector(w, j, layernorm_lanes(end - j), vshift, &s1a, &s2a, cur, st, stream);
+    *acc1 = peak_vd_add_widened(*acc1, peak_vf_add(peak_vf_add(s1a, s1b), peak_vf_add(s1c, s1d)));
+    *acc2 = peak_vd_add_widened(*acc2, peak_vf_add(peak_vf_add(s2a, s2b), peak_vf_add(s2c, s2d)));
+}
+
+/* Pass 1 of w about shift: D1 and D2; with cur, pass 2 of cur in the same
+   loop (always inlined, so that each use is compiled for its constant cur
+   and stream). */
+static inline __attribute__((always_inline)) void
+layernorm_dev_rows(const peak_layernorm_row *w, float shift, double *d1, double *d2,
+                   const peak_layernorm_row *cur, peak_layernorm_stats st, bool stream)
+{
+    const size_t blocked = layernorm_dev_blocked(w->n);
+    const peak_vf vshift = peak_vf_set1(shift);
+    peak_vd acc1 = peak_vd_zero(), acc2 = peak_vd_zero();
+    for (size_t j = 0; j < blocked; j += LAYERNORM_BLOCK) {
+        const size_t end = blocked - j < LAYERNORM_BLOCK ? blocked : j + LAYERNORM_BLOCK;
+        layernorm_dev_block(w, j, end, vshift, &acc1, &acc2, cur, st, stream);
+    }
+    layernorm_dev_end(w, blocked, shift, acc1, acc2, d1, d2);
+    if (cur && blocked < w->n)
+        layernorm_norm_from(cur, blocked, st, stream);
+}
+
+/* Pass 1 alone.  Static, not inline: one out-of-line copy serves its
+   three callers (none hot), as `inline` would have GCC copy 1 KiB into
+   each. */
+static void layernorm_dev(const peak_layernorm_row *w, float shift, double *d1, double *d2)
+{
+    const peak_layernorm_stats none = {0.0f, 0.0f, 0.0f, false};
+    layernorm_dev_rows(w, shift, d1, d2, NULL, none, false);
+}
+
+/* Pass 2 of cur and pass 1 of next in one loop (layernorm.h,
+   "Pipelining"): what layernorm_norm and layernorm_dev compute, bit for
+   bit. */
+static inline void layernorm_fused(const peak_layernorm_row *cur, peak_layernorm_stats st,
+                                   bool stream, const peak_layernorm_row *next, float shift,
+                                   double *d1, double *d2)
+{
+    if (layernorm_streams(cur, stream))
+        layernorm_dev_rows(next, shift, d1, d2, cur, st, true);
+    else
+        layernorm_dev_rows(next, shift, d1, d2, cur, st, false);
+}
+
+/* Pass 2 alone. */
+static inline void layernorm_norm(const peak_layernorm_row *w, peak_layernorm_stats st,
+                                  bool stream)
+{
+    layernorm_norm_from(w, 0, st, layernorm_streams(w, stream));
+}
+
+/* The statistics of w, pass 1 having run about shift: moves the shift and
+   runs pass 1 again when it is too far off (layernorm.h, top). */
+static inline peak_layernorm_stats layernorm_stats(const peak_layernorm_row *w, float shift,
+                                                   double d1, double d2, float eps)
+{
+    if (peak_layernorm_reshift(d1, d2, w->n)) {
+        shift = peak_layernorm_moved_shift(shift, d1, w->n);
+        layernorm_dev(w, shift, &d1, &d2);
+    }
+    return peak_layernorm_stats_of(w, shift, d1, d2, eps);
+}
+
+/* The rows, pass 2 of each row run with pass 1 of the next (layernorm.h,
+   "Pipelining"); rows the statistics leave to the reference go there. */
+static inline __attribute__((always_inline)) void layernorm_run(const peak_layernorm_args *a,
+                                                                float eps)
+{
+    assert(a->y && a->x && a->rows > 0 && a->d_model > 0 && eps >= 0.0f);
+    const bool stream = peak_layernorm_streams(a->rows, a->d_model);
+    peak_layernorm_row cur = peak_layernorm_row_at(a, 0);
+    float shift = layernorm_guess(&cur);
+    double d1, d2;
+    layernorm_dev(&cur, shift, &d1, &d2);
+    peak_layernorm_stats st = layernorm_stats(&cur, shift, d1, d2, eps);
+    for (size_t t = 1; t < a->rows; t++) {
+        const peak_layernorm_row next = peak_layernorm_row_at(a, t);
+        shift = layernorm_guess(&next);
+        if (st.reference) {
+            peak_layernorm_reference(a, &cur, eps);
+            layernorm_dev(&next, shift, &d1, &d2);
+        } else {
+            layernorm_fused(&cur, st, stream, &next, shift, &d1, &d2);
+        }
+        st = layernorm_stats(&next, shift, d1, d2, eps);
+        cur = next;
+    }
+    if (st.reference)
+        peak_layernorm_reference(a, &cur, eps);
+    else
+        layernorm_norm(&cur, st, stream);
+}
+
+/* peak_add_layernorm (peak.h), arguments validated: a tier's kernel. */
+static inline void layernorm_rows(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
+                                  const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+                                  const float *gamma, const float *beta, size_t rows,
+                                  size_t d_model, float eps)
+{
+    const peak_layernorm_args a = {y, ld_y, sum,   ld_sum, x,    ld_x,
+                                   r, ld_r, gamma, beta,   rows, d_model};
+    layernorm_run(&a, eps);
+    /* Streaming stores (large calls) are weakly ordered: fence them. */
+    peak_vf_stream_fence();
+}
+
+#endif /* PEAK_LAYERNORM_BODY_H */
