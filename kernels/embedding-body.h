@@ -1,0 +1,381 @@
+/*
+ * embedding-body.h - peak_pe_add and peak_embed_pe written once against
+ * the vector vocabulary (simd/f32-<isa>.h): the rows, and the loops over
+ * tokens, rows and PE sources that call them.  A tier's file includes its
+ * vocabulary, defines PEAK_EMBEDDING_PE_ROWS and PEAK_EMBEDDING_PE_TABLE
+ * (its tier's peak_pe_rows__<isa> and peak_f32_pe_table__<isa>), includes
+ * this file, and its exported kernels call peak_embed_pe_run and
+ * peak_pe_add_run.
+ *
+ * Bit-identical to embedding-scalar.c: an element is x + pe, or e * scale
+ * rounded and then + pe rounded (peak_vf_mul, peak_vf_add: never an FMA),
+ * exactly the scalar's operations; the on-the-fly PE comes from the tier's
+ * rows driver, which evaluates peak_pe_table's own expressions.  A row's
+ * head and tail vectors go through peak_vf_load_first and
+ * peak_vf_store_first, so nothing outside a row's d_model floats is read
+ * or written.
+ */
+#ifndef PEAK_EMBEDDING_BODY_H
+#define PEAK_EMBEDDING_BODY_H
+
+#include "common/pe-ref.h"
+#include "embedding.h"
+
+#if !defined(PEAK_VF_LANES) || !defined(PEAK_EMBEDDING_PE_ROWS) || !defined(PEAK_EMBEDDING_PE_TABLE)
+#error "include a vector vocabulary and define the tier's PE kernels before embedding-body.h"
+#endif
+
+/* Floats in a 64-byte cache line: the streaming loop's step. */
+#define PEAK_EMBEDDING_LINE 16
+
+/* ---- the rows ------------------------------------------------------------ */
+
+static inline __attribute__((always_inline)) peak_vf
+peak_embedding_scale_add(const float *e, peak_vf vscale, const float *pe)
+{
+    const peak_vf v = peak_vf_mul(peak_vf_loadu(e), vscale);
+    return pe ? peak_vf_add(v, peak_vf_loadu(pe)) : v;
+}
+
+/* out[0 .. n) for n <= PEAK_VF_LANES: a row's head or tail. */
+static inline void peak_embedding_part(float *out, const float *e, peak_vf vscale,
+                                       const float *pe, size_t n)
+{
+    peak_vf v = peak_vf_mul(peak_vf_load_first(e, n), vscale);
+    if (pe)
+        v = peak_vf_add(v, peak_vf_load_first(pe, n));
+    peak_vf_store_first(out, v, n);
+}
+
+/* Four vectors in address order (peak_store_in_order: GCC would otherwise
+   store the first vector last, which measured up to 2x slower on AVX2). */
+static inline __attribute__((always_inline)) void
+peak_embedding_store4(float *out, peak_vf v0, peak_vf v1, peak_vf v2, peak_vf v3)
+{
+    peak_vf_storeu(out, v0);
+    peak_store_in_order();
+    peak_vf_storeu(out + PEAK_VF_LANES, v1);
+    peak_store_in_order();
+    peak_vf_storeu(out + 2 * PEAK_VF_LANES, v2);
+    peak_store_in_order();
+    peak_vf_storeu(out + 3 * PEAK_VF_LANES, v3);
+}
+
+/* The aligned part of a streamed row: a cache line an iteration, with
+   streaming stores from where out + j is a multiple of PEAK_VF_ALIGN
+   bytes (the floats before go through peak_embedding_part).  *pf: where
+   the prefetch of next stopped.  Returns the first float not written. */
+static inline __attribute__((always_inline)) size_t
+peak_embedding_stream_part(float *out, const float *e, peak_vf vscale, const float *pe, size_t n,
+                           const float *next, size_t *pf)
+{
+    size_t j = (PEAK_VF_ALIGN - ((uintptr_t)out & (PEAK_VF_ALIGN - 1))) / sizeof(float) &
+               (PEAK_VF_LANES - 1);
+    j = j < n ? j : n;
+    if (j)
+        peak_embedding_part(out, e, vscale, pe, j);
+    for (; j + PEAK_EMBEDDING_LINE <= n; j += PEAK_EMBEDDING_LINE, *pf = j) {
+        peak_embedding_prefetch_part(next, j, PEAK_EMBEDDING_LINE);
+        /* A line is at most 4 vectors (NEON's): all of them unrolled. */
+#pragma GCC unroll 4
+        for (size_t k = 0; k < PEAK_EMBEDDING_LINE; k += PEAK_VF_LANES)
+            peak_vf_stream(out + j + k,
+                           peak_embedding_scale_add(e + j + k, vscale, pe ? pe + j + k : NULL));
+    }
+    for (; j + PEAK_VF_LANES <= n; j += PEAK_VF_LANES)
+        peak_vf_stream(out + j, peak_embedding_scale_add(e + j, vscale, pe ? pe + j : NULL));
+    return j;
+}
+
+/* out[j] = e[j] * scale + pe[j] (one multiply, then one add), or
+   e[j] * scale when pe is NULL, for j < n.  out may equal pe: each vector
+   of pe is read before the same floats of out are written.  stream: use
+   streaming stores where whole aligned vectors allow (the caller fences).
+   next: an E row of n floats to prefetch into L1 meanwhile, or NULL.
+
+   Four vectors an iteration: two loads, a multiply, an add and a store per
+   vector leave the loop overhead a small share.  Each iteration also
+   prefetches the matching lines of next (embedding.h); pf is where that
+   stopped. */
+static inline __attribute__((always_inline)) void
+peak_embedding_row_pe(float *out, const float *e, float scale, const float *pe, size_t n,
+                      bool stream, const float *next)
+{
+    const peak_vf vscale = peak_vf_set1(scale);
+    size_t j = 0, pf = 0;
+    if (stream)
+        j = peak_embedding_stream_part(out, e, vscale, pe, n, next, &pf);
+    for (; j + 4 * PEAK_VF_LANES <= n; j += 4 * PEAK_VF_LANES, pf = j) {
+        peak_embedding_prefetch_part(next, j, 4 * PEAK_VF_LANES);
+        const peak_vf v0 = peak_embedding_scale_add(e + j, vscale, pe ? pe + j : NULL);
+        const peak_vf v1 = peak_embedding_scale_add(e + j + PEAK_VF_LANES, vscale,
+                                                    pe ? pe + j + PEAK_VF_LANES : NULL);
+        const peak_vf v2 = peak_embedding_scale_add(e + j + 2 * PEAK_VF_LANES, vscale,
+                                                    pe ? pe + j + 2 * PEAK_VF_LANES : NULL);
+        const peak_vf v3 = peak_embedding_scale_add(e + j + 3 * PEAK_VF_LANES, vscale,
+                                                    pe ? pe + j + 3 * PEAK_VF_LANES : NULL);
+        peak_embedding_store4(out + j, v0, v1, v2, v3);
+    }
+    peak_embedding_prefetch_rest(next, pf, n);
+    for (; j + PEAK_VF_LANES <= n; j += PEAK_VF_LANES)
+        peak_vf_storeu(out + j, peak_embedding_scale_add(e + j, vscale, pe ? pe + j : NULL));
+    if (j < n)
+        peak_embedding_part(out + j, e + j, vscale, pe ? pe + j : NULL, n - j);
+}
+
+/* pe == NULL (a fairseq pad token) is rare: one predictable branch. */
+static inline __attribute__((always_inline)) void
+peak_embedding_row(float *out, const float *e, float scale, const float *pe, size_t n,
+                   bool stream, const float *next)
+{
+    if (pe)
+        peak_embedding_row_pe(out, e, scale, pe, n, stream, next);
+    else
+        peak_embedding_row_pe(out, e, scale, NULL, n, stream, next);
+}
+
+#ifndef PEAK_EMBEDDING_HAS_ADD_ROW
+/* x[j] += pe[j] for j < n: two vectors an iteration.  Written pe + x: where
+   both are NaN, ADDPS returns its first operand, and GCC then puts pe
+   first, as the AVX2 tier always had it. */
+static inline __attribute__((always_inline)) void peak_pe_add_row(float *x, const float *pe,
+                                                                  size_t n)
+{
+    size_t j = 0;
+    for (; j + 2 * PEAK_VF_LANES <= n; j += 2 * PEAK_VF_LANES) {
+        const peak_vf v0 = peak_vf_add(peak_vf_loadu(pe + j), peak_vf_loadu(x + j));
+        const peak_vf v1 = peak_vf_add(peak_vf_loadu(pe + j + PEAK_VF_LANES),
+                                       peak_vf_loadu(x + j + PEAK_VF_LANES));
+        peak_vf_storeu(x + j, v0);
+        peak_vf_storeu(x + j + PEAK_VF_LANES, v1);
+    }
+    for (; j + PEAK_VF_LANES <= n; j += PEAK_VF_LANES)
+        peak_vf_storeu(x + j, peak_vf_add(peak_vf_loadu(pe + j), peak_vf_loadu(x + j)));
+    if (j < n)
+        peak_vf_store_first(
+            x + j, peak_vf_add(peak_vf_load_first(pe + j, n - j), peak_vf_load_first(x + j, n - j)),
+            n - j);
+}
+#endif
+
+/* ---- out = E[id] * scale + PE, PE from the caller's table --------------- */
+
+/* The tokens of a batch that share a position are taken one after another,
+   so their PE row comes from L2 (or memory) once and from L1 after that.
+   On 2 x 50 tokens of d_model 512 in L2 that saves an eighth of a token's
+   L1-L2 traffic (E row, PE row, the output's read for ownership and
+   write-back): 160 cycles a token in this order against 178 in token
+   order (doc/perf-notes.md).  The prefetch follows the same order. */
+static inline __attribute__((always_inline)) void
+peak_embed_table_loop(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                      size_t n_tokens, size_t batch, size_t seq_stride, const peak_embed_desc *d,
+                      bool stream)
+{
+    const size_t n = d->d_model;
+    /* (sequence, token) of the row to prefetch: PEAK_EMBEDDING_PREFETCH_TOKENS
+       rows ahead in the loop's order. */
+    size_t ab = PEAK_EMBEDDING_PREFETCH_TOKENS % batch, at = PEAK_EMBEDDING_PREFETCH_TOKENS / batch;
+    for (size_t t = 0; t < n_tokens; t++) {
+        assert(pos[t] < 0 || (uint64_t)pos[t] < d->pe_rows);
+        const float *pe = pos[t] < 0 ? NULL : d->pe + (size_t)pos[t] * n;
+        for (size_t b = 0; b < batch; b++) {
+            const size_t i = b * seq_stride + t;
+            const float *next =
+                at < n_tokens ? peak_embedding_row_of(d, ids[ab * seq_stride + at]) : NULL;
+            if (++ab == batch) {
+                ab = 0;
+                at++;
+            }
+            peak_embedding_row(out + (ptrdiff_t)i * ld_out, peak_embedding_row_of(d, ids[i]),
+                               d->scale, pe, n, stream, next);
+        }
+    }
+}
+
+/* The caller fences after a streaming call. */
+static inline __attribute__((always_inline)) void
+peak_embed_table_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                     size_t n_tokens, size_t batch, size_t seq_stride, const peak_embed_desc *d,
+                     bool stream)
+{
+    if (stream)
+        peak_embed_table_loop(out, ld_out, ids, pos, n_tokens, batch, seq_stride, d, true);
+    else
+        peak_embed_table_loop(out, ld_out, ids, pos, n_tokens, batch, seq_stride, d, false);
+}
+
+/* ---- out = E[id] * scale + PE, PE computed on the fly ------------------ */
+
+/* The body of the sinks: columns [c0, c1) of tokens t0 .. t1-1.
+
+   Prefetching.  A column pass reads the same 128 or 256 bytes of every
+   token's E row, so the hardware prefetcher sees no stream.  While a pass
+   consumes segment [c0, c1) of a row it prefetches the row's next segment
+   into L2: a whole pass (~64 KiB of E for 256 tokens) ahead, so the memory
+   reads of one pass overlap the sincos and emit work of the one before.
+   The first pass has no pass before it and prefetches its segments into L1
+   a few tokens ahead instead (not more: the segments of one pass share a
+   few L1 sets, and lines fetched further ahead evict one another).  A
+   streamed output is not prefetched: that would fetch what the stores are
+   about to replace. */
+static inline __attribute__((always_inline)) void
+peak_embed_fly_block(const peak_embedding_fly *f, size_t t0, size_t t1, size_t c0, size_t c1,
+                     bool stream)
+{
+    const size_t n = c1 - c0, d_model = f->d->d_model;
+    const size_t next = c1 + n <= d_model ? n : d_model - c1;
+    for (size_t t = t0; t < t1; t++) {
+        const size_t ahead = t + PEAK_EMBEDDING_PREFETCH_ROWS;
+        const float *e = peak_embedding_row_of(f->d, f->ids[t]);
+        if (ahead < f->n_tokens) {
+            if (c0 == 0)
+                peak_prefetch(peak_embedding_row_of(f->d, f->ids[ahead]), n, PEAK_PF_L1);
+            if (!stream)
+                peak_prefetch(f->out + (ptrdiff_t)ahead * f->ld_out + c0, n, PEAK_PF_WRITE);
+        }
+        if (c1 < d_model)
+            peak_prefetch(e + c1, next, PEAK_PF_L2);
+        if (f->pos[t] >= 0)
+            peak_embedding_row(f->out + (ptrdiff_t)t * f->ld_out + c0, e + c0, f->d->scale,
+                               f->scratch + (t - t0) * f->ld_scratch + c0, n, stream, NULL);
+    }
+}
+
+static void peak_embed_fly_sink(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
+{
+    peak_embed_fly_block(ctx, t0, t1, c0, c1, false);
+}
+
+static void peak_embed_fly_sink_stream(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
+{
+    peak_embed_fly_block(ctx, t0, t1, c0, c1, true);
+}
+
+/* Wider than the scratch (beyond the documented d_model range): each row's
+   PE goes into the output row and is added there, one table row a call. */
+static inline __attribute__((always_inline)) void
+peak_embed_fly_wide(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                    size_t n_tokens, const peak_embed_desc *d)
+{
+    for (size_t t = 0; t < n_tokens; t++) {
+        float *o = out + (ptrdiff_t)t * ld_out;
+        if (pos[t] < 0)
+            continue;
+        PEAK_EMBEDDING_PE_TABLE(o, ld_out, 1, d->d_model, (size_t)pos[t], &d->pe_params);
+        peak_embedding_row(o, peak_embedding_row_of(d, ids[t]), d->scale, o, d->d_model, false,
+                           NULL);
+    }
+}
+
+/* One sequence. */
+static inline __attribute__((always_inline)) void
+peak_embed_fly_seq(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                   size_t n_tokens, const peak_embed_desc *d, bool stream)
+{
+    /* fairseq pad tokens: E[id] * scale and no PE (the driver skips them). */
+    for (size_t t = 0; t < n_tokens; t++)
+        if (pos[t] < 0)
+            peak_embedding_row(out + (ptrdiff_t)t * ld_out, peak_embedding_row_of(d, ids[t]),
+                               d->scale, NULL, d->d_model, false, NULL);
+    const size_t ld_s = peak_embedding_scratch_ld(d->d_model);
+    if (ld_s > PEAK_EMBEDDING_SCRATCH) {
+        peak_embed_fly_wide(out, ld_out, ids, pos, n_tokens, d);
+        return;
+    }
+    PEAK_PE_ALIGN float scratch[PEAK_EMBEDDING_SCRATCH];
+    const size_t sr = peak_embedding_scratch_rows(d->d_model);
+    for (size_t t0 = 0; t0 < n_tokens; t0 += PEAK_PE_ROWS_MAX) {
+        const size_t n = n_tokens - t0 < PEAK_PE_ROWS_MAX ? n_tokens - t0 : PEAK_PE_ROWS_MAX;
+        peak_embedding_fly f = {
+            out + (ptrdiff_t)t0 * ld_out, ld_out, ids + t0, pos + t0, n, d, scratch, ld_s};
+        PEAK_EMBEDDING_PE_ROWS(scratch, sr, ld_s, n, pos + t0, 0, d->d_model, &d->pe_params,
+                               stream ? peak_embed_fly_sink_stream : peak_embed_fly_sink, &f);
+    }
+}
+
+/* The embedding scheduler (dispatch/schedule-embedding.c) computes the PE
+   rows that sequences share itself and passes them as a table, so it calls
+   this with batch 1 only; a batch (the kernel contract allows one)
+   computes each sequence's rows again. */
+static inline __attribute__((always_inline)) void
+peak_embed_fly_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                   size_t n_tokens, size_t batch, size_t seq_stride, const peak_embed_desc *d,
+                   bool stream)
+{
+    for (size_t b = 0; b < batch; b++)
+        peak_embed_fly_seq(out + (ptrdiff_t)(b * seq_stride) * ld_out, ld_out,
+                           ids + b * seq_stride, pos, n_tokens, d, stream);
+}
+
+/* peak_embed_pe (peak_embed_pe_fn in internal.h). */
+static inline __attribute__((always_inline)) void
+peak_embed_pe_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_t *pos,
+                  size_t n_tokens, size_t batch, size_t seq_stride, const peak_embed_desc *desc,
+                  bool stream)
+{
+    assert(out && ids && pos && desc && desc->table && batch > 0);
+    if (desc->pe)
+        peak_embed_table_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc, stream);
+    else
+        peak_embed_fly_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc, stream);
+    /* Streaming stores (large calls) are weakly ordered: fence them. */
+    peak_vf_stream_fence();
+}
+
+/* ---- x[b, s, :] += PE(pos0 + s, :) ------------------------------------- */
+
+static inline __attribute__((always_inline)) void
+peak_pe_add_table_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                      size_t seq_len, size_t d_model, size_t pos0, const float *pe)
+{
+    for (size_t s = 0; s < seq_len; s++) {
+        const float *row = pe + (pos0 + s) * d_model;
+        for (size_t b = 0; b < batch; b++)
+            peak_pe_add_row(x + (ptrdiff_t)b * batch_stride + (ptrdiff_t)s * ld_x, row, d_model);
+    }
+}
+
+/* The sink: one PE segment serves every batch entry. */
+static void peak_pe_add_fly_sink(void *ctx, size_t s0, size_t s1, size_t c0, size_t c1)
+{
+    const peak_pe_add_fly *f = ctx;
+    for (size_t s = s0; s < s1; s++) {
+        float *x_s = f->x + (ptrdiff_t)s * f->ld_x + c0;
+        const float *pe = f->scratch + (s - s0) * f->ld_scratch + c0;
+        for (size_t b = 0; b < f->batch; b++)
+            peak_pe_add_row(x_s + (ptrdiff_t)b * f->batch_stride, pe, c1 - c0);
+    }
+}
+
+/* false (nothing done) when d_model is wider than the scratch block. */
+static inline __attribute__((always_inline)) bool
+peak_pe_add_fly_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                    size_t seq_len, size_t d_model, size_t pos0, const peak_pe_params *params)
+{
+    const size_t ld_s = peak_embedding_scratch_ld(d_model);
+    if (ld_s > PEAK_EMBEDDING_SCRATCH)
+        return false;
+    PEAK_PE_ALIGN float scratch[PEAK_EMBEDDING_SCRATCH];
+    const size_t sr = peak_embedding_scratch_rows(d_model);
+    for (size_t s0 = 0; s0 < seq_len; s0 += PEAK_PE_ROWS_MAX) {
+        const size_t n = seq_len - s0 < PEAK_PE_ROWS_MAX ? seq_len - s0 : PEAK_PE_ROWS_MAX;
+        peak_pe_add_fly f = {x + (ptrdiff_t)s0 * ld_x, batch_stride, ld_x, batch, scratch, ld_s};
+        PEAK_EMBEDDING_PE_ROWS(scratch, sr, ld_s, n, NULL, pos0 + s0, d_model, params,
+                               peak_pe_add_fly_sink, &f);
+    }
+    return true;
+}
+
+/* peak_pe_add (peak_pe_add_fn in internal.h). */
+static inline __attribute__((always_inline)) void
+peak_pe_add_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch, size_t seq_len,
+                size_t d_model, size_t pos0, const float *pe, const peak_pe_params *params)
+{
+    assert(x && batch > 0 && seq_len > 0 && d_model > 0 && (size_t)ld_x >= d_model);
+    if (pe)
+        peak_pe_add_table_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe);
+    else if (!peak_pe_add_fly_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params))
+        peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params);
+}
+
+#endif /* PEAK_EMBEDDING_BODY_H */
