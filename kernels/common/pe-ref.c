@@ -143,6 +143,13 @@ void peak_pe_sincos_chunk_ref(const double *x, double *s, double *c)
         peak_pe_sincos(x[j], &s[j], &c[j]);
 }
 
+/* ---- the scalar arithmetic of pe-table-driver.h ------------------------- */
+
+static inline void pe_sincos_chunk(const double *x, double *s, double *c)
+{
+    peak_pe_sincos_chunk_ref(x, s, c);
+}
+
 static inline void put(float *row, size_t i, float s, float c, size_t d_model,
                        peak_pe_layout layout)
 {
@@ -156,10 +163,12 @@ static inline void put(float *row, size_t i, float s, float c, size_t d_model,
     }
 }
 
-static void emit_exact_ref(float *row, const double *sb, const double *cb, const double *sk,
-                           const double *ck, size_t i0, size_t nc, size_t d_model,
-                           peak_pe_layout layout)
+/* stream is ignored: this tier stores plainly. */
+static void pe_emit_exact(float *row, const double *sb, const double *cb, const double *sk,
+                          const double *ck, size_t i0, size_t nc, size_t d_model,
+                          peak_pe_layout layout, int stream)
 {
+    (void)stream;
     for (size_t j = 0; j < nc; j++) {
         const double s = fma(sb[j], ck[j], cb[j] * sk[j]);
         const double c = fma(cb[j], ck[j], -(sb[j] * sk[j]));
@@ -167,8 +176,8 @@ static void emit_exact_ref(float *row, const double *sb, const double *cb, const
     }
 }
 
-static void emit_torch_ref(float *row, float pf, const float *wf, size_t i0, size_t nc,
-                           size_t d_model, peak_pe_layout layout)
+static void pe_emit_torch(float *row, float pf, const float *wf, size_t i0, size_t nc,
+                          size_t d_model, peak_pe_layout layout)
 {
     for (size_t j = 0; j < nc; j++) {
         const float angle = pf * wf[j];
@@ -178,11 +187,12 @@ static void emit_torch_ref(float *row, float pf, const float *wf, size_t i0, siz
     }
 }
 
+#include "pe-table-driver.h"
+
 void peak_pe_table_ref(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model, size_t pos0,
                        const peak_pe_params *params)
 {
-    peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, peak_pe_sincos_chunk_ref,
-                      emit_exact_ref, emit_torch_ref);
+    peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, 0);
 }
 
 void peak_pe_row(float *row, size_t pos, size_t d_model, const peak_pe_params *params)
