@@ -1,13 +1,16 @@
 /*
  * test-attention.c - peak_attention on one tier against a double-precision
- * oracle written here (plain loops, independent of kernels/mask.h).
+ * oracle written here (plain loops, independent of kernels/mask.h).  The
+ * sweeps (head dims and key lengths with their tails, row gaps,
+ * misalignment, canaries) are tests/tester.c's; this file gives the
+ * problem, the oracle and the special cases (layouts, GQA, cross
+ * attention, masks, non-finite inputs, decoding, workspaces).
  *
  * Q is filled everywhere; K and V only at the keys some query may see.
  * Every other float (masked keys, row gaps) keeps the canary, a NaN, so a
  * kernel that reads a masked key or value poisons its output and fails.
- * Gaps of O and lse must still hold the canary afterwards.
  */
-#include "test-util.h"
+#include "tester.h"
 
 #include <float.h>
 #include <math.h>
@@ -21,126 +24,135 @@
 /* |lse - ref| <= LSE_TOL * (1 + |ref|). */
 #define LSE_TOL 1e-5
 
-/* ---- problem set-up ------------------------------------------------------ */
+/* ---- the problem ------------------------------------------------------------ */
 
-typedef struct attention_shape {
-    size_t B, H, KVH, Lq, Lk, D, Dv;
-    int bhld;        /* [B, H, L, D] instead of [B, L, H, D] */
-    size_t pad;      /* floats of gap after each (b, l, h) row */
-    size_t misalign; /* floats off a 64-byte boundary */
-    int with_lse;
-} attention_shape;
+/* A mask as a case describes it; the set-up makes its arrays (test-util.c)
+   in this order (key_len, keep, bias) before K and V are filled. */
+typedef struct att_mask_spec {
+    int causal;
+    peak_align align;
+    size_t q_offset, window;
+    int key_len; /* random key lengths */
+    int keep;    /* a keep mask of `keep_density` ones */
+    unsigned keep_bcast;
+    double keep_density;
+    int bias; /* a bias in [bias_lo, bias_hi), -inf at rate bias_masked */
+    unsigned bias_bcast;
+    float bias_lo, bias_hi;
+    double bias_masked;
+} att_mask_spec;
 
-typedef struct attention_problem {
-    attention_shape s;
+/* Where the call's workspace comes from. */
+enum { ATT_WS_LIBRARY, ATT_WS_CALLER, ATT_WS_BY_SEED /* the caller's if seed bit 2 */ };
+
+typedef struct att_problem {
     peak_attention_desc d;
+    size_t kvh; /* kv heads as allocated (d.kv_heads may say 0) */
+    int bhld;   /* [B, H, L, D] instead of [B, L, H, D] */
     float *q, *k, *v, *o, *lse;
-    float *q0, *k0, *v0;
-    size_t nq, nk, nv, no, nl;
     uint8_t *keep;
     float *bias;
     int32_t *key_len;
-    uint64_t rng;
-    int own_workspace; /* pass a caller workspace instead of NULL */
-} attention_problem;
+    int own_workspace;
+    double *sc, *out; /* the oracle's scratch: Lk scores, Dv outputs */
+} att_problem;
 
-static void operand_strides(const attention_shape *s, size_t L, size_t heads, size_t width,
-                            ptrdiff_t st[3])
+/* case.opts.  case.n is the head dim D, case.n2 the key length Lk,
+   case.rows the query length Lq, case.gap the floats after each (b, l, h)
+   row, case.variant 1 for [B, H, L, D]. */
+typedef struct att_opts {
+    size_t B, H, KVH;
+    size_t Dv; /* 0: D */
+    int with_lse;
+    int workspace; /* ATT_WS_* */
+    float scale;  /* desc.scale (0: 1/sqrt(D)) */
+    float kq, vr; /* Q and K in [-kq, kq), V in [-vr, vr) (0: 1) */
+    att_mask_spec mask;
+    /* Changes the mask's arrays once made, before K and V are filled. */
+    void (*edit_mask)(att_problem *a, int arg);
+    /* Changes the inputs once filled (p's buffers, before the call). */
+    void (*edit_data)(peak_tester_problem *p, att_problem *a, int arg);
+    int arg;
+    double o_tol; /* 0: ATTENTION_TOL */
+} att_opts;
+
+/* The sweeps' problems: over head dims, 2 heads on their own kv heads, 3
+   queries, 5 keys; over key lengths, one head, 2 queries, D = 8.  Half of
+   the calls (seed bit 2) take a caller's workspace. */
+static const att_opts att_sweep_d_opts = {
+    .B = 1, .H = 2, .KVH = 2, .with_lse = 1, .workspace = ATT_WS_BY_SEED};
+static const att_opts att_sweep_k_opts = {
+    .B = 1, .H = 1, .KVH = 1, .with_lse = 1, .workspace = ATT_WS_BY_SEED};
+
+static float or_one(float x)
 {
-    const size_t row = width + s->pad;
-    if (s->bhld) {
-        st[0] = (ptrdiff_t)(heads * L * row);
-        st[1] = (ptrdiff_t)row;
-        st[2] = (ptrdiff_t)(L * row);
-    } else {
-        st[0] = (ptrdiff_t)(L * heads * row);
-        st[1] = (ptrdiff_t)(heads * row);
-        st[2] = (ptrdiff_t)row;
-    }
+    return x != 0.0f ? x : 1.0f;
 }
 
-/* Floats spanned by an operand indexed [b < n0, . < n1, . < n2] + width. */
-static size_t span3(size_t n0, size_t n1, size_t n2, const ptrdiff_t st[3], size_t width)
+static size_t value_dim(const peak_attention_desc *d)
 {
-    return (n0 - 1) * (size_t)st[0] + (n1 - 1) * (size_t)st[1] + (n2 - 1) * (size_t)st[2] +
-           width;
+    return d->v_head_dim ? d->v_head_dim : d->head_dim;
 }
 
-static float *operand(const attention_shape *s, size_t L, size_t heads, size_t width,
-                      ptrdiff_t st[3], size_t *n, size_t misalign)
+static size_t kv_head(const peak_attention_desc *d, size_t h)
 {
-    operand_strides(s, L, heads, width, st);
-    *n = span3(s->B, L, heads, st, width);
-    return peak_test_alloc(*n, misalign);
+    const size_t kvh = d->kv_heads ? d->kv_heads : d->heads;
+    return h / (d->heads / kvh);
 }
 
-static void attention_init(attention_problem *p, const attention_shape *s, uint64_t seed)
+/* Strides of an operand of L rows of `heads` heads whose (b, l, h) rows are
+   `ld` apart, in memory order [b, l, h] or [b, h, l]. */
+static void operand_strides(int bhld, size_t L, size_t heads, size_t ld, ptrdiff_t st[3])
 {
-    peak_attention_desc d0 = PEAK_ATTENTION_DESC_DEFAULT;
-    memset(p, 0, sizeof *p);
-    p->s = *s;
-    p->d = d0;
-    p->rng = seed;
-    p->d.batch = s->B;
-    p->d.heads = s->H;
-    p->d.kv_heads = s->KVH == s->H && (seed & 1) ? 0 : s->KVH; /* 0 means heads */
-    p->d.q_len = s->Lq;
-    p->d.kv_len = s->Lk;
-    p->d.head_dim = s->D;
-    p->d.v_head_dim = s->Dv == s->D && (seed & 2) ? 0 : s->Dv; /* 0 means head_dim */
-    p->q = operand(s, s->Lq, s->H, s->D, p->d.q_stride, &p->nq, s->misalign);
-    p->k = operand(s, s->Lk, s->KVH, s->D, p->d.k_stride, &p->nk, (s->misalign + 1) % 16);
-    p->v = operand(s, s->Lk, s->KVH, s->Dv, p->d.v_stride, &p->nv, (s->misalign + 2) % 16);
-    p->o = operand(s, s->Lq, s->H, s->Dv, p->d.o_stride, &p->no, (s->misalign + 3) % 16);
-    if (s->with_lse) {
-        const size_t step = s->pad ? 2 : 1; /* a gap between entries */
-        p->d.lse_stride[2] = (ptrdiff_t)step;
-        p->d.lse_stride[1] = (ptrdiff_t)(s->Lq * step);
-        p->d.lse_stride[0] = (ptrdiff_t)(s->H * s->Lq * step);
-        p->nl = span3(s->B, s->H, s->Lq, p->d.lse_stride, 1);
-        p->lse = p->d.lse = peak_test_alloc(p->nl, s->misalign);
-    }
+    st[0] = (ptrdiff_t)(L * heads * ld);
+    st[1] = (ptrdiff_t)(bhld ? ld : heads * ld);
+    st[2] = (ptrdiff_t)(bhld ? L * ld : ld);
 }
 
-static void attention_free(attention_problem *p)
+static float *operand(peak_tester_problem *p, const char *name, const att_problem *a, size_t L,
+                      size_t heads, size_t width, ptrdiff_t st[3], size_t skew, int output,
+                      double tol)
 {
-    peak_test_free(p->q);
-    peak_test_free(p->k);
-    peak_test_free(p->v);
-    peak_test_free(p->o);
-    peak_test_free(p->lse);
-    peak_test_free(p->bias);
-    free(p->q0);
-    free(p->k0);
-    free(p->v0);
-    free(p->keep);
-    free(p->key_len);
+    const size_t ld = width + p->c.gap, rows = a->d.batch * L * heads;
+    operand_strides(a->bhld, L, heads, ld, st);
+    if (output)
+        return peak_tester_output(p, name, rows, width, (ptrdiff_t)ld, skew, PEAK_TESTER_ABS, tol);
+    return peak_tester_input(p, name, rows, width, (ptrdiff_t)ld, skew);
 }
 
-/* Random masks over [B, H, Lq, Lk] (test-util.c). */
-static peak_test_dims attention_dims(const attention_problem *p)
+/* lse as [B, H, Lq] entries, a float of gap between them when rows have
+   gaps. */
+static void add_lse(peak_tester_problem *p, att_problem *a)
 {
-    return (peak_test_dims){p->s.B, p->s.H, p->s.Lq, p->s.Lk};
+    const peak_attention_desc *d = &a->d;
+    const size_t step = p->c.gap ? 2 : 1;
+    a->d.lse_stride[2] = (ptrdiff_t)step;
+    a->d.lse_stride[1] = (ptrdiff_t)(d->q_len * step);
+    a->d.lse_stride[0] = (ptrdiff_t)(d->heads * d->q_len * step);
+    a->lse = a->d.lse = peak_tester_output(p, "lse", d->batch * d->heads * d->q_len, 1,
+                                           (ptrdiff_t)step, 0, PEAK_TESTER_ABS_REL, LSE_TOL);
 }
 
-static void attention_add_keep(attention_problem *p, unsigned broadcast, double density)
+static peak_test_dims att_dims(const att_problem *a)
 {
-    p->keep = peak_test_add_keep(&p->d.mask, attention_dims(p), broadcast, density, &p->rng);
+    return (peak_test_dims){a->d.batch, a->d.heads, a->d.q_len, a->d.kv_len};
 }
 
-static void attention_add_bias(attention_problem *p, unsigned broadcast, float lo, float hi,
-                               double masked)
+static void make_mask(att_problem *a, const att_mask_spec *m, uint64_t *rng)
 {
-    p->bias =
-        peak_test_add_bias(&p->d.mask, attention_dims(p), broadcast, lo, hi, masked, 2, &p->rng);
+    peak_mask *pm = &a->d.mask;
+    pm->causal = m->causal;
+    pm->align = m->align;
+    pm->q_offset = m->q_offset;
+    pm->window = m->window;
+    if (m->key_len)
+        a->key_len = peak_test_add_key_len(pm, att_dims(a), rng);
+    if (m->keep)
+        a->keep = peak_test_add_keep(pm, att_dims(a), m->keep_bcast, m->keep_density, rng);
+    if (m->bias)
+        a->bias = peak_test_add_bias(pm, att_dims(a), m->bias_bcast, m->bias_lo, m->bias_hi,
+                                     m->bias_masked, 2, rng);
 }
-
-static void attention_add_key_len(attention_problem *p)
-{
-    p->key_len = peak_test_add_key_len(&p->d.mask, attention_dims(p), &p->rng);
-}
-
-/* ---- the oracle ---------------------------------------------------------- */
 
 static float *at(float *base, const ptrdiff_t st[3], size_t i0, size_t i1, size_t i2)
 {
@@ -153,53 +165,172 @@ static const float *cat(const float *base, const ptrdiff_t st[3], size_t i0, siz
     return base + (ptrdiff_t)i0 * st[0] + (ptrdiff_t)i1 * st[1] + (ptrdiff_t)i2 * st[2];
 }
 
-static size_t kv_head(const peak_attention_desc *d, size_t h)
-{
-    size_t kvh = d->kv_heads ? d->kv_heads : d->heads;
-    return h / (d->heads / kvh);
-}
-
-static float resolved_scale(const peak_attention_desc *d)
-{
-    return d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)d->head_dim));
-}
-
-static size_t value_dim(const peak_attention_desc *d)
-{
-    return d->v_head_dim ? d->v_head_dim : d->head_dim;
-}
-
-static int oracle_visible(const peak_attention_desc *d, size_t b, size_t h, size_t i, size_t j)
+static int visible(const peak_attention_desc *d, size_t b, size_t h, size_t i, size_t j)
 {
     return peak_test_mask_visible(&d->mask, d->q_len, d->kv_len, b, h, i, j);
 }
 
-static double oracle_score(const attention_problem *p, size_t b, size_t h, size_t i, size_t j)
+/* 1 if some query row of some head in kv head g's group sees key j. */
+static int key_needed(const peak_attention_desc *d, size_t b, size_t g, size_t j)
 {
-    const peak_attention_desc *d = &p->d;
-    const float *q = cat(p->q0, d->q_stride, b, i, h);
-    const float *k = cat(p->k0, d->k_stride, b, j, kv_head(d, h));
+    for (size_t h = 0; h < d->heads; h++)
+        if (kv_head(d, h) == g)
+            for (size_t i = 0; i < d->q_len; i++)
+                if (visible(d, b, h, i, j))
+                    return 1;
+    return 0;
+}
+
+static void fill_row(float *row, size_t n, uint64_t *rng, float lo, float hi)
+{
+    for (size_t c = 0; c < n; c++)
+        row[c] = peak_test_uniform(rng, lo, hi);
+}
+
+/* Q everywhere; K in [-kq, kq) and V in [-vr, vr) only at needed keys. */
+static void fill_inputs(att_problem *a, uint64_t *rng, float kq, float vr)
+{
+    const peak_attention_desc *d = &a->d;
+    for (size_t b = 0; b < d->batch; b++) {
+        for (size_t i = 0; i < d->q_len; i++)
+            for (size_t h = 0; h < d->heads; h++)
+                fill_row(at(a->q, d->q_stride, b, i, h), d->head_dim, rng, -kq, kq);
+        for (size_t j = 0; j < d->kv_len; j++)
+            for (size_t g = 0; g < a->kvh; g++)
+                if (key_needed(d, b, g, j)) {
+                    fill_row(at(a->k, d->k_stride, b, j, g), d->head_dim, rng, -kq, kq);
+                    fill_row(at(a->v, d->v_stride, b, j, g), value_dim(d), rng, -vr, vr);
+                }
+    }
+}
+
+/* The desc of the case: kv_heads and v_head_dim given as 0 ("the same")
+   when they may be, for odd seeds and seeds with bit 1. */
+static void make_desc(att_problem *a, const peak_tester_case *c, const att_opts *o)
+{
+    const peak_attention_desc d0 = PEAK_ATTENTION_DESC_DEFAULT;
+    const size_t dv = o->Dv ? o->Dv : c->n;
+    a->d = d0;
+    a->d.batch = o->B;
+    a->d.heads = o->H;
+    a->d.kv_heads = o->KVH == o->H && (c->seed & 1) ? 0 : o->KVH;
+    a->d.q_len = c->rows;
+    a->d.kv_len = c->n2;
+    a->d.head_dim = c->n;
+    a->d.v_head_dim = dv == c->n && (c->seed & 2) ? 0 : dv;
+    a->d.scale = o->scale;
+    a->kvh = o->KVH;
+    a->bhld = (int)(c->variant & 1);
+    a->own_workspace = o->workspace == ATT_WS_BY_SEED ? (int)(c->seed >> 2 & 1)
+                                                      : o->workspace == ATT_WS_CALLER;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        abort();
+    return p;
+}
+
+static int att_setup(peak_tester_problem *p)
+{
+    const peak_tester_case *c = &p->c;
+    const att_opts *o = c->opts ? c->opts : &att_sweep_d_opts;
+    att_problem *a = xcalloc(1, sizeof *a);
+    p->user = a;
+    make_desc(a, c, o);
+    peak_attention_desc *d = &a->d;
+    const size_t dv = value_dim(d);
+    const double o_tol = o->o_tol != 0.0 ? o->o_tol : ATTENTION_TOL;
+    a->q = operand(p, "Q", a, d->q_len, d->heads, d->head_dim, d->q_stride, 0, 0, 0.0);
+    a->k = operand(p, "K", a, d->kv_len, a->kvh, d->head_dim, d->k_stride, 1, 0, 0.0);
+    a->v = operand(p, "V", a, d->kv_len, a->kvh, dv, d->v_stride, 2, 0, 0.0);
+    a->o = operand(p, "O", a, d->q_len, d->heads, dv, d->o_stride, 3, 1, o_tol);
+    if (o->with_lse)
+        add_lse(p, a);
+    a->sc = xcalloc(d->kv_len, sizeof *a->sc);
+    a->out = xcalloc(dv, sizeof *a->out);
+    make_mask(a, &o->mask, &p->rng);
+    if (o->edit_mask)
+        o->edit_mask(a, o->arg);
+    fill_inputs(a, &p->rng, or_one(o->kq), or_one(o->vr));
+    if (o->edit_data)
+        o->edit_data(p, a, o->arg);
+    return 1;
+}
+
+static peak_status att_call(peak_tester_problem *p)
+{
+    const att_problem *a = p->user;
+    if (!a->own_workspace)
+        return peak_attention(a->o, a->q, a->k, a->v, &a->d, NULL, 0);
+    size_t bytes = 0;
+    ck_assert_int_eq(peak_attention_workspace_size(&a->d, &bytes), PEAK_OK);
+    void *ws = bytes ? aligned_alloc(64, (bytes + 63) & ~(size_t)63) : NULL;
+    const peak_status s = peak_attention(a->o, a->q, a->k, a->v, &a->d, ws, bytes);
+    free(ws);
+    return s;
+}
+
+static void att_teardown(peak_tester_problem *p)
+{
+    att_problem *a = p->user;
+    peak_test_free(a->bias);
+    free(a->keep);
+    free(a->key_len);
+    free(a->sc);
+    free(a->out);
+    free(a);
+}
+
+/* ---- the oracle ---------------------------------------------------------------- */
+
+/* The inputs the oracle reads: as they were before the call. */
+typedef struct att_inputs {
+    const peak_attention_desc *d;
+    const float *q, *k, *v;
+} att_inputs;
+
+static att_inputs inputs_before(const peak_tester_problem *p)
+{
+    const att_problem *a = p->user;
+    return (att_inputs){&a->d, peak_tester_before(p, a->q), peak_tester_before(p, a->k),
+                        peak_tester_before(p, a->v)};
+}
+
+static double resolved_scale(const peak_attention_desc *d)
+{
+    return d->scale != 0.0f ? (double)d->scale : (double)(float)(1.0 / sqrt((double)d->head_dim));
+}
+
+static double oracle_score(const att_inputs *in, size_t b, size_t h, size_t i, size_t j)
+{
+    const peak_attention_desc *d = in->d;
+    const float *q = cat(in->q, d->q_stride, b, i, h);
+    const float *k = cat(in->k, d->k_stride, b, j, kv_head(d, h));
     double s = 0.0;
     for (size_t c = 0; c < d->head_dim; c++)
         s += (double)q[c] * (double)k[c];
-    s *= (double)resolved_scale(d);
+    s *= resolved_scale(d);
     if (d->mask.bias)
         s += d->mask.bias[b * d->mask.bias_stride[0] + h * d->mask.bias_stride[1] +
                           i * d->mask.bias_stride[2] + j];
     return s;
 }
 
-/* out[Dv] and *lse for row (b, h, i); returns the row kind. */
-static int oracle_row(const attention_problem *p, size_t b, size_t h, size_t i, double *sc,
-                      double *out, double *lse)
+/* out[Dv] and *lse of row (b, h, i), with sc[Lk] as scratch; returns the
+   row's kind (a visible NaN or +inf score: NaN; no finite one: zero). */
+static int oracle_attention(const att_inputs *in, size_t b, size_t h, size_t i, double *sc,
+                            double *out, double *lse)
 {
-    const peak_attention_desc *d = &p->d;
+    const peak_attention_desc *d = in->d;
     double m = -INFINITY;
     int poisoned = 0;
     for (size_t j = 0; j < d->kv_len; j++) {
-        if (!oracle_visible(d, b, h, i, j))
+        if (!visible(d, b, h, i, j))
             continue;
-        sc[j] = oracle_score(p, b, h, i, j);
+        sc[j] = oracle_score(in, b, h, i, j);
         if (isnan(sc[j]) || sc[j] == INFINITY)
             poisoned = 1;
         else if (sc[j] > m)
@@ -211,10 +342,10 @@ static int oracle_row(const attention_problem *p, size_t b, size_t h, size_t i, 
     for (size_t c = 0; c < value_dim(d); c++)
         out[c] = 0.0;
     for (size_t j = 0; j < d->kv_len; j++) {
-        if (!oracle_visible(d, b, h, i, j))
+        if (!visible(d, b, h, i, j))
             continue;
         const double w = exp(sc[j] - m);
-        const float *v = cat(p->v0, d->v_stride, b, j, kv_head(d, h));
+        const float *v = cat(in->v, d->v_stride, b, j, kv_head(d, h));
         sum += w;
         for (size_t c = 0; c < value_dim(d); c++)
             out[c] += w * v[c];
@@ -225,224 +356,140 @@ static int oracle_row(const attention_problem *p, size_t b, size_t h, size_t i, 
     return ROW_NORMAL;
 }
 
-/* ---- checking ------------------------------------------------------------ */
+/* The (b, h, i) of row t of O (memory order [b, l, h] or [b, h, l]) or of
+   lse ([b, h, l]). */
+static void row_index(const att_problem *a, int bhld, size_t t, size_t *b, size_t *h, size_t *i)
+{
+    const size_t H = a->d.heads, Lq = a->d.q_len, r = t % (H * Lq);
+    *b = t / (H * Lq);
+    *h = bhld ? r / Lq : r % H;
+    *i = bhld ? r % Lq : r / H;
+}
+
+/* O of a zero row is exactly +0 and its lse -inf; a NaN row is NaN.  In a
+   normal row an infinite value (from an infinite V a row sees) may come
+   out as inf or NaN: only its being non-finite is checked. */
+static void att_oracle_row(const peak_tester_problem *p, size_t buf, size_t t, double *ref)
+{
+    att_problem *a = p->user;
+    const att_inputs in = inputs_before(p);
+    const int is_lse = a->lse && buf == peak_tester_index(p, a->lse);
+    size_t b, h, i;
+    row_index(a, is_lse || a->bhld, t, &b, &h, &i); /* lse's order is [b, h, l] */
+    double lse = 0.0;
+    double *out = is_lse ? a->out : ref;
+    const int kind = oracle_attention(&in, b, h, i, a->sc, out, &lse);
+    const size_t n = is_lse ? 1 : value_dim(&a->d);
+    for (size_t c = 0; c < n; c++) {
+        if (kind == ROW_NAN) {
+            ref[c] = NAN;
+        } else if (kind == ROW_ZERO) {
+            ref[c] = is_lse ? -INFINITY : 0.0;
+            p->exact[c] = PEAK_TESTER_ENTRY_EXACT;
+        } else {
+            ref[c] = is_lse ? lse : out[c];
+            if (isinf(ref[c]))
+                p->exact[c] = PEAK_TESTER_ENTRY_NONFINITE;
+        }
+    }
+}
 
 /* The largest finite |V| the call may read (canaries are NaN: skipped). */
-static double v_max(const attention_problem *p)
+static double v_max(const peak_tester_problem *p)
 {
+    const att_problem *a = p->user;
+    const size_t k = peak_tester_index(p, a->v);
+    const float *v = p->buf[k].before;
     double m = 0.0;
-    for (size_t e = 0; e < p->nv; e++)
-        if (isfinite(p->v0[e]) && fabs(p->v0[e]) > m)
-            m = fabs(p->v0[e]);
+    for (size_t e = 0; e < p->buf[k].n; e++)
+        if (isfinite(v[e]) && fabs(v[e]) > m)
+            m = fabs(v[e]);
     return m;
 }
 
-static int value_ok(int kind, double ref, float got, double tol)
+/* O's bound scales with the largest |V|; lse's is relative (ABS_REL). */
+static double att_abs_scale(const peak_tester_problem *p, size_t buf)
 {
-    if (kind == ROW_NAN)
-        return isnan(got);
-    if (kind == ROW_ZERO)
-        return got == 0.0f && !signbit(got);
-    return fabs((double)got - ref) <= tol;
+    const att_problem *a = p->user;
+    return buf == peak_tester_index(p, a->o) ? v_max(p) : 1.0;
 }
 
-static void expect_value(const char *where, int kind, double ref, float got, double tol)
-{
-    if (!value_ok(kind, ref, got, tol))
-        ck_abort_msg("%s: expected %s %.9g, got %.9g (tol %.3g)", where,
-                     kind == ROW_NAN ? "NaN" : kind == ROW_ZERO ? "+0" : "value", ref,
-                     (double)got, tol);
-}
+/* Rows of one call run to 64 heads x 70 queries: every one is checked. */
+static const peak_tester_family attention = {
+    .name = "attention",
+    .setup = att_setup,
+    .call = att_call,
+    .oracle_row = att_oracle_row,
+    .teardown = att_teardown,
+    .abs_scale = att_abs_scale,
+    .same_bits = 0,
+    .n_variants = 2,
+    .sizes_every_variant = 1,
+    .n_aliases = 0,
+    .every_row = 1,
+    .base = {.n2 = 5, .rows = 3, .opts = &att_sweep_d_opts},
+    .sweeps_n2 = 1,
+    .base_n2 = {.n = 8, .rows = 2, .gap = 1, .misalign = 1, .opts = &att_sweep_k_opts},
+};
 
-static void expect_lse(const char *where, int kind, double ref, float got)
-{
-    if (kind == ROW_ZERO)
-        CHECK(got == -INFINITY, "%s: lse expected -inf, got %.9g", where, (double)got);
-    else
-        expect_value(where, kind, ref, got, LSE_TOL * (1.0 + fabs(ref)));
-}
+/* ---- special cases: shapes ---------------------------------------------------- */
 
-static void mark(unsigned char *covered, const float *base, const float *p, size_t n)
-{
-    memset(covered + (p - base), 1, n);
-}
+/* A special case's shape, as a [B, L, H, D] (or [B, H, L, D]) call. */
+typedef struct att_shape {
+    size_t B, H, KVH, Lq, Lk, D, Dv;
+    int bhld;        /* [B, H, L, D] instead of [B, L, H, D] */
+    size_t pad;      /* floats of gap after each (b, l, h) row */
+    size_t misalign; /* floats off a 64-byte boundary */
+    int with_lse;
+} att_shape;
 
-static void expect_gaps(const char *name, const float *buf, const unsigned char *covered,
-                        size_t n)
+/* The case of shape s with options o (its sizes set here). */
+static peak_tester_case shape_case(const att_shape *s, uint64_t seed, att_opts *o)
 {
-    for (size_t e = 0; e < n; e++)
-        CHECK(covered[e] || peak_test_is_canary(buf[e]), "%s: gap float %zu of %s written",
-                      peak_isa_name(peak_test_isa), e, name);
-}
-
-/* "tier shape at b h i c", for failure messages. */
-static void describe(const attention_problem *p, size_t b, size_t h, size_t i, size_t c, char *buf,
-                     size_t n)
-{
-    const peak_attention_desc *d = &p->d;
-    snprintf(buf, n, "%s B%zu H%zu/%zu Lq%zu Lk%zu D%zu Dv%zu at b%zu h%zu i%zu c%zu",
-             peak_isa_name(peak_test_isa), d->batch, d->heads, p->s.KVH, d->q_len, d->kv_len,
-             d->head_dim, value_dim(d), b, h, i, c);
-}
-
-static void check_row(const attention_problem *p, size_t b, size_t h, size_t i, double *sc,
-                      double *ref, double tol, unsigned char *cov_o, unsigned char *cov_l)
-{
-    const peak_attention_desc *d = &p->d;
-    double lse = 0.0;
-    int kind = oracle_row(p, b, h, i, sc, ref, &lse);
-    char where[200];
-    const float *o = cat(p->o, d->o_stride, b, i, h);
-    for (size_t c = 0; c < value_dim(d); c++) {
-        if (value_ok(kind, ref[c], o[c], tol))
-            continue;
-        describe(p, b, h, i, c, where, sizeof where);
-        expect_value(where, kind, ref[c], o[c], tol);
-    }
-    mark(cov_o, p->o, o, value_dim(d));
-    if (p->lse) {
-        const float *l = cat(p->lse, d->lse_stride, b, h, i);
-        describe(p, b, h, i, 0, where, sizeof where);
-        expect_lse(where, kind, lse, *l);
-        mark(cov_l, p->lse, l, 1);
-    }
-}
-
-static void attention_check(const attention_problem *p)
-{
-    const peak_attention_desc *d = &p->d;
-    double *sc = malloc(d->kv_len * sizeof *sc);
-    double *ref = malloc(value_dim(d) * sizeof *ref);
-    unsigned char *cov_o = calloc(p->no, 1), *cov_l = calloc(p->nl + 1, 1);
-    const double tol = ATTENTION_TOL * v_max(p);
-    for (size_t b = 0; b < d->batch; b++)
-        for (size_t h = 0; h < d->heads; h++)
-            for (size_t i = 0; i < d->q_len; i++)
-                check_row(p, b, h, i, sc, ref, tol, cov_o, cov_l);
-    expect_gaps("O", p->o, cov_o, p->no);
-    if (p->lse)
-        expect_gaps("lse", p->lse, cov_l, p->nl);
-    free(cov_l);
-    free(cov_o);
-    free(ref);
-    free(sc);
-}
-
-/* ---- filling and running --------------------------------------------------- */
-
-/* 1 if some query row of some head in kv head kvh's group sees key j. */
-static int key_needed(const attention_problem *p, size_t b, size_t kvh, size_t j)
-{
-    const peak_attention_desc *d = &p->d;
-    for (size_t h = 0; h < d->heads; h++)
-        if (kv_head(d, h) == kvh)
-            for (size_t i = 0; i < d->q_len; i++)
-                if (oracle_visible(d, b, h, i, j))
-                    return 1;
-    return 0;
-}
-
-static void fill_row(attention_problem *p, float *row, size_t n, float lo, float hi)
-{
-    for (size_t c = 0; c < n; c++)
-        row[c] = peak_test_uniform(&p->rng, lo, hi);
-}
-
-/* Q everywhere; K in [-kq, kq] and V in [-vr, vr] only at needed keys. */
-static void attention_fill(attention_problem *p, float kq, float vr)
-{
-    const peak_attention_desc *d = &p->d;
-    const size_t kvh_n = p->s.KVH;
-    for (size_t b = 0; b < d->batch; b++) {
-        for (size_t i = 0; i < d->q_len; i++)
-            for (size_t h = 0; h < d->heads; h++)
-                fill_row(p, at(p->q, d->q_stride, b, i, h), d->head_dim, -kq, kq);
-        for (size_t j = 0; j < d->kv_len; j++)
-            for (size_t g = 0; g < kvh_n; g++)
-                if (key_needed(p, b, g, j)) {
-                    fill_row(p, at(p->k, d->k_stride, b, j, g), d->head_dim, -kq, kq);
-                    fill_row(p, at(p->v, d->v_stride, b, j, g), value_dim(d), -vr, vr);
-                }
-    }
-}
-
-static float *dup(const float *src, size_t n)
-{
-    float *c = malloc(n * sizeof *c);
-    memcpy(c, src, n * sizeof *c);
+    o->B = s->B;
+    o->H = s->H;
+    o->KVH = s->KVH;
+    o->Dv = s->Dv;
+    o->with_lse = s->with_lse;
+    peak_tester_case c = {0};
+    c.n = s->D;
+    c.n2 = s->Lk;
+    c.rows = s->Lq;
+    c.gap = s->pad;
+    c.misalign = s->misalign;
+    c.variant = (unsigned)s->bhld;
+    c.seed = seed;
+    c.opts = o;
     return c;
 }
 
-static peak_status attention_call(attention_problem *p)
+static void check_shape(const att_shape *s, uint64_t seed, att_opts *o)
 {
-    if (!p->own_workspace)
-        return peak_attention(p->o, p->q, p->k, p->v, &p->d, NULL, 0);
-    size_t bytes = 0;
-    ck_assert_int_eq(peak_attention_workspace_size(&p->d, &bytes), PEAK_OK);
-    void *ws = bytes ? aligned_alloc(64, (bytes + 63) & ~(size_t)63) : NULL;
-    peak_status s = peak_attention(p->o, p->q, p->k, p->v, &p->d, ws, bytes);
-    free(ws);
-    return s;
+    const peak_tester_case c = shape_case(s, seed, o);
+    peak_tester_check(&attention, &c);
 }
 
-static void attention_run(attention_problem *p)
+/* Unmasked inputs in [-1, 1), the workspace by the seed. */
+static void check_plain(const att_shape *s, uint64_t seed)
 {
-    p->q0 = dup(p->q, p->nq);
-    p->k0 = dup(p->k, p->nk);
-    p->v0 = dup(p->v, p->nv);
-    ck_assert_int_eq(attention_call(p), PEAK_OK);
-    CHECK(peak_test_bytes_equal(p->q, p->q0, p->nq * sizeof(float)) &&
-                      peak_test_bytes_equal(p->k, p->k0, p->nk * sizeof(float)) &&
-                      peak_test_bytes_equal(p->v, p->v0, p->nv * sizeof(float)),
-                  "an input was modified");
-    attention_check(p);
+    att_opts o = {0};
+    o.workspace = ATT_WS_BY_SEED;
+    check_shape(s, seed, &o);
 }
 
-static void attention_finish(attention_problem *p, float kq, float vr)
+static att_problem *att_begin(peak_tester_problem *p, const att_shape *s, uint64_t seed,
+                              att_opts *o)
 {
-    attention_fill(p, kq, vr);
-    attention_run(p);
-    attention_free(p);
+    const peak_tester_case c = shape_case(s, seed, o);
+    CHECK(peak_tester_setup(&attention, &c, p), "attention: case not set up");
+    return p->user;
 }
-
-static void attention_simple(const attention_shape *s, uint64_t seed)
-{
-    attention_problem p;
-    attention_init(&p, s, seed);
-    p.own_workspace = (int)(seed & 4);
-    attention_finish(&p, 1.0f, 1.0f);
-}
-
-/* ---- sizes, layouts, heads ----------------------------------------------- */
-
-/* Sizes 1..70 run as 7 Check tests of 10 sizes each: a fork per size
-   costs more than the size itself under AddressSanitizer. */
-#define SIZE_GROUP 10
-#define SIZE_GROUPS 7
-
-START_TEST(head_dims_1_to_70)
-{
-    for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
-        attention_shape s = {1, 2, 2, 3, 5, n, n, (int)(n & 1), 0, 0, 1};
-        attention_simple(&s, 100 + n);
-    }
-}
-END_TEST
-
-START_TEST(key_lengths_1_to_70)
-{
-    for (size_t n = 1 + (size_t)_i * SIZE_GROUP; n <= ((size_t)_i + 1) * SIZE_GROUP; n++) {
-        attention_shape s = {1, 1, 1, 2, n, 8, 8, (int)(n & 1), 1, 1, 1};
-        attention_simple(&s, 200 + n);
-    }
-}
-END_TEST
 
 /* d_model 512 (8 heads of 64) and 768 (12 heads of 64), both layouts. */
 START_TEST(model_sizes)
 {
-    attention_shape s = {1, _i < 2 ? 8 : 12, _i < 2 ? 8 : 12, 9, 16, 64, 64, _i & 1, 0, 0, 1};
-    attention_simple(&s, 300 + (uint64_t)_i);
+    att_shape s = {1, _i < 2 ? 8 : 12, _i < 2 ? 8 : 12, 9, 16, 64, 64, _i & 1, 0, 0, 1};
+    check_plain(&s, 300 + (uint64_t)_i);
 }
 END_TEST
 
@@ -450,9 +497,9 @@ START_TEST(strided_misaligned_layouts)
 {
     static const size_t pads[] = {1, 3, 16, 37};
     for (size_t mis = 0; mis < 4; mis++) {
-        attention_shape s = {2,         2,           1, 3, 7, 5 + (size_t)_i, 3, (int)(mis & 1),
-                             pads[mis], 1 + mis * 3, 1};
-        attention_simple(&s, 400 + mis);
+        att_shape s = {2,         2,           1, 3, 7, 5 + (size_t)_i, 3, (int)(mis & 1),
+                       pads[mis], 1 + mis * 3, 1};
+        check_plain(&s, 400 + mis);
     }
 }
 END_TEST
@@ -460,19 +507,19 @@ END_TEST
 START_TEST(cross_attention_lq_ne_lk)
 {
     static const size_t lq[] = {1, 3, 20, 7}, lk[] = {9, 17, 4, 70};
-    attention_shape s = {2, 3, 3, lq[_i], lk[_i], 16, 12, _i & 1, 2, 0, 1};
-    attention_simple(&s, 500 + (uint64_t)_i);
+    att_shape s = {2, 3, 3, lq[_i], lk[_i], 16, 12, _i & 1, 2, 0, 1};
+    check_plain(&s, 500 + (uint64_t)_i);
 }
 END_TEST
 
 START_TEST(grouped_and_multi_query)
 {
     static const size_t kvh[] = {1, 2, 4, 8};
-    attention_shape s = {2, 8, kvh[_i], 5, 11, 8, 8, _i & 1, 1, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 600 + (uint64_t)_i);
-    attention_add_keep(&p, 0, 0.7); /* per-head masks: groups see different keys */
-    attention_finish(&p, 1.0f, 1.0f);
+    att_shape s = {2, 8, kvh[_i], 5, 11, 8, 8, _i & 1, 1, 0, 1};
+    att_opts o = {0};
+    o.mask.keep = 1; /* per-head masks: groups see different keys */
+    o.mask.keep_density = 0.7;
+    check_shape(&s, 600 + (uint64_t)_i, &o);
 }
 END_TEST
 
@@ -484,13 +531,12 @@ START_TEST(causal_both_alignments_with_q_offset)
     for (size_t a = 0; a < 4; a++)
         for (size_t c = 0; c < 4; c++)
             for (size_t o = 0; o < 3; o++) {
-                attention_shape s = {1, 2, 1, lq[a], lk[c], 4, 4, (int)(o & 1), 1, 0, 1};
-                attention_problem p;
-                attention_init(&p, &s, 700 + a * 16 + c * 4 + o);
-                p.d.mask.causal = 1;
-                p.d.mask.align = (peak_align)_i;
-                p.d.mask.q_offset = off[o];
-                attention_finish(&p, 1.0f, 1.0f);
+                att_shape s = {1, 2, 1, lq[a], lk[c], 4, 4, (int)(o & 1), 1, 0, 1};
+                att_opts opts = {0};
+                opts.mask.causal = 1;
+                opts.mask.align = (peak_align)_i;
+                opts.mask.q_offset = off[o];
+                check_shape(&s, 700 + a * 16 + c * 4 + o, &opts);
             }
 }
 END_TEST
@@ -500,45 +546,52 @@ START_TEST(sliding_window_with_and_without_causal)
     static const size_t win[] = {1, 2, 5, 100};
     for (size_t w = 0; w < 4; w++)
         for (int align = 0; align < 2; align++) {
-            attention_shape s = {1, 2, 2, 9, 13, 4, 4, 0, 1, 0, 1};
-            attention_problem p;
-            attention_init(&p, &s, 800 + w * 2 + (uint64_t)align);
-            p.d.mask.causal = _i;
-            p.d.mask.window = win[w];
-            p.d.mask.align = (peak_align)align;
-            p.d.mask.q_offset = w;
-            attention_finish(&p, 1.0f, 1.0f);
+            att_shape s = {1, 2, 2, 9, 13, 4, 4, 0, 1, 0, 1};
+            att_opts o = {0};
+            o.mask.causal = _i;
+            o.mask.window = win[w];
+            o.mask.align = (peak_align)align;
+            o.mask.q_offset = w;
+            check_shape(&s, 800 + w * 2 + (uint64_t)align, &o);
         }
 }
 END_TEST
 
 START_TEST(key_padding_lengths)
 {
-    attention_shape s = {4, 2, 1, 3, 1 + (size_t)_i * 7, 8, 8, _i & 1, 2, 1, 1};
-    attention_problem p;
-    attention_init(&p, &s, 900 + (uint64_t)_i);
-    attention_add_key_len(&p);
-    attention_finish(&p, 1.0f, 1.0f);
+    att_shape s = {4, 2, 1, 3, 1 + (size_t)_i * 7, 8, 8, _i & 1, 2, 1, 1};
+    att_opts o = {0};
+    o.mask.key_len = 1;
+    check_shape(&s, 900 + (uint64_t)_i, &o);
 }
 END_TEST
 
 START_TEST(keep_mask_every_broadcast)
 {
-    attention_shape s = {2, 3, 3, 4, 19, 8, 8, 0, 1, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 1000 + (uint64_t)_i);
-    attention_add_keep(&p, (unsigned)_i, 0.6);
-    attention_finish(&p, 1.0f, 1.0f);
+    att_shape s = {2, 3, 3, 4, 19, 8, 8, 0, 1, 0, 1};
+    att_opts o = {0};
+    o.mask.keep = 1;
+    o.mask.keep_bcast = (unsigned)_i;
+    o.mask.keep_density = 0.6;
+    check_shape(&s, 1000 + (uint64_t)_i, &o);
 }
 END_TEST
 
+static void bias_spec(att_mask_spec *m, unsigned bcast, float lo, float hi, double masked)
+{
+    m->bias = 1;
+    m->bias_bcast = bcast;
+    m->bias_lo = lo;
+    m->bias_hi = hi;
+    m->bias_masked = masked;
+}
+
 START_TEST(bias_mask_every_broadcast)
 {
-    attention_shape s = {2, 3, 1, 4, 21, 8, 5, 1, 0, 1, 1};
-    attention_problem p;
-    attention_init(&p, &s, 1100 + (uint64_t)_i);
-    attention_add_bias(&p, (unsigned)_i, -3.0f, 3.0f, 0.3);
-    attention_finish(&p, 1.0f, 1.0f);
+    att_shape s = {2, 3, 1, 4, 21, 8, 5, 1, 0, 1, 1};
+    att_opts o = {0};
+    bias_spec(&o.mask, (unsigned)_i, -3.0f, 3.0f, 0.3);
+    check_shape(&s, 1100 + (uint64_t)_i, &o);
 }
 END_TEST
 
@@ -547,33 +600,35 @@ START_TEST(mask_combinations_fuzz)
     uint64_t rng = 1200 + (uint64_t)_i;
     for (int n = 0; n < 100; n++) {
         size_t kvh = 1 + peak_test_next(&rng) % 2, grp = 1 + peak_test_next(&rng) % 2;
-        attention_shape s = {1 + peak_test_next(&rng) % 3,
-                             kvh * grp,
-                             kvh,
-                             1 + peak_test_next(&rng) % 9,
-                             1 + peak_test_next(&rng) % 30,
-                             1 + peak_test_next(&rng) % 20,
-                             1 + peak_test_next(&rng) % 20,
-                             (int)(peak_test_next(&rng) % 2),
-                             peak_test_next(&rng) % 3,
-                             peak_test_next(&rng) % 4,
-                             1};
-        attention_problem p;
-        attention_init(&p, &s, peak_test_next(&rng));
-        unsigned pick = (unsigned)peak_test_next(&rng);
-        p.d.scale = (pick & 1) ? 0.3f : 0.0f;
-        p.d.mask.causal = (pick >> 1) & 1;
-        p.d.mask.align = (peak_align)((pick >> 2) & 1);
-        p.d.mask.q_offset = (pick >> 3) & 3;
-        p.d.mask.window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0;
-        if ((pick >> 9) & 1)
-            attention_add_key_len(&p);
-        if ((pick >> 10) & 1)
-            attention_add_keep(&p, (pick >> 11) & 7, 0.7);
+        att_shape s = {1 + peak_test_next(&rng) % 3,
+                       kvh * grp,
+                       kvh,
+                       1 + peak_test_next(&rng) % 9,
+                       1 + peak_test_next(&rng) % 30,
+                       1 + peak_test_next(&rng) % 20,
+                       1 + peak_test_next(&rng) % 20,
+                       (int)(peak_test_next(&rng) % 2),
+                       peak_test_next(&rng) % 3,
+                       peak_test_next(&rng) % 4,
+                       1};
+        const uint64_t seed = peak_test_next(&rng);
+        const unsigned pick = (unsigned)peak_test_next(&rng);
+        att_opts o = {0};
+        o.scale = (pick & 1) ? 0.3f : 0.0f;
+        o.mask.causal = (pick >> 1) & 1;
+        o.mask.align = (peak_align)((pick >> 2) & 1);
+        o.mask.q_offset = (pick >> 3) & 3;
+        o.mask.window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0;
+        o.mask.key_len = (pick >> 9) & 1;
+        o.mask.keep = (pick >> 10) & 1;
+        o.mask.keep_bcast = (pick >> 11) & 7;
+        o.mask.keep_density = 0.7;
         if ((pick >> 14) & 1)
-            attention_add_bias(&p, (pick >> 15) & 7, -2.0f, 2.0f, 0.2);
-        p.own_workspace = (pick >> 18) & 1;
-        attention_finish(&p, 2.0f, 3.0f);
+            bias_spec(&o.mask, (pick >> 15) & 7, -2.0f, 2.0f, 0.2);
+        o.workspace = (pick >> 18) & 1 ? ATT_WS_CALLER : ATT_WS_LIBRARY;
+        o.kq = 2.0f;
+        o.vr = 3.0f;
+        check_shape(&s, seed, &o);
     }
 }
 END_TEST
@@ -582,76 +637,98 @@ END_TEST
 
 START_TEST(fully_masked_rows_zero_and_lse_minus_inf)
 {
-    attention_shape s = {3, 2, 1, 4, _i >= 3 ? 2 : 11, 8, 6, _i & 1, 1, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 1300 + (uint64_t)_i);
+    att_shape s = {3, 2, 1, 4, _i >= 3 ? 2 : 11, 8, 6, _i & 1, 1, 0, 1};
+    att_opts o = {0};
     switch (_i) {
     case 0:
-        attention_add_key_len(&p); /* key_len[2] == 0 */
+        o.mask.key_len = 1; /* key_len[2] == 0 */
         break;
     case 1:
-        attention_add_keep(&p, 0, 0.0);
+        o.mask.keep = 1; /* density 0 */
         break;
     case 2:
-        attention_add_bias(&p, 7, 0.0f, 1.0f, 1.0);
+        bias_spec(&o.mask, 7, 0.0f, 1.0f, 1.0);
         break;
     case 3: /* bottom-right, Lq = 4 > Lk = 2: rows 0 and 1 see nothing */
-        p.d.mask.causal = 1;
-        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        o.mask.causal = 1;
+        o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
         break;
     default:
-        p.d.mask.causal = 1;
-        p.d.mask.window = 2;
-        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        o.mask.causal = 1;
+        o.mask.window = 2;
+        o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
         break;
     }
-    attention_finish(&p, 1.0f, 1.0f);
+    check_shape(&s, 1300 + (uint64_t)_i, &o);
 }
 END_TEST
+
+/* Every float of buffer `buf` still holding the canary becomes x. */
+static void replace_canaries(peak_tester_problem *p, float *buf, float x)
+{
+    const peak_tester_buf *b = &p->buf[peak_tester_index(p, buf)];
+    for (size_t e = 0; e < b->n; e++)
+        if (peak_test_is_canary(b->p[e]))
+            b->p[e] = x;
+}
+
+/* What masked_nonfinite_kv_never_read puts at the keys the mask hides. */
+static const float poison[] = {NAN, INFINITY, -INFINITY};
+
+static void key_len_7_at_b0(att_problem *a, int arg)
+{
+    (void)arg;
+    a->key_len[0] = 7;
+}
+
+static void poison_masked_kv(peak_tester_problem *p, att_problem *a, int arg)
+{
+    replace_canaries(p, a->k, poison[(size_t)arg % 3]);
+    replace_canaries(p, a->v, poison[((size_t)arg + 1) % 3]);
+}
 
 /* K and V hold NaN and inf at every key the mask hides (the future and the
    padding), instead of the canary: none of it may reach O or lse. */
 START_TEST(masked_nonfinite_kv_never_read)
 {
-    static const float poison[] = {NAN, INFINITY, -INFINITY};
-    attention_shape s = {2, 2, 1, 6, 10, 8, 8, _i & 1, 0, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 1400 + (uint64_t)_i);
-    attention_add_key_len(&p);
-    p.key_len[0] = 7;
-    p.d.mask.causal = 1;
-    p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-    attention_fill(&p, 1.0f, 1.0f);
-    for (size_t e = 0; e < p.nk; e++)
-        if (peak_test_is_canary(p.k[e]))
-            p.k[e] = poison[(size_t)_i % 3];
-    for (size_t e = 0; e < p.nv; e++)
-        if (peak_test_is_canary(p.v[e]))
-            p.v[e] = poison[((size_t)_i + 1) % 3];
-    attention_run(&p);
-    attention_free(&p);
+    att_shape s = {2, 2, 1, 6, 10, 8, 8, _i & 1, 0, 0, 1};
+    att_opts o = {0};
+    o.mask.key_len = 1;
+    o.mask.causal = 1;
+    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    o.edit_mask = key_len_7_at_b0;
+    o.edit_data = poison_masked_kv;
+    o.arg = _i;
+    check_shape(&s, 1400 + (uint64_t)_i, &o);
 }
 END_TEST
+
+/* Case 0: a NaN in key 4 of kv head 1 (head 1's rows see it).  Case 1:
+   query row 2 of head 0 all +inf against keys of 0.5: q.k = +inf. */
+static void nonfinite_score(peak_tester_problem *p, att_problem *a, int arg)
+{
+    (void)p;
+    const peak_attention_desc *d = &a->d;
+    if (arg == 0) {
+        at(a->k, d->k_stride, 0, 4, 1)[2] = NAN;
+        return;
+    }
+    float *q = at(a->q, d->q_stride, 0, 2, 0);
+    for (size_t c = 0; c < 4; c++)
+        q[c] = INFINITY;
+    for (size_t j = 0; j < 6; j++)
+        for (size_t c = 0; c < 4; c++)
+            at(a->k, d->k_stride, 0, j, 0)[c] = 0.5f;
+}
 
 /* A visible NaN or +inf score makes its row NaN (O and lse). */
 START_TEST(nonfinite_visible_score_poisons_row)
 {
-    attention_shape s = {1, 2, 2, 3, 6, 4, 4, 0, 0, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 1500 + (uint64_t)_i);
-    attention_fill(&p, 1.0f, 1.0f);
-    if (_i == 0) {
-        at(p.k, p.d.k_stride, 0, 4, 1)[2] = NAN; /* key 4 of kv head 1: heads 1 */
-    } else {
-        float *q = at(p.q, p.d.q_stride, 0, 2, 0);
-        for (size_t c = 0; c < 4; c++)
-            q[c] = INFINITY;
-        for (size_t j = 0; j < 6; j++)
-            for (size_t c = 0; c < 4; c++)
-                at(p.k, p.d.k_stride, 0, j, 0)[c] = 0.5f; /* q.k = +inf */
-    }
-    attention_run(&p);
-    attention_free(&p);
+    att_shape s = {1, 2, 2, 3, 6, 4, 4, 0, 0, 0, 1};
+    att_opts o = {0};
+    o.edit_data = nonfinite_score;
+    o.arg = _i;
+    check_shape(&s, 1500 + (uint64_t)_i, &o);
 }
 END_TEST
 
@@ -659,11 +736,12 @@ END_TEST
 START_TEST(huge_magnitudes)
 {
     static const float kq[] = {3e14f, 1e15f, 1.0f}, vr[] = {1.0f, 1e30f, 1e30f};
-    attention_shape s = {1, 2, 1, 3, 1 + (size_t)_i * 9, 4, 4, 0, 0, 0, 1};
+    att_shape s = {1, 2, 1, 3, 1 + (size_t)_i * 9, 4, 4, 0, 0, 0, 1};
     for (size_t r = 0; r < 3; r++) {
-        attention_problem p;
-        attention_init(&p, &s, 1600 + r);
-        attention_finish(&p, kq[r], vr[r]);
+        att_opts o = {0};
+        o.kq = kq[r];
+        o.vr = vr[r];
+        check_shape(&s, 1600 + r, &o);
     }
 }
 END_TEST
@@ -674,41 +752,46 @@ END_TEST
    written, so still NaN canaries) equals row t of the full causal call:
    top-left with q_offset t over the whole cache, and bottom-right over the
    first t+1 keys.  Also a chunked prefill of 3 queries at offset t. */
-static void expect_rows_match(const attention_problem *full, const float *o,
+static void expect_rows_match(const peak_tester_problem *full, const float *o,
                               const ptrdiff_t o_st[3], size_t i0, size_t n_rows, size_t t,
                               int align)
 {
-    const peak_attention_desc *d = &full->d;
+    const att_problem *a = full->user;
+    const peak_attention_desc *d = &a->d;
     const double tol = ATTENTION_TOL * v_max(full);
     for (size_t h = 0; h < d->heads; h++)
         for (size_t r = 0; r < n_rows; r++) {
-            const float *want = cat(full->o, d->o_stride, 0, i0 + r, h);
+            const float *want = cat(a->o, d->o_stride, 0, i0 + r, h);
             const float *got = cat(o, o_st, 0, r, h);
             for (size_t c = 0; c < d->head_dim; c++)
                 CHECK(fabs((double)got[c] - want[c]) <= tol,
-                              "%s t%zu align %d h%zu row %zu c%zu: step %.9g full %.9g",
-                              peak_isa_name(peak_test_isa), t, align, h, i0 + r, c,
-                              (double)got[c], (double)want[c]);
+                      "%s t%zu align %d h%zu row %zu c%zu: step %.9g full %.9g",
+                      peak_isa_name(peak_test_isa), t, align, h, i0 + r, c, (double)got[c],
+                      (double)want[c]);
         }
 }
 
-static void decode_step(const attention_problem *full, size_t t, size_t n_rows, int align)
+static void decode_step(const peak_tester_problem *full, size_t t, size_t n_rows, int align)
 {
-    const size_t L = full->d.kv_len;
-    peak_attention_desc d = full->d;
+    const att_problem *a = full->user;
+    const att_inputs in = inputs_before(full);
+    const size_t L = a->d.kv_len;
+    const size_t nk = full->buf[peak_tester_index(full, a->k)].n;
+    const size_t nv = full->buf[peak_tester_index(full, a->v)].n;
+    peak_attention_desc d = a->d;
     d.q_len = n_rows;
     d.kv_len = align ? t + n_rows : L;
     d.mask.align = (peak_align)align;
     d.mask.q_offset = align ? 0 : t;
     d.lse = NULL;
     /* A cache that holds only the keys 0 .. t+n_rows-1, the rest canary. */
-    float *k = peak_test_alloc(full->nk, 0), *v = peak_test_alloc(full->nv, 0);
+    float *k = peak_test_alloc(nk, 0), *v = peak_test_alloc(nv, 0);
     const size_t used = (t + n_rows) * (size_t)d.k_stride[1];
-    memcpy(k, full->k0, used * sizeof *k);
-    memcpy(v, full->v0, used * sizeof *v);
+    memcpy(k, in.k, used * sizeof *k);
+    memcpy(v, in.v, used * sizeof *v);
     float *o = peak_test_alloc(n_rows * d.heads * d.head_dim, 0);
     d.o_stride[0] = (ptrdiff_t)(n_rows * d.heads * d.head_dim);
-    const float *q = cat(full->q0, d.q_stride, 0, t, 0);
+    const float *q = cat(in.q, d.q_stride, 0, t, 0);
     ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_OK);
     expect_rows_match(full, o, d.o_stride, t, n_rows, t, align);
     peak_test_free(o);
@@ -716,22 +799,39 @@ static void decode_step(const attention_problem *full, size_t t, size_t n_rows, 
     peak_test_free(k);
 }
 
+/* The full causal call of shape s, checked against the oracle, then the
+   decoding steps of every `step`-th position against its rows (and the
+   3-query prefills where `chunks`). */
+static void check_decoding(const att_shape *s, uint64_t seed, size_t step, int chunks)
+{
+    att_opts o = {0};
+    o.mask.causal = 1;
+    peak_tester_problem full;
+    att_begin(&full, s, seed, &o);
+    peak_tester_run(&attention, &full);
+    for (size_t t = 0; t < s->Lq; t += step)
+        for (int align = 0; align < 2; align++) {
+            decode_step(&full, t, 1, align);
+            if (chunks && t + 3 <= s->Lq)
+                decode_step(&full, t, 3, align);
+        }
+    peak_tester_free(&attention, &full);
+}
+
 START_TEST(decode_matches_full_causal)
 {
     const size_t L = 2 + (size_t)_i * 5;
-    attention_shape s = {1, 4, 2, L, L, 8, 8, 0, 0, 0, 0}; /* [B, L, H, D] packed: a cache */
-    attention_problem full;
-    attention_init(&full, &s, 1700 + (uint64_t)_i);
-    full.d.mask.causal = 1;
-    attention_fill(&full, 1.0f, 1.0f);
-    attention_run(&full);
-    for (size_t t = 0; t < L; t++)
-        for (int align = 0; align < 2; align++) {
-            decode_step(&full, t, 1, align);
-            if (t + 3 <= L)
-                decode_step(&full, t, 3, align);
-        }
-    attention_free(&full);
+    att_shape s = {1, 4, 2, L, L, 8, 8, 0, 0, 0, 0}; /* [B, L, H, D] packed: a cache */
+    check_decoding(&s, 1700 + (uint64_t)_i, 1, 1);
+}
+END_TEST
+
+/* Decoding over caches longer than a tile, every offset, GQA 4:1. */
+START_TEST(decode_long_cache)
+{
+    const size_t L = _i ? 133 : 70;
+    att_shape s = {1, 8, 2, L, L, _i ? 16 : 64, _i ? 16 : 64, 0, 0, 0, 0};
+    check_decoding(&s, 2500 + (uint64_t)_i, peak_test_quick() ? 7 : 1, 0);
 }
 END_TEST
 
@@ -744,25 +844,25 @@ START_TEST(head_dims_across_tiles)
     static const size_t dh[] = {1, 7, 8, 16, 63, 64, 65, 128, 256};
     const size_t D = dh[_i];
     for (int causal = 0; causal < 2; causal++) {
-        attention_shape s = {1,
-                             6,
-                             2,
-                             23 + (size_t)causal * 48,
-                             131 - (size_t)causal * 60,
-                             D,
-                             causal ? D : (D % 5) + 3,
-                             causal,
-                             causal ? 0 : 3,
-                             (size_t)_i % 4,
-                             1};
+        att_shape s = {1,
+                       6,
+                       2,
+                       23 + (size_t)causal * 48,
+                       131 - (size_t)causal * 60,
+                       D,
+                       causal ? D : (D % 5) + 3,
+                       causal,
+                       causal ? 0 : 3,
+                       (size_t)_i % 4,
+                       1};
         if (peak_test_quick()) /* 2 heads sharing 1 KV head instead of 6 and 2 */
             s.H = 2, s.KVH = 1;
-        attention_problem p;
-        attention_init(&p, &s, 2000 + (uint64_t)_i * 2 + (uint64_t)causal);
-        p.d.mask.causal = causal;
-        p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-        p.own_workspace = causal;
-        attention_finish(&p, 1.0f, 2.0f);
+        att_opts o = {0};
+        o.mask.causal = causal;
+        o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        o.workspace = causal ? ATT_WS_CALLER : ATT_WS_LIBRARY;
+        o.vr = 2.0f;
+        check_shape(&s, 2000 + (uint64_t)_i * 2 + (uint64_t)causal, &o);
     }
 }
 END_TEST
@@ -777,89 +877,112 @@ START_TEST(lengths_to_300_sampled)
     for (int n = 0; n < (peak_test_quick() ? 2 : 6); n++) {
         const size_t lq = len[peak_test_next(&rng) % nl], lk = len[peak_test_next(&rng) % nl];
         const unsigned pick = (unsigned)peak_test_next(&rng);
-        attention_shape s = {1 + (pick & 1),
-                             2,
-                             1 + ((pick >> 1) & 1),
-                             lq,
-                             lk,
-                             16,
-                             8,
-                             (int)((pick >> 2) & 1),
-                             (pick >> 3) % 3,
-                             (pick >> 5) % 4,
-                             1};
-        attention_problem p;
-        attention_init(&p, &s, peak_test_next(&rng));
-        p.d.mask.causal = (pick >> 7) & 1;
-        p.d.mask.align = (peak_align)((pick >> 8) & 1);
-        p.d.mask.q_offset = (pick >> 9) & 1 ? (pick >> 10) % 70 : 0;
-        p.d.mask.window = (pick >> 17) & 1 ? 1 + (pick >> 18) % 90 : 0;
-        if ((pick >> 25) & 1)
-            attention_add_key_len(&p);
-        if ((pick >> 26) & 1)
-            attention_add_keep(&p, (pick >> 27) & 7, 0.8);
+        att_shape s = {1 + (pick & 1),
+                       2,
+                       1 + ((pick >> 1) & 1),
+                       lq,
+                       lk,
+                       16,
+                       8,
+                       (int)((pick >> 2) & 1),
+                       (pick >> 3) % 3,
+                       (pick >> 5) % 4,
+                       1};
+        att_opts o = {0};
+        o.mask.causal = (pick >> 7) & 1;
+        o.mask.align = (peak_align)((pick >> 8) & 1);
+        o.mask.q_offset = (pick >> 9) & 1 ? (pick >> 10) % 70 : 0;
+        o.mask.window = (pick >> 17) & 1 ? 1 + (pick >> 18) % 90 : 0;
+        o.mask.key_len = (pick >> 25) & 1;
+        o.mask.keep = (pick >> 26) & 1;
+        o.mask.keep_bcast = (pick >> 27) & 7;
+        o.mask.keep_density = 0.8;
         if ((pick >> 30) & 1)
-            attention_add_bias(&p, 0, -2.0f, 2.0f, 0.1);
-        attention_finish(&p, 1.0f, 1.0f);
+            bias_spec(&o.mask, 0, -2.0f, 2.0f, 0.1);
+        check_shape(&s, peak_test_next(&rng), &o);
     }
 }
 END_TEST
+
+/* Keys 64..191 of every row (2 heads x 70 queries x 260 keys) hidden:
+   by the keep mask (arg 0) or by a bias of -inf (arg 1). */
+static void hide_tiles_64_to_191(att_problem *a, int arg)
+{
+    for (size_t e = 0; e < 2 * 70; e++)
+        for (size_t j = 64; j < 192; j++) {
+            if (arg == 0)
+                a->keep[e * 260 + j] = 0;
+            else
+                a->bias[e * 260 + j] = -INFINITY;
+        }
+}
 
 /* Whole tiles masked inside rows that see other tiles: keys 64..191 hidden
    by the keep mask (case 0), the bias (1) or a window (2); the hidden K and
    V keep their NaN canaries, and no NaN may come out. */
 START_TEST(fully_masked_tiles_inside_visible_rows)
 {
-    attention_shape s = {1, 2, 1, 70, 260, 16, 16, 0, 0, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 2200 + (uint64_t)_i);
+    att_shape s = {1, 2, 1, 70, 260, 16, 16, 0, 0, 0, 1};
+    att_opts o = {0};
     if (_i == 0) {
-        attention_add_keep(&p, 0, 1.0);
-        for (size_t e = 0; e < 2 * 70; e++)
-            memset(p.keep + e * 260 + 64, 0, 128);
+        o.mask.keep = 1;
+        o.mask.keep_density = 1.0;
+        o.edit_mask = hide_tiles_64_to_191;
     } else if (_i == 1) {
-        attention_add_bias(&p, 0, -1.0f, 1.0f, 0.0);
-        for (size_t e = 0; e < 2 * 70; e++)
-            for (size_t j = 64; j < 192; j++)
-                p.bias[e * 260 + j] = -INFINITY;
+        bias_spec(&o.mask, 0, -1.0f, 1.0f, 0.0);
+        o.edit_mask = hide_tiles_64_to_191;
     } else {
-        p.d.mask.window = 20;
-        p.d.mask.causal = 1;
-        p.d.mask.q_offset = 150;
+        o.mask.window = 20;
+        o.mask.causal = 1;
+        o.mask.q_offset = 150;
     }
-    attention_finish(&p, 1.0f, 1.0f);
+    o.arg = _i;
+    check_shape(&s, 2200 + (uint64_t)_i, &o);
 }
 END_TEST
 
-/* A V row holding inf at a key only query row 0 sees: the other rows of
-   the block must not pick up 0 * inf.  Row 0 itself is inf or NaN there. */
+/* Key 10 + 70 * arg visible to query row 0 only (of 40 rows, 100 keys). */
+static void key_for_row_0(att_problem *a, int arg)
+{
+    const size_t j = 10 + (size_t)arg * 70;
+    for (size_t i = 1; i < 40; i++)
+        a->keep[i * 100 + j] = 0;
+}
+
+/* V[key, col] = x for kv head 0 of batch 0. */
+static void set_value(att_problem *a, size_t key, size_t col, float x)
+{
+    at(a->v, a->d.v_stride, 0, key, 0)[col] = x;
+}
+
+static void value_for_row_0(peak_tester_problem *p, att_problem *a, int arg)
+{
+    (void)p;
+    set_value(a, 10 + (size_t)arg * 70, 3, arg ? NAN : INFINITY);
+}
+
+/* A V row holding inf (case 0) or NaN (case 1) at a key only query row 0
+   sees: the other rows of the block must not pick up 0 * inf.  Row 0
+   itself is inf or NaN in that column, the oracle's elsewhere. */
 START_TEST(nonfinite_value_seen_by_one_row)
 {
-    attention_shape s = {1, 1, 1, 40, 100, 8, 8, 0, 0, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 2300 + (uint64_t)_i);
-    attention_add_keep(&p, 0, 1.0);
-    const size_t j = 10 + (size_t)_i * 70;
-    for (size_t i = 1; i < 40; i++)
-        p.keep[i * 100 + j] = 0;
-    attention_fill(&p, 1.0f, 1.0f);
-    at(p.v, p.d.v_stride, 0, j, 0)[3] = _i ? NAN : INFINITY;
-    p.q0 = dup(p.q, p.nq);
-    p.k0 = dup(p.k, p.nk);
-    p.v0 = dup(p.v, p.nv);
-    ck_assert_int_eq(attention_call(&p), PEAK_OK);
-    CHECK(!isfinite(p.o[3]), "%s: row 0 should see the non-finite value",
-          peak_isa_name(peak_test_isa));
-    double *sc = malloc(100 * sizeof *sc), ref[8];
-    unsigned char *cov_o = calloc(p.no, 1), *cov_l = calloc(p.nl + 1, 1);
-    for (size_t i = 1; i < 40; i++)
-        check_row(&p, 0, 0, i, sc, ref, ATTENTION_TOL * 1.0, cov_o, cov_l);
-    free(cov_l);
-    free(cov_o);
-    free(sc);
-    attention_free(&p);
+    att_shape s = {1, 1, 1, 40, 100, 8, 8, 0, 0, 0, 1};
+    att_opts o = {0};
+    o.mask.keep = 1;
+    o.mask.keep_density = 1.0;
+    o.edit_mask = key_for_row_0;
+    o.edit_data = value_for_row_0;
+    o.arg = _i;
+    check_shape(&s, 2300 + (uint64_t)_i, &o);
 }
 END_TEST
+
+static void inf_value_key_40(peak_tester_problem *p, att_problem *a, int arg)
+{
+    (void)p;
+    (void)arg;
+    set_value(a, 40, 5, INFINITY);
+}
 
 /* The packed K/V tiles a kv head's query blocks share (kernels/attention-tile.h):
    case 0, 64 query heads on one kv head, causal, so each block is one
@@ -868,101 +991,69 @@ END_TEST
    blocks take their first tiles from it and pack the last two; case 1, an inf in
    a V row every row sees, in a tile cached by the first block and reused
    by the next three: each row's output is non-finite in that column and
-   equals the oracle (computed with the inf replaced by 0) in the others. */
+   the oracle's in the others. */
 START_TEST(kv_tile_cache_across_blocks)
 {
-    if (_i == 0 || _i == 2) {
-        attention_shape s0 = {1, 64, 1, 70, 70, 8, 8, 0, 0, 0, 1};
-        attention_shape s2 = {1, 1, 1, 70, 1100, 256, 256, 1, 0, 0, 1};
-        attention_problem p;
-        attention_init(&p, _i ? &s2 : &s0, 2450 + (uint64_t)_i);
-        p.d.mask.causal = _i == 0;
-        attention_finish(&p, 1.0f, 1.0f);
-        return;
-    }
-    attention_shape s = {1, 2, 1, 130, 150, 16, 16, 0, 0, 0, 0};
-    attention_problem p;
-    attention_init(&p, &s, 2451);
-    attention_fill(&p, 1.0f, 1.0f);
-    const size_t j = 40, col = 5;
-    float *vj = at(p.v, p.d.v_stride, 0, j, 0);
-    vj[col] = INFINITY;
-    p.q0 = dup(p.q, p.nq);
-    p.k0 = dup(p.k, p.nk);
-    p.v0 = dup(p.v, p.nv);
-    ck_assert_int_eq(attention_call(&p), PEAK_OK);
-    at(p.v0, p.d.v_stride, 0, j, 0)[col] = 0.0f;
-    double *sc = malloc(150 * sizeof *sc), ref[16], lse;
-    const double tol = ATTENTION_TOL * v_max(&p);
-    for (size_t h = 0; h < 2; h++)
-        for (size_t i = 0; i < 130; i++) {
-            ck_assert_int_eq(oracle_row(&p, 0, h, i, sc, ref, &lse), ROW_NORMAL);
-            const float *o = cat(p.o, p.d.o_stride, 0, i, h);
-            for (size_t c = 0; c < 16; c++) {
-                char where[200];
-                describe(&p, 0, h, i, c, where, sizeof where);
-                if (c == col)
-                    CHECK(!isfinite(o[c]), "%s: %.9g, should be non-finite", where, (double)o[c]);
-                else
-                    expect_value(where, ROW_NORMAL, ref[c], o[c], tol);
-            }
-        }
-    free(sc);
-    attention_free(&p);
+    static const att_shape shapes[] = {{1, 64, 1, 70, 70, 8, 8, 0, 0, 0, 1},
+                                       {1, 2, 1, 130, 150, 16, 16, 0, 0, 0, 0},
+                                       {1, 1, 1, 70, 1100, 256, 256, 1, 0, 0, 1}};
+    att_opts o = {0};
+    o.mask.causal = _i == 0;
+    o.edit_data = _i == 1 ? inf_value_key_40 : NULL;
+    check_shape(&shapes[_i], 2450 + (uint64_t)_i, &o);
 }
 END_TEST
+
+/* Query entries made > 0; key 37 of every kv head given weight 0 -- K = -inf
+   in its first entry (arg bit 1 clear) or the bias -FLT_MAX (set) -- and a
+   NaN V in column 3. */
+static void zero_weight_nan_value(peak_tester_problem *p, att_problem *a, int arg)
+{
+    (void)p;
+    const peak_attention_desc *d = &a->d;
+    const size_t j = 37;
+    for (size_t i = 0; i < d->q_len; i++)
+        for (size_t h = 0; h < 2; h++)
+            for (size_t c = 0; c < 8; c++) { /* q > 0: q . k = -inf below */
+                float *qv = at(a->q, d->q_stride, 0, i, h) + c;
+                *qv = fabsf(*qv) + 0.01f;
+            }
+    for (size_t g = 0; g < 2; g++) {
+        if (arg >> 1)
+            a->bias[j] = -FLT_MAX;
+        else
+            at(a->k, d->k_stride, 0, j, g)[0] = -INFINITY;
+        at(a->v, d->v_stride, 0, j, g)[3] = NAN;
+    }
+}
 
 /* A key every row sees whose weight is 0 -- its score is -inf (K holds -inf,
    q > 0) in cases 0 and 1, or it carries the finite bias -FLT_MAX in cases
    2 and 3 -- with a NaN in one column of its V: as in the scalar tier (and
-   PyTorch), 0 * NaN reaches every row in that column, while the other
-   columns are the oracle's (the key adds 0 to them).  Cases 0 and 2 run
-   the tiled path (whole and masked tiles), 1 and 3 the row path. */
+   PyTorch), 0 * NaN reaches every row in that column (the oracle's 0 * NaN
+   is NaN too), while the other columns are the oracle's (the key adds 0 to
+   them).  Cases 0 and 2 run the tiled path (whole and masked tiles), 1 and
+   3 the row path. */
 START_TEST(zero_weight_nan_value_like_scalar)
 {
     const int decode = _i & 1, biased = _i >> 1;
-    attention_shape s = {1, 2, 2, decode ? 1 : 70, 100, 8, 8, 0, 0, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 2460 + (uint64_t)_i);
+    att_shape s = {1, 2, 2, decode ? 1 : 70, 100, 8, 8, 0, 0, 0, 1};
+    att_opts o = {0};
     if (biased)
-        attention_add_bias(&p, 7, -1.0f, 1.0f, 0.0);
-    attention_fill(&p, 1.0f, 1.0f);
-    const size_t j = 37, col = 3;
-    for (size_t i = 0; i < s.Lq; i++)
-        for (size_t h = 0; h < 2; h++)
-            for (size_t c = 0; c < 8; c++) { /* q > 0: q . k = -inf below */
-                float *qv = at(p.q, p.d.q_stride, 0, i, h) + c;
-                *qv = fabsf(*qv) + 0.01f;
-            }
-    for (size_t g = 0; g < 2; g++) {
-        if (biased)
-            p.bias[j] = -FLT_MAX;
-        else
-            at(p.k, p.d.k_stride, 0, j, g)[0] = -INFINITY;
-        at(p.v, p.d.v_stride, 0, j, g)[col] = NAN;
-    }
-    p.q0 = dup(p.q, p.nq);
-    p.k0 = dup(p.k, p.nk);
-    p.v0 = dup(p.v, p.nv);
-    ck_assert_int_eq(attention_call(&p), PEAK_OK);
-    double sc[100], ref[8], lse;
-    const double tol = ATTENTION_TOL * v_max(&p);
-    for (size_t h = 0; h < 2; h++)
-        for (size_t i = 0; i < s.Lq; i++) {
-            oracle_row(&p, 0, h, i, sc, ref, &lse);
-            const float *o = cat(p.o, p.d.o_stride, 0, i, h);
-            for (size_t c = 0; c < 8; c++) {
-                char where[200];
-                describe(&p, 0, h, i, c, where, sizeof where);
-                if (c == col)
-                    CHECK(isnan(o[c]), "%s: %.9g, should be NaN (0 * NaN)", where, (double)o[c]);
-                else
-                    expect_value(where, ROW_NORMAL, ref[c], o[c], tol);
-            }
-        }
-    attention_free(&p);
+        bias_spec(&o.mask, 7, -1.0f, 1.0f, 0.0);
+    o.edit_data = zero_weight_nan_value;
+    o.arg = _i;
+    check_shape(&s, 2460 + (uint64_t)_i, &o);
 }
 END_TEST
+
+static void values_near_1(peak_tester_problem *p, att_problem *a, int arg)
+{
+    (void)arg;
+    const peak_tester_buf *b = &p->buf[peak_tester_index(p, a->v)];
+    for (size_t e = 0; e < b->n; e++)
+        a->v[e] = 1.0f + 0.01f * peak_test_uniform(&p->rng, -1.0f, 1.0f);
+}
 
 /* Long rows: V = 1 +- 0.01, whose weighted mean sits on a large constant,
    is where float running sums over many keys lose most.  Within 3e-6 *
@@ -972,35 +1063,21 @@ END_TEST
 START_TEST(long_rows_stay_accurate)
 {
     const int decode = _i;
-    attention_shape s = {1,
-                         decode ? 2 : 1,
-                         decode ? 2 : 1,
-                         decode ? 1 : 64,
-                         decode ? 131072 : 65536,
-                         16,
-                         16,
-                         0,
-                         0,
-                         0,
-                         1};
-    attention_problem p;
-    attention_init(&p, &s, 2470 + (uint64_t)_i);
-    attention_fill(&p, 1.0f, 1.0f);
-    for (size_t e = 0; e < p.nv; e++)
-        p.v[e] = 1.0f + 0.01f * peak_test_uniform(&p.rng, -1.0f, 1.0f);
-    p.q0 = dup(p.q, p.nq);
-    p.k0 = dup(p.k, p.nk);
-    p.v0 = dup(p.v, p.nv);
-    ck_assert_int_eq(attention_call(&p), PEAK_OK);
-    double *sc = malloc(s.Lk * sizeof *sc), ref[16];
-    unsigned char *cov_o = calloc(p.no, 1), *cov_l = calloc(p.nl + 1, 1);
-    for (size_t h = 0; h < s.H; h++)
-        for (size_t i = 0; i < s.Lq; i++)
-            check_row(&p, 0, h, i, sc, ref, 3e-6 * v_max(&p), cov_o, cov_l);
-    free(cov_l);
-    free(cov_o);
-    free(sc);
-    attention_free(&p);
+    att_shape s = {1,
+                   decode ? 2 : 1,
+                   decode ? 2 : 1,
+                   decode ? 1 : 64,
+                   decode ? 131072 : 65536,
+                   16,
+                   16,
+                   0,
+                   0,
+                   0,
+                   1};
+    att_opts o = {0};
+    o.edit_data = values_near_1;
+    o.o_tol = 3e-6;
+    check_shape(&s, 2470 + (uint64_t)_i, &o);
 }
 END_TEST
 
@@ -1008,30 +1085,13 @@ END_TEST
    longer than one tile. */
 START_TEST(scores_of_1e4)
 {
-    attention_shape s = {1, 2, 2, 9, 150, 16, 16, _i & 1, 0, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 2400 + (uint64_t)_i);
-    p.d.scale = 1.0f;
-    p.d.mask.causal = _i >> 1;
-    p.d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-    attention_finish(&p, 25.0f, 1.0f);
-}
-END_TEST
-
-/* Decoding over caches longer than a tile, every offset, GQA 4:1. */
-START_TEST(decode_long_cache)
-{
-    const size_t L = _i ? 133 : 70;
-    attention_shape s = {1, 8, 2, L, L, _i ? 16 : 64, _i ? 16 : 64, 0, 0, 0, 0};
-    attention_problem full;
-    attention_init(&full, &s, 2500 + (uint64_t)_i);
-    full.d.mask.causal = 1;
-    attention_fill(&full, 1.0f, 1.0f);
-    attention_run(&full);
-    for (size_t t = 0; t < L; t += peak_test_quick() ? 7 : 1)
-        for (int align = 0; align < 2; align++)
-            decode_step(&full, t, 1, align);
-    attention_free(&full);
+    att_shape s = {1, 2, 2, 9, 150, 16, 16, _i & 1, 0, 0, 1};
+    att_opts o = {0};
+    o.scale = 1.0f;
+    o.mask.causal = _i >> 1;
+    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    o.kq = 25.0f;
+    check_shape(&s, 2400 + (uint64_t)_i, &o);
 }
 END_TEST
 
@@ -1039,31 +1099,37 @@ END_TEST
 
 START_TEST(workspace_caller_or_library)
 {
-    attention_shape s = {2, 2, 1, 5, 33, 16, 8, 1, 1, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 1800);
-    attention_fill(&p, 1.0f, 1.0f);
-    attention_run(&p); /* library-allocated workspace */
-    float *o_lib = dup(p.o, p.no);
-    p.own_workspace = 1;
-    ck_assert_int_eq(attention_call(&p), PEAK_OK);
-    CHECK(peak_test_bytes_equal(o_lib, p.o, p.no * sizeof(float)),
-                  "caller and library workspaces differ");
+    att_shape s = {2, 2, 1, 5, 33, 16, 8, 1, 1, 0, 1};
+    att_opts o = {0};
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, &s, 1800, &o);
+    peak_tester_run(&attention, &p); /* library-allocated workspace */
+    a->own_workspace = 1;
+    /* the same call on the same tier with a caller's workspace: the same bits */
+    peak_tester_same_bits(&attention, &p, peak_test_isa);
     size_t bytes = 0;
-    ck_assert_int_eq(peak_attention_workspace_size(&p.d, &bytes), PEAK_OK);
+    ck_assert_int_eq(peak_attention_workspace_size(&a->d, &bytes), PEAK_OK);
     if (bytes > 0) {
         void *ws = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-        peak_test_fill_canary(p.o, p.no);
-        ck_assert_int_eq(peak_attention(p.o, p.q, p.k, p.v, &p.d, ws, bytes - 1),
-                         PEAK_ERR_WORKSPACE);
-        for (size_t e = 0; e < p.no; e++)
-            CHECK(peak_test_is_canary(p.o[e]), "O changed");
+        peak_tester_snapshot(&p);
+        peak_tester_expect_rejected(&p, "workspace 1 byte short",
+                                    peak_attention(a->o, a->q, a->k, a->v, &a->d, ws, bytes - 1),
+                                    PEAK_ERR_WORKSPACE);
         free(ws);
     }
-    free(o_lib);
-    attention_free(&p);
+    peak_tester_free(&attention, &p);
 }
 END_TEST
+
+/* A malloc'd copy of n floats. */
+static float *copy_of(const float *src, size_t n)
+{
+    float *c = malloc(n * sizeof *c);
+    if (!c)
+        abort();
+    memcpy(c, src, n * sizeof *c);
+    return c;
+}
 
 /* A caller workspace that meets Q, K, V, O, lse or the key_len mask is
    rejected and nothing is written: the kernels write the workspace while
@@ -1111,7 +1177,7 @@ START_TEST(workspace_must_not_overlap)
     d.mask.key_len = (const int32_t *)(arena + at[5]);
 
     ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_OK);
-    float *o_ref = dup(o, nq), *lse_ref = dup(d.lse, nl);
+    float *o_ref = copy_of(o, nq), *lse_ref = copy_of(d.lse, nl);
     ck_assert_int_eq(peak_attention(o, q, k, v, &d, arena + at[NT], need), PEAK_OK);
     CHECK(peak_test_bytes_equal(o, o_ref, nq * 4) && peak_test_bytes_equal(d.lse, lse_ref, nl * 4),
           "%s: a workspace after the tensors changed the result", peak_isa_name(peak_test_isa));
@@ -1138,73 +1204,67 @@ END_TEST
 
 /* ---- invalid arguments ------------------------------------------------------ */
 
-static void expect_rejected(const attention_problem *p, const char *what, peak_status want,
-                            float *o, const float *q, const float *k, const float *v,
+static void expect_rejected(peak_tester_problem *p, const char *what, peak_status want, float *o,
+                            const float *q, const float *k, const float *v,
                             const peak_attention_desc *d)
 {
-    peak_test_fill_canary(p->o, p->no);
-    if (p->lse)
-        peak_test_fill_canary(p->lse, p->nl);
-    peak_status got = peak_attention(o, q, k, v, d, NULL, 0);
-    CHECK(got == want, "%s: %s: status %d, want %d", peak_isa_name(peak_test_isa), what,
-                  (int)got, (int)want);
-    for (size_t e = 0; e < p->no; e++)
-        CHECK(peak_test_is_canary(p->o[e]), "%s: O changed", what);
-    for (size_t e = 0; e < p->nl; e++)
-        CHECK(peak_test_is_canary(p->lse[e]), "%s: lse changed", what);
+    peak_tester_snapshot(p);
+    peak_tester_expect_rejected(p, what, peak_attention(o, q, k, v, d, NULL, 0), want);
 }
 
-static void reject_desc(const attention_problem *p, const char *what, peak_status want,
+static void reject_desc(peak_tester_problem *p, const char *what, peak_status want,
                         const peak_attention_desc *d)
 {
-    expect_rejected(p, what, want, p->o, p->q, p->k, p->v, d);
+    const att_problem *a = p->user;
+    expect_rejected(p, what, want, a->o, a->q, a->k, a->v, d);
 }
 
 START_TEST(invalid_arguments)
 {
-    attention_shape s = {3, 4, 2, 3, 8, 8, 8, 0, 0, 0, 1};
-    attention_problem p;
-    attention_init(&p, &s, 1900);
-    attention_fill(&p, 1.0f, 1.0f);
-    attention_add_key_len(&p);
+    att_shape s = {3, 4, 2, 3, 8, 8, 8, 0, 0, 0, 1};
+    att_opts o = {0};
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, &s, 1900, &o);
+    /* random key lengths, made after the inputs (rejected calls read none) */
+    a->key_len = peak_test_add_key_len(&a->d.mask, att_dims(a), &p.rng);
     const peak_status inval = PEAK_ERR_INVALID_ARG;
-    expect_rejected(&p, "NULL o", inval, NULL, p.q, p.k, p.v, &p.d);
-    expect_rejected(&p, "NULL q", inval, p.o, NULL, p.k, p.v, &p.d);
-    expect_rejected(&p, "NULL k", inval, p.o, p.q, NULL, p.v, &p.d);
-    expect_rejected(&p, "NULL v", inval, p.o, p.q, p.k, NULL, &p.d);
-    expect_rejected(&p, "NULL desc", inval, p.o, p.q, p.k, p.v, NULL);
+    expect_rejected(&p, "NULL o", inval, NULL, a->q, a->k, a->v, &a->d);
+    expect_rejected(&p, "NULL q", inval, a->o, NULL, a->k, a->v, &a->d);
+    expect_rejected(&p, "NULL k", inval, a->o, a->q, NULL, a->v, &a->d);
+    expect_rejected(&p, "NULL v", inval, a->o, a->q, a->k, NULL, &a->d);
+    expect_rejected(&p, "NULL desc", inval, a->o, a->q, a->k, a->v, NULL);
 
     peak_attention_desc d;
     size_t *sizes[5] = {&d.batch, &d.heads, &d.q_len, &d.kv_len, &d.head_dim};
     for (int n = 0; n < 5; n++) {
-        d = p.d;
+        d = a->d;
         *sizes[n] = 0;
         reject_desc(&p, "zero size", inval, &d);
     }
-    d = p.d;
+    d = a->d;
     d.kv_heads = 3;
     reject_desc(&p, "kv_heads does not divide heads", inval, &d);
     d.kv_heads = 8;
     reject_desc(&p, "kv_heads > heads", inval, &d);
-    d = p.d;
+    d = a->d;
     d.o_stride[2] = 7;
     reject_desc(&p, "O rows overlap", inval, &d);
-    d = p.d;
+    d = a->d;
     d.q_stride[1] = -1;
     reject_desc(&p, "negative stride", inval, &d);
-    d = p.d;
+    d = a->d;
     d.scale = NAN;
     reject_desc(&p, "NaN scale", inval, &d);
     d.scale = -INFINITY;
     reject_desc(&p, "infinite scale", inval, &d);
-    d = p.d;
+    d = a->d;
     d.mask.align = (peak_align)5;
     reject_desc(&p, "bad align", inval, &d);
-    p.key_len[0] = 9;
-    reject_desc(&p, "key_len > Lk", PEAK_ERR_OUT_OF_RANGE, &p.d);
-    p.key_len[0] = -1;
-    reject_desc(&p, "key_len < 0", PEAK_ERR_OUT_OF_RANGE, &p.d);
-    attention_free(&p);
+    a->key_len[0] = 9;
+    reject_desc(&p, "key_len > Lk", PEAK_ERR_OUT_OF_RANGE, &a->d);
+    a->key_len[0] = -1;
+    reject_desc(&p, "key_len < 0", PEAK_ERR_OUT_OF_RANGE, &a->d);
+    peak_tester_free(&attention, &p);
 }
 END_TEST
 
@@ -1214,8 +1274,7 @@ static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create(peak_isa_name(isa));
-    tcase_add_loop_test(tc, head_dims_1_to_70, 0, SIZE_GROUPS);
-    tcase_add_loop_test(tc, key_lengths_1_to_70, 0, SIZE_GROUPS);
+    peak_tester_add_sweeps(tc, &attention);
     tcase_add_loop_test(tc, model_sizes, 0, 4);
     tcase_add_loop_test(tc, strided_misaligned_layouts, 0, 6);
     tcase_add_loop_test(tc, cross_attention_lq_ne_lk, 0, 4);

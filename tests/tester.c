@@ -93,8 +93,8 @@ const char *peak_tester_describe(const peak_tester_problem *p)
     static char text[160];
     const peak_tester_case *c = &p->c;
     snprintf(text, sizeof text,
-             "%s: n %zu rows %zu gap %zu misalign %zu alias %d variant %u data %d param %g",
-             peak_isa_name(peak_test_isa), c->n, c->rows, c->gap, c->misalign, c->alias,
+             "%s: n %zu n2 %zu rows %zu gap %zu misalign %zu alias %d variant %u data %d param %g",
+             peak_isa_name(peak_test_isa), c->n, c->n2, c->rows, c->gap, c->misalign, c->alias,
              c->variant, c->data, (double)c->param);
     return text;
 }
@@ -156,12 +156,14 @@ void peak_tester_expect_rejected(const peak_tester_problem *p, const char *what,
               "%s: %s: %s changed", peak_isa_name(peak_test_isa), what, p->buf[k].name);
 }
 
-static int entry_ok(const peak_tester_buf *b, int exact, double ref, float got)
+static int entry_ok(const peak_tester_buf *b, int how, double ref, float got)
 {
+    if (how == PEAK_TESTER_ENTRY_NONFINITE)
+        return !isfinite(got);
     if (isnan(ref) || isnan(got))
         return isnan(ref) && isnan(got);
     const float want = (float)ref;
-    switch (exact ? PEAK_TESTER_EXACT : b->cmp) {
+    switch (how == PEAK_TESTER_ENTRY_EXACT ? PEAK_TESTER_EXACT : b->cmp) {
     case PEAK_TESTER_EXACT:
         return peak_test_bytes_equal(&want, &got, sizeof got);
     case PEAK_TESTER_REL:
@@ -174,6 +176,12 @@ static int entry_ok(const peak_tester_buf *b, int exact, double ref, float got)
         if (fabs(ref) < (double)FLT_MIN)
             return fabs((double)got - ref) <= (double)FLT_MIN;
         return (double)peak_test_ulp_diff(got, want) <= b->tol;
+    case PEAK_TESTER_ABS:
+        return fabs((double)got - ref) <= b->bound;
+    case PEAK_TESTER_ABS_REL:
+        if (isinf(ref))
+            return (double)got == ref;
+        return fabs((double)got - ref) <= b->tol * (1.0 + fabs(ref));
     }
     return 0;
 }
@@ -182,9 +190,14 @@ static int entry_ok(const peak_tester_buf *b, int exact, double ref, float got)
    so calls of more than 2048 rows compare a sample: the first and last 256
    rows (a pipeline's start and end) and every 7th (every residue of a
    row's alignment modulo 16). */
-static int checked_row(size_t rows, size_t t)
+static int checked_row(const peak_tester_family *f, size_t rows, size_t t)
 {
-    return rows <= 2048 || t < 256 || t + 256 >= rows || t % 7 == 0;
+    return f->every_row || rows <= 2048 || t < 256 || t + 256 >= rows || t % 7 == 0;
+}
+
+static const char *how_text(int how)
+{
+    return how == PEAK_TESTER_ENTRY_EXACT ? " exactly" : how ? " or any non-finite value" : "";
 }
 
 static void check_output(const peak_tester_family *f, const peak_tester_problem *p, size_t k,
@@ -192,15 +205,16 @@ static void check_output(const peak_tester_family *f, const peak_tester_problem 
 {
     const peak_tester_buf *b = &p->buf[k];
     for (size_t t = 0; t < b->rows; t++) {
-        if (!checked_row(b->rows, t))
+        if (!checked_row(f, b->rows, t))
             continue;
         memset(p->exact, 0, b->cols);
         f->oracle_row(p, k, t, ref);
         const float *row = b->p + t * (size_t)b->ld;
         for (size_t j = 0; j < b->cols; j++)
             CHECK(entry_ok(b, p->exact[j], ref[j], row[j]),
-                  "%s: %s[%zu,%zu] = %.9g (%a), want %.9g%s", peak_tester_describe(p), b->name, t,
-                  j, (double)row[j], (double)row[j], ref[j], p->exact[j] ? " exactly" : "");
+                  "%s: %s[%zu,%zu] = %.9g (%a), want %.9g%s (bound %.3g)", peak_tester_describe(p),
+                  b->name, t, j, (double)row[j], (double)row[j], ref[j], how_text(p->exact[j]),
+                  b->cmp == PEAK_TESTER_ABS ? b->bound : b->tol);
         if (f->check_row)
             f->check_row(p, k, t, ref, row);
     }
@@ -246,9 +260,17 @@ void peak_tester_same_bits(const peak_tester_family *f, peak_tester_problem *p, 
         free(got[k]);
 }
 
+/* The PEAK_TESTER_ABS bounds, from the inputs as the call reads them. */
+static void set_bounds(const peak_tester_family *f, peak_tester_problem *p)
+{
+    for (size_t k = 0; k < p->nbufs; k++)
+        p->buf[k].bound = p->buf[k].tol * (f->abs_scale ? f->abs_scale(p, k) : 1.0);
+}
+
 void peak_tester_run(const peak_tester_family *f, peak_tester_problem *p)
 {
     peak_tester_snapshot(p);
+    set_bounds(f, p);
     const peak_status s = f->call(p);
     CHECK(s == PEAK_OK, "%s: status %d", peak_tester_describe(p), (int)s);
     size_t widest = 1;
@@ -293,25 +315,45 @@ static int n_fams;
 #define FAMILY(i) (fams[(i) / SWEEP_STRIDE])
 #define INDEX(i) ((i) % SWEEP_STRIDE)
 
-static void check_at(const peak_tester_family *f, peak_tester_case c, size_t n, uint64_t seed)
+static void check_seeded(const peak_tester_family *f, peak_tester_case c, uint64_t seed)
 {
-    c.n = n;
     c.seed = seed;
     peak_tester_check(f, &c);
 }
 
-/* Size n at misalignment n % 16: every misalignment, and 0 at the multiples
-   of 16, without a run of its own.  Every variant, where the family asks. */
-static void check_size(const peak_tester_family *f, peak_tester_case c, size_t n, uint64_t seed)
+static void check_at(const peak_tester_family *f, peak_tester_case c, size_t n, uint64_t seed)
+{
+    c.n = n;
+    check_seeded(f, c, seed);
+}
+
+/* Which length a size sweep varies: case.n from base, or case.n2 from
+   base_n2. */
+enum { DIM_N, DIM_N2, N_DIMS };
+
+static peak_tester_case dim_base(const peak_tester_family *f, int dim)
+{
+    return dim == DIM_N2 ? f->base_n2 : f->base;
+}
+
+/* Size n of length `dim` at misalignment n % 16: every misalignment, and 0
+   at the multiples of 16, without a run of its own.  Every variant, where
+   the family asks. */
+static void check_size(const peak_tester_family *f, peak_tester_case c, int dim, size_t n,
+                       uint64_t seed)
 {
     c.misalign = (c.misalign + n) % 16;
+    if (dim == DIM_N2)
+        c.n2 = n;
+    else
+        c.n = n;
     if (!f->sizes_every_variant) {
-        check_at(f, c, n, seed);
+        check_seeded(f, c, seed);
         return;
     }
     for (unsigned v = 0; v < f->n_variants; v++) {
         c.variant = v;
-        check_at(f, c, n, seed + 1000 * v);
+        check_seeded(f, c, seed + 1000 * v);
     }
 }
 
@@ -325,28 +367,30 @@ static const size_t pow2_sizes[] = {127, 128, 129, 255, 256, 257, 511, 512, 513,
 
 /* 2-D families: each size once more with a row gap of 1..3 floats, at
    another misalignment. */
-static void check_size_gaps(const peak_tester_family *f, size_t n, uint64_t seed)
+static void check_size_gaps(const peak_tester_family *f, int dim, size_t n, uint64_t seed)
 {
-    check_size(f, f->base, n, seed);
-    if (f->base.rows < 2)
+    peak_tester_case c = dim_base(f, dim);
+    check_size(f, c, dim, n, seed);
+    if (c.rows < 2)
         return;
-    peak_tester_case c = f->base;
     c.gap = 1 + n % 3;
     c.misalign += 5;
-    check_size(f, c, n, seed + 50);
+    check_size(f, c, dim, n, seed + 50);
 }
 
+/* Loop indices 0..SIZE_GROUPS sweep n; the next SIZE_GROUPS + 1, n2. */
 START_TEST(sweep_sizes)
 {
     const peak_tester_family *f = FAMILY(_i);
-    const size_t i = (size_t)INDEX(_i);
+    const int dim = (int)(INDEX(_i) / (SIZE_GROUPS + 1));
+    const size_t i = (size_t)INDEX(_i) % (SIZE_GROUPS + 1);
     if (i < SIZE_GROUPS) {
         for (size_t n = 1 + i * SIZE_GROUP; n <= (i + 1) * SIZE_GROUP; n++)
-            check_size_gaps(f, n, 100 + n);
+            check_size_gaps(f, dim, n, 100 + n);
         return;
     }
     for (size_t k = 0; k < sizeof pow2_sizes / sizeof pow2_sizes[0]; k++)
-        check_size_gaps(f, pow2_sizes[k], 150 + k);
+        check_size_gaps(f, dim, pow2_sizes[k], 150 + k);
 }
 END_TEST
 
@@ -401,7 +445,7 @@ START_TEST(sweep_in_place)
         peak_tester_case c = f->base;
         c.alias = INDEX(_i);
         c.gap = 2;
-        check_size(f, c, n, 500 + n);
+        check_size(f, c, DIM_N, n, 500 + n);
     }
 }
 END_TEST
@@ -411,7 +455,8 @@ void peak_tester_add_sweeps(TCase *tc, const peak_tester_family *f)
     CHECK(n_fams < PEAK_TESTER_MAX_FAMILIES, "more than %d families", PEAK_TESTER_MAX_FAMILIES);
     const int at = n_fams * SWEEP_STRIDE;
     fams[n_fams++] = f;
-    tcase_add_loop_test(tc, sweep_sizes, at, at + SIZE_GROUPS + 1);
+    tcase_add_loop_test(tc, sweep_sizes, at,
+                        at + (SIZE_GROUPS + 1) * (f->sweeps_n2 ? N_DIMS : 1));
     if (f->n_variants && !f->sizes_every_variant)
         tcase_add_loop_test(tc, sweep_variants, at, at + (int)f->n_variants);
     if (f->base.rows > 1)

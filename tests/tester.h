@@ -9,18 +9,19 @@
  *     (row gaps) holding the canary, a NaN, so that a kernel that reads a
  *     gap poisons its row;
  *   - the call on the tier under test, which must return PEAK_OK;
- *   - every output row against the oracle (bit-exact, relative or ULP bound
- *     per buffer, bit-exact for the entries the oracle marks so), the
- *     family's own checks of a whole row (check_row), every gap of every
- *     output still the canary, every input not aliased by an output
- *     unchanged;
+ *   - every output row against the oracle (bit-exact, relative, ULP or
+ *     absolute bound per buffer, bit-exact or only non-finite for the
+ *     entries the oracle marks so), the family's own checks of a whole row
+ *     (check_row), every gap of every output still the canary, every input
+ *     not aliased by an output unchanged;
  *   - for a family whose tiers promise the scalar tier's bits, the same
  *     problem on the scalar tier, compared byte for byte (and, for any
  *     other pair of tiers, peak_tester_same_bits);
  *   - the standard sweeps as Check loop tests (peak_tester_add_sweeps):
  *     sizes 1..70 (every tail of 4-, 8- and 16-lane vectors) and powers of
- *     two +-1, each at misalignment n % 16 (2-D families: with and without
- *     row gaps; every variant where the family asks); each variant of the family's
+ *     two +-1 (of n, and of n2 where the family has a second length), each
+ *     at misalignment n % 16 (2-D families: with and without row gaps;
+ *     every variant where the family asks); each variant of the family's
  *     optional operands; row gaps (2-D families); misalignment by 1..15
  *     floats; each in-place aliasing at every size 1..70;
  *   - rejected calls: every buffer byte-identical before and after.
@@ -36,6 +37,7 @@
    applies to it and may give `variant` and `data` meanings of its own. */
 typedef struct peak_tester_case {
     size_t n;         /* the swept length: d_model, row length, elements */
+    size_t n2;        /* a second length swept on its own (sweeps_n2), e.g. keys */
     size_t rows;      /* rows of each 2-D operand (1 for a vector) */
     size_t gap;       /* floats of gap after each row (ld = n + gap) */
     size_t misalign;  /* floats off a 64-byte boundary (0..15) */
@@ -54,7 +56,20 @@ enum peak_tester_cmp {
     PEAK_TESTER_ULP,   /* within tol ULP of (float)ref; NaN matches NaN */
     /* PEAK_TESTER_ULP where |ref| >= FLT_MIN; below it, within FLT_MIN
        absolutely: for results a kernel may flush to zero when subnormal. */
-    PEAK_TESTER_ULP_NORMAL
+    PEAK_TESTER_ULP_NORMAL,
+    /* |got - ref| <= tol * the family's abs_scale of the problem (1 without
+       one): for outputs whose error is bounded by an input's magnitude (an
+       attention output by the largest |V|), not by their own. */
+    PEAK_TESTER_ABS,
+    /* |got - ref| <= tol * (1 + |ref|): absolute near 0, relative beyond;
+       an infinite ref must be matched exactly. */
+    PEAK_TESTER_ABS_REL
+};
+
+/* What oracle_row may set in p->exact[j] (0: the buffer's comparison). */
+enum peak_tester_entry {
+    PEAK_TESTER_ENTRY_EXACT = 1,    /* the bits of (float)ref */
+    PEAK_TESTER_ENTRY_NONFINITE = 2 /* any infinity or NaN (ref is not finite) */
 };
 
 enum { PEAK_TESTER_MAX_BUFS = 8 };
@@ -69,6 +84,7 @@ typedef struct peak_tester_buf {
     int alias_of; /* index of the buffer it is, or -1 */
     enum peak_tester_cmp cmp;
     double tol;
+    double bound; /* PEAK_TESTER_ABS: tol * abs_scale, set by peak_tester_run */
 } peak_tester_buf;
 
 typedef struct peak_tester_problem {
@@ -77,10 +93,11 @@ typedef struct peak_tester_problem {
     size_t nbufs;
     peak_tester_buf buf[PEAK_TESTER_MAX_BUFS];
     void *user; /* the family's own state, if any */
-    /* For oracle_row: entries it sets to 1 here (cleared before each row)
-       must be the bits of (float)ref whatever the buffer's comparison (a
-       softmax row's masked keys are exactly +0, its probabilities within
-       a ULP bound). */
+    /* For oracle_row: entries it sets to PEAK_TESTER_ENTRY_EXACT (1) here
+       (cleared before each row) must be the bits of (float)ref whatever the
+       buffer's comparison (a softmax row's masked keys are exactly +0, its
+       probabilities within a ULP bound); entries it sets to
+       PEAK_TESTER_ENTRY_NONFINITE need only be an infinity or a NaN. */
     unsigned char *exact;
 } peak_tester_problem;
 
@@ -102,11 +119,24 @@ typedef struct peak_tester_family {
                       const float *got);
     /* Frees p->user (the buffers are the harness's); may be NULL. */
     void (*teardown)(peak_tester_problem *p);
+    /* Optional: the scale of output buffer `buf`'s PEAK_TESTER_ABS bound,
+       from the inputs as they were right before the call (so a test may
+       change them after setup). */
+    double (*abs_scale)(const peak_tester_problem *p, size_t buf);
     int same_bits;         /* every tier gives the scalar tier's bits (peak.h) */
     unsigned n_variants;   /* variants swept (all of them at two sizes) */
     int sizes_every_variant; /* the size sweep runs every variant at every size */
     int n_aliases;         /* in-place aliasings swept (1..n_aliases) */
+    /* Every output row is checked, however many: without it, calls of more
+       than 2048 rows compare a sample (the long double oracles are slow
+       where long double is emulated). */
+    int every_row;
     peak_tester_case base; /* the case every sweep starts from */
+    /* The size sweep runs once more over case.n2 (1..70 and the powers of
+       two +-1), from base_n2, where the family has a second length whose
+       tails its kernels handle apart from n's (attention's keys). */
+    int sweeps_n2;
+    peak_tester_case base_n2;
 } peak_tester_family;
 
 /* ---- for setup ------------------------------------------------------------ */
@@ -160,7 +190,7 @@ void peak_tester_expect_rejected(const peak_tester_problem *p, const char *what,
 enum { PEAK_TESTER_MAX_FAMILIES = 4 };
 void peak_tester_add_sweeps(TCase *tc, const peak_tester_family *f);
 
-/* "<tier> <family> n.. rows.. gap.. misalign.. alias.. variant.. data..": the
+/* "<tier> <family> n.. n2.. rows.. gap.. misalign.. alias.. variant.. data..": the
    case, for failure messages (a static buffer). */
 const char *peak_tester_describe(const peak_tester_problem *p);
 
