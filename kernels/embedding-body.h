@@ -135,25 +135,23 @@ peak_embedding_row(float *out, const float *e, float scale, const float *pe, siz
 }
 
 #ifndef PEAK_EMBEDDING_HAS_ADD_ROW
-/* x[j] += pe[j] for j < n: two vectors an iteration.  Written pe + x: where
-   both are NaN, ADDPS returns its first operand, and GCC then puts pe
-   first, as the AVX2 tier always had it. */
+/* x[j] += pe[j] for j < n: two vectors an iteration. */
 static inline __attribute__((always_inline)) void peak_pe_add_row(float *x, const float *pe,
                                                                   size_t n)
 {
     size_t j = 0;
     for (; j + 2 * PEAK_VF_LANES <= n; j += 2 * PEAK_VF_LANES) {
-        const peak_vf v0 = peak_vf_add(peak_vf_loadu(pe + j), peak_vf_loadu(x + j));
-        const peak_vf v1 = peak_vf_add(peak_vf_loadu(pe + j + PEAK_VF_LANES),
-                                       peak_vf_loadu(x + j + PEAK_VF_LANES));
+        const peak_vf v0 = peak_vf_add(peak_vf_loadu(x + j), peak_vf_loadu(pe + j));
+        const peak_vf v1 = peak_vf_add(peak_vf_loadu(x + j + PEAK_VF_LANES),
+                                       peak_vf_loadu(pe + j + PEAK_VF_LANES));
         peak_vf_storeu(x + j, v0);
         peak_vf_storeu(x + j + PEAK_VF_LANES, v1);
     }
     for (; j + PEAK_VF_LANES <= n; j += PEAK_VF_LANES)
-        peak_vf_storeu(x + j, peak_vf_add(peak_vf_loadu(pe + j), peak_vf_loadu(x + j)));
+        peak_vf_storeu(x + j, peak_vf_add(peak_vf_loadu(x + j), peak_vf_loadu(pe + j)));
     if (j < n)
         peak_vf_store_first(
-            x + j, peak_vf_add(peak_vf_load_first(pe + j, n - j), peak_vf_load_first(x + j, n - j)),
+            x + j, peak_vf_add(peak_vf_load_first(x + j, n - j), peak_vf_load_first(pe + j, n - j)),
             n - j);
 }
 #endif
