@@ -1,11 +1,10 @@
 /*
  * embedding-body.h - peak_pe_add and peak_embed_pe written once against
  * the vector vocabulary (simd/f32-<isa>.h): the rows, and the loops over
- * tokens, rows and PE sources that call them.  A tier's file includes its
- * vocabulary, defines PEAK_EMBEDDING_PE_ROWS and PEAK_EMBEDDING_PE_TABLE
- * (its tier's peak_pe_rows__<isa> and peak_f32_pe_table__<isa>), includes
- * this file, and its exported kernels call peak_embed_pe_run and
- * peak_pe_add_run.
+ * tokens, rows and PE sources that call them, and the tier's two kernels
+ * (PEAK_TIER_FN).  A tier's file includes its vocabulary, then this file;
+ * the on-the-fly PE comes from the same tier's PE table kernels
+ * (peak_pe_rows__<isa>, peak_f32_pe_table__<isa>).
  *
  * Bit-identical to embedding-scalar.c: an element is x + pe, or e * scale
  * rounded and then + pe rounded (peak_vf_mul, peak_vf_add: never an FMA),
@@ -21,9 +20,12 @@
 #include "common/pe-ref.h"
 #include "embedding.h"
 
-#if !defined(PEAK_VF_LANES) || !defined(PEAK_EMBEDDING_PE_ROWS) || !defined(PEAK_EMBEDDING_PE_TABLE)
-#error "include a vector vocabulary and define the tier's PE kernels before embedding-body.h"
+#if !defined(PEAK_VF_LANES)
+#error "include a vector vocabulary before embedding-body.h"
 #endif
+
+#define PEAK_EMBEDDING_PE_ROWS PEAK_TIER_FN(peak_pe_rows)
+#define PEAK_EMBEDDING_PE_TABLE PEAK_TIER_FN(peak_f32_pe_table)
 
 /* Floats in a 64-byte cache line: the streaming loop's step. */
 #define PEAK_EMBEDDING_LINE 16
@@ -374,6 +376,22 @@ peak_pe_add_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch, 
         peak_pe_add_table_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe);
     else if (!peak_pe_add_fly_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params))
         peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params);
+}
+
+/* ---- the kernels of the including tier (kernels.inc) ---- */
+
+void PEAK_TIER_FN(peak_f32_embed_pe)(float *out, ptrdiff_t ld_out, const int32_t *ids,
+                             const int64_t *pos, size_t n_tokens, size_t batch, size_t seq_stride,
+                             const peak_embed_desc *desc, bool stream)
+{
+    peak_embed_pe_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc, stream);
+}
+
+void PEAK_TIER_FN(peak_f32_pe_add)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                           size_t seq_len, size_t d_model, size_t pos0, const float *pe,
+                           const peak_pe_params *params)
+{
+    peak_pe_add_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, params);
 }
 
 #endif /* PEAK_EMBEDDING_BODY_H */

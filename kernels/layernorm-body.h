@@ -2,7 +2,8 @@
  * layernorm-body.h - the vector code of peak_add_layernorm, written once
  * against the vector vocabulary (simd/f32-*.h): the passes over a row and
  * the row loop.  A tier's file includes its vocabulary header, defines its
- * overrides, includes this file and wraps layernorm_rows() as its kernel.
+ * overrides and includes this file, which defines the tier's kernel
+ * (PEAK_TIER_FN).
  * Algorithm, accuracy and memory behaviour: layernorm.h.
  *
  * Row ends: lanes past the row load as +0 (peak_vf_load_first), and pass 1
@@ -303,6 +304,16 @@ static inline void layernorm_rows(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_
     layernorm_run(&a, eps);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     peak_vf_stream_fence();
+}
+
+/* ---- the kernel of the including tier (kernels.inc) ---- */
+
+void PEAK_TIER_FN(peak_f32_add_layernorm)(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
+                                  const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+                                  const float *gamma, const float *beta, size_t rows,
+                                  size_t d_model, float eps)
+{
+    layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps);
 }
 
 #endif /* PEAK_LAYERNORM_BODY_H */

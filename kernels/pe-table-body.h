@@ -1,8 +1,8 @@
 /*
  * pe-table-body.h - the sinusoid table's vector code, written once against
  * the vector vocabulary (simd/f32-<isa>.h, which the tier's file includes
- * first): the arithmetic that pe-table-driver.h calls by name, then the
- * drivers themselves.
+ * first): the arithmetic that pe-table-driver.h calls by name, the
+ * drivers themselves, and the tier's kernels (PEAK_TIER_FN).
  *
  * Bit-identical to the scalar tier: pe_sincos is peak_pe_sincos
  * (pe-table.h) over PEAK_VD_LANES angles with each scalar operation
@@ -247,6 +247,27 @@ static inline void pe_table(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d
     } else {
         peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, 0);
     }
+}
+
+/* ---- the kernels of the including tier (kernels.inc) ---- */
+
+void PEAK_TIER_FN(peak_pe_sincos_chunk)(const double *x, double *s, double *c)
+{
+    pe_sincos_chunk(x, s, c);
+}
+
+void PEAK_TIER_FN(peak_pe_rows)(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                        size_t n_rows, const int64_t *pos, size_t pos0, size_t d_model,
+                        const peak_pe_params *params, peak_pe_sink_fn sink, void *ctx)
+{
+    peak_pe_rows_run(scratch, scratch_rows, ld_scratch, n_rows, pos, pos0, d_model, params, sink,
+                     ctx);
+}
+
+void PEAK_TIER_FN(peak_f32_pe_table)(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
+                             size_t pos0, const peak_pe_params *params)
+{
+    pe_table(out, ld_out, n_pos, d_model, pos0, params);
 }
 
 #endif /* PEAK_PE_TABLE_BODY_H */

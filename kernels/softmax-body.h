@@ -5,8 +5,8 @@
  * includes its exponentials (<isa>/exp-<isa>.h, which include its
  * vocabulary), defines peak_softmax_scores_masked (a masked row's lanes
  * are per ISA: VMASKMOVPS masks, mask registers, lane-by-lane loads), may
- * set PEAK_SOFTMAX_FUSE_SUM, includes this file and exports
- * peak_softmax_run.
+ * set PEAK_SOFTMAX_FUSE_SUM and includes this file, which defines the
+ * tier's kernel (PEAK_TIER_FN).
  *
  * The same bits on every tier: the same exponential (exp-body.h), the sum
  * in the order of PEAK_SOFTMAX_SUM_LANES, one rounding in each product.
@@ -440,6 +440,14 @@ static inline void peak_softmax_run(float *y, const float *x, const peak_softmax
     while ((n = peak_softmax_next_group(&w, rows)) != 0)
         peak_softmax_group(rows, n, w.stream);
     peak_vf_stream_fence();
+}
+
+/* ---- the kernel of the including tier (kernels.inc) ---- */
+
+void PEAK_TIER_FN(peak_f32_softmax)(float *y, const float *x, const peak_softmax_desc *desc)
+{
+    assert(y && x && desc);
+    peak_softmax_run(y, x, desc);
 }
 
 #endif /* PEAK_SOFTMAX_BODY_H */

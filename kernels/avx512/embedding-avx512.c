@@ -26,20 +26,4 @@ static inline __attribute__((always_inline)) void peak_pe_add_row(float *x, cons
     }
 }
 
-#define PEAK_EMBEDDING_PE_ROWS peak_pe_rows__avx512
-#define PEAK_EMBEDDING_PE_TABLE peak_f32_pe_table__avx512
 #include "embedding-body.h"
-
-void peak_f32_embed_pe__avx512(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                               const int64_t *pos, size_t n_tokens, size_t batch,
-                               size_t seq_stride, const peak_embed_desc *desc, bool stream)
-{
-    peak_embed_pe_run(out, ld_out, ids, pos, n_tokens, batch, seq_stride, desc, stream);
-}
-
-void peak_f32_pe_add__avx512(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
-                             size_t seq_len, size_t d_model, size_t pos0, const float *pe,
-                             const peak_pe_params *params)
-{
-    peak_pe_add_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, params);
-}

@@ -7,11 +7,3 @@
 #include "simd/f32-avx512.h"
 
 #include "layernorm-body.h"
-
-void peak_f32_add_layernorm__avx512(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
-                                    const float *x, ptrdiff_t ld_x, const float *r,
-                                    ptrdiff_t ld_r, const float *gamma, const float *beta,
-                                    size_t rows, size_t d_model, float eps)
-{
-    layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps);
-}

@@ -67,9 +67,3 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
 }
 
 #include "softmax-body.h"
-
-void peak_f32_softmax__avx512(float *y, const float *x, const peak_softmax_desc *desc)
-{
-    assert(y && x && desc);
-    peak_softmax_run(y, x, desc);
-}

@@ -75,11 +75,3 @@ static inline void layernorm_dev_end(const peak_layernorm_row *w, size_t j, floa
 }
 
 #include "layernorm-body.h"
-
-void peak_f32_add_layernorm__neon(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
-                                  const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
-                                  const float *gamma, const float *beta, size_t rows,
-                                  size_t d_model, float eps)
-{
-    layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps);
-}

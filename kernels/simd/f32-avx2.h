@@ -62,6 +62,10 @@ static inline void peak_avx2_store_first(float *p, __m256 v, size_t n)
 
 /* ---- the vocabulary ------------------------------------------------------ */
 
+/* This tier's kernel symbol (kernels.inc): PEAK_TIER_FN(peak_f32_softmax) is
+   peak_f32_softmax__avx2.  The family bodies define their kernels with it. */
+#define PEAK_TIER_FN(name) name##__avx2
+
 #define PEAK_VF_LANES 8
 #define PEAK_VD_LANES 4
 /* Bytes a streaming store's address must be a multiple of. */

@@ -15,6 +15,10 @@
 
 #include <stddef.h>
 
+/* This tier's kernel symbol (kernels.inc): PEAK_TIER_FN(peak_f32_softmax) is
+   peak_f32_softmax__avx512.  The family bodies define their kernels with it. */
+#define PEAK_TIER_FN(name) name##__avx512
+
 #define PEAK_VF_LANES 16
 #define PEAK_VD_LANES 8
 /* Bytes a streaming store's address must be a multiple of. */

@@ -18,6 +18,10 @@
 #include <stddef.h>
 #include <string.h>
 
+/* This tier's kernel symbol (kernels.inc): PEAK_TIER_FN(peak_f32_softmax) is
+   peak_f32_softmax__neon.  The family bodies define their kernels with it. */
+#define PEAK_TIER_FN(name) name##__neon
+
 #define PEAK_VF_LANES 4
 #define PEAK_VD_LANES 2
 /* Bytes a streaming store's address must be a multiple of. */
