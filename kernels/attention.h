@@ -11,6 +11,9 @@
  *   row path's isa_dot(), isa_row_exp(), isa_row_pv() (their contracts
  *   are stated in attention-isa.h); optionally PEAK_ATTENTION_T8X8_IN and
  *   PEAK_ATTENTION_T8X8_OUT, 8 x 8 transposes for the block start and finish.
+ *   The vector tiers write the register tiles (isa_scores, isa_pv,
+ *   isa_row_pv) per ISA and take the rest, written once over the vector
+ *   vocabulary, from attention-body.h, included after this header.
  *
  * Design.  Flash-style: per kv head, blocks of PEAK_ATTENTION_BQ query rows -- the
  * rows of every query head sharing that kv head (GQA), position-major, so

@@ -108,86 +108,6 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
 
 PEAK_ATTENTION_DEFINE_ROW_PAIR_DRIVERS(NJ)
 
-/* Masked scores of one row vector: s + B where B is finite and -inf where
-   B is -inf (a select, so that a NaN or inf score at a masked key cannot
-   leak).  Returns their max. */
-static __m256 mask_max(float *s, const float *bt, size_t n)
-{
-    const __m256 vninf = _mm256_set1_ps(-INFINITY);
-    __m256 vmax = vninf;
-    for (size_t j = 0; j < n; j++) {
-        const __m256 vb = _mm256_load_ps(bt + j * PEAK_ATTENTION_BQ);
-        const __m256 vmasked = _mm256_cmp_ps(vb, vninf, _CMP_EQ_OQ);
-        const __m256 vs = _mm256_blendv_ps(
-            _mm256_add_ps(_mm256_load_ps(s + j * PEAK_ATTENTION_BQ), vb), vninf, vmasked);
-        _mm256_store_ps(s + j * PEAK_ATTENTION_BQ, vs);
-        vmax = _mm256_max_ps(vmax, vs);
-    }
-    return vmax;
-}
-
-/* P = 2^((s - m) log2 e) in place; returns the sum of the tile's P. */
-static __m256 exp_and_sum(float *s, __m256 vm, size_t n)
-{
-    const __m256 vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
-    __m256 vsum = _mm256_setzero_ps();
-    for (size_t j = 0; j < n; j++) {
-        const __m256 vt =
-            _mm256_mul_ps(_mm256_sub_ps(_mm256_load_ps(s + j * PEAK_ATTENTION_BQ), vm), vlog2e);
-        const __m256 vp = peak_avx2_exp2_ftz(vt);
-        _mm256_store_ps(s + j * PEAK_ATTENTION_BQ, vp);
-        vsum = _mm256_add_ps(vsum, vp);
-    }
-    return vsum;
-}
-
-static void rescale(float *oacc, __m256 valpha, size_t dv)
-{
-    for (size_t c = 0; c < dv; c++)
-        _mm256_store_ps(oacc + c * PEAK_ATTENTION_BQ,
-                        _mm256_mul_ps(_mm256_load_ps(oacc + c * PEAK_ATTENTION_BQ), valpha));
-}
-
-static void isa_online_softmax(const attention_ws *w, const float *bt, size_t dv, size_t n,
-                               size_t r0, size_t r1)
-{
-    const __m256 vninf = _mm256_set1_ps(-INFINITY), vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
-    for (size_t r = r0; r < r1; r += PEAK_ATTENTION_VW) {
-        const __m256 vm_old = _mm256_load_ps(w->m + r);
-        const __m256 vtile = bt ? mask_max(w->st + r, bt + r, n) : _mm256_load_ps(w->tmax + r);
-        /* A NaN m_old (whose l is already NaN) is dropped by MAXPS. */
-        const __m256 vm = _mm256_max_ps(vm_old, vtile);
-        /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */
-        const __m256 vms = _mm256_andnot_ps(_mm256_cmp_ps(vm, vninf, _CMP_EQ_OQ), vm);
-        const __m256 valpha = peak_avx2_exp2_ftz(_mm256_mul_ps(_mm256_sub_ps(vm_old, vms), vlog2e));
-        const __m256 vsum = exp_and_sum(w->st + r, vms, n);
-        _mm256_store_ps(w->l + r, _mm256_fmadd_ps(_mm256_load_ps(w->l + r), valpha, vsum));
-        _mm256_store_ps(w->m + r, vm);
-        const __m256 vne1 = _mm256_cmp_ps(valpha, _mm256_set1_ps(1.0f), _CMP_NEQ_UQ);
-        if (_mm256_movemask_ps(vne1))
-            rescale(w->oacc + r, valpha, dv);
-    }
-}
-
-static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
-{
-    __m256 vbad = _mm256_setzero_ps(); /* x - x: NaN exactly for inf and NaN */
-    float tail = 0.0f;
-    for (size_t j = 0; j < n; j++) {
-        size_t c = 0;
-        for (; c + PEAK_ATTENTION_VW <= dv; c += PEAK_ATTENTION_VW) {
-            const __m256 vx = _mm256_loadu_ps(src[j] + c);
-            vbad = _mm256_add_ps(vbad, _mm256_sub_ps(vx, vx));
-            _mm256_store_ps(dst + j * ld + c, vx);
-        }
-        for (; c < dv; c++) {
-            dst[j * ld + c] = src[j][c];
-            tail += src[j][c] - src[j][c];
-        }
-    }
-    return !_mm256_movemask_ps(_mm256_cmp_ps(vbad, vbad, _CMP_UNORD_Q)) && !isnan(tail);
-}
-
 /* ---- the row path ---------------------------------------------------------- */
 
 /* Lanes < n set (VMASKMOVPS loads never touch the others' memory; stores
@@ -196,52 +116,6 @@ static __m256i tail_mask(size_t n)
 {
     const int k = n >= PEAK_ATTENTION_VW ? PEAK_ATTENTION_VW : (int)n;
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-static float hsum(__m256 v)
-{
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    x = _mm_add_ss(x, _mm_movehdup_ps(x));
-    return _mm_cvtss_f32(x);
-}
-
-static float isa_dot(const float *a, const float *b, size_t n)
-{
-    __m256 vacc0 = _mm256_setzero_ps(), vacc1 = _mm256_setzero_ps();
-    size_t c = 0;
-    for (; c + 2 * PEAK_ATTENTION_VW <= n; c += 2 * PEAK_ATTENTION_VW) {
-        vacc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), vacc0);
-        vacc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + PEAK_ATTENTION_VW),
-                                _mm256_loadu_ps(b + c + PEAK_ATTENTION_VW), vacc1);
-    }
-    for (; c < n; c += PEAK_ATTENTION_VW) {
-        const __m256i k = tail_mask(n - c);
-        vacc0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + c, k), _mm256_maskload_ps(b + c, k), vacc0);
-    }
-    return hsum(_mm256_add_ps(vacc0, vacc1));
-}
-
-static float isa_row_exp(float *s, float m, size_t n)
-{
-    const __m256 vm = _mm256_set1_ps(m), vlog2e = _mm256_set1_ps(PEAK_EXP_LOG2E);
-    __m256 vsum = _mm256_setzero_ps();
-    size_t j = 0;
-    for (; j + PEAK_ATTENTION_VW <= n; j += PEAK_ATTENTION_VW) {
-        const __m256 vt = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm), vlog2e);
-        const __m256 vp = peak_avx2_exp2_ftz(vt);
-        _mm256_storeu_ps(s + j, vp);
-        vsum = _mm256_add_ps(vsum, vp);
-    }
-    if (j < n) {
-        const __m256i k = tail_mask(n - j);
-        /* Masked-off lanes load 0 and give 2^(-m log2 e): zeroed here. */
-        const __m256 vt = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(s + j, k), vm), vlog2e);
-        const __m256 vp = _mm256_and_ps(peak_avx2_exp2_ftz(vt), _mm256_castsi256_ps(k));
-        peak_avx2_store_first(s + j, vp, n - j);
-        vsum = _mm256_add_ps(vsum, vp);
-    }
-    return hsum(vsum);
 }
 
 /* Columns [c0, c0 + 4 vectors) of the accumulator, all inside dv: plain
@@ -308,13 +182,6 @@ static void isa_row_pv(float *acc, float alpha, const float *p, const float *con
         row_pv_cols(acc, alpha, p, vp, n, c0, dv);
 }
 
-size_t peak_f32_attention_workspace__avx2(const peak_attention_desc *desc)
-{
-    return attention_tiles_workspace(desc);
-}
-
-void peak_f32_attention__avx2(float *o, const float *q, const float *k, const float *v,
-                              const peak_attention_desc *desc, void *workspace)
-{
-    attention_tiles_run(o, q, k, v, desc, workspace);
-}
+/* The online softmax, row packing, isa_dot, isa_row_exp and the entry
+   points: attention-body.h. */
+#include "attention-body.h"

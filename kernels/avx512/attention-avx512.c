@@ -148,125 +148,12 @@ static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, siz
         ROWS_SWITCH(pv_core, 1, oacc + c * PEAK_ATTENTION_BQ + r0, v + c, ldv, pt + r0, n)
 }
 
-/* Masked scores of one row vector: s + B where B is finite and -inf where
-   B is -inf (a select, so that a NaN or inf score at a masked key cannot
-   leak).  Returns their max. */
-static __m512 mask_max(float *s, const float *bt, size_t n)
-{
-    const __m512 vninf = _mm512_set1_ps(-INFINITY);
-    __m512 vmax = vninf;
-    for (size_t j = 0; j < n; j++) {
-        const __m512 vb = _mm512_load_ps(bt + j * PEAK_ATTENTION_BQ);
-        const __mmask16 vis = _mm512_cmp_ps_mask(vb, vninf, _CMP_NEQ_UQ);
-        const __m512 vs =
-            _mm512_mask_add_ps(vninf, vis, _mm512_load_ps(s + j * PEAK_ATTENTION_BQ), vb);
-        _mm512_store_ps(s + j * PEAK_ATTENTION_BQ, vs);
-        vmax = _mm512_max_ps(vmax, vs);
-    }
-    return vmax;
-}
-
-/* P = 2^((s - m) log2 e) in place; returns the sum of the tile's P. */
-static __m512 exp_and_sum(float *s, __m512 vm, size_t n)
-{
-    const __m512 vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
-    __m512 vsum = _mm512_setzero_ps();
-    for (size_t j = 0; j < n; j++) {
-        const __m512 vt =
-            _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(s + j * PEAK_ATTENTION_BQ), vm), vlog2e);
-        const __m512 vp = peak_avx512_exp2(vt);
-        _mm512_store_ps(s + j * PEAK_ATTENTION_BQ, vp);
-        vsum = _mm512_add_ps(vsum, vp);
-    }
-    return vsum;
-}
-
-static void rescale(float *oacc, __m512 valpha, size_t dv)
-{
-    for (size_t c = 0; c < dv; c++)
-        _mm512_store_ps(oacc + c * PEAK_ATTENTION_BQ,
-                        _mm512_mul_ps(_mm512_load_ps(oacc + c * PEAK_ATTENTION_BQ), valpha));
-}
-
-static void isa_online_softmax(const attention_ws *w, const float *bt, size_t dv, size_t n,
-                               size_t r0, size_t r1)
-{
-    const __m512 vninf = _mm512_set1_ps(-INFINITY), vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
-    for (size_t r = r0; r < r1; r += PEAK_ATTENTION_VW) {
-        const __m512 vm_old = _mm512_load_ps(w->m + r);
-        const __m512 vtile = bt ? mask_max(w->st + r, bt + r, n) : _mm512_load_ps(w->tmax + r);
-        /* MAXPS returns its second operand if either is NaN: a NaN m_old
-           (its l is already NaN) is dropped rather than kept. */
-        const __m512 vm = _mm512_max_ps(vm_old, vtile);
-        /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */
-        const __m512 vms = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(vm, vninf, _CMP_EQ_OQ), vm,
-                                                _mm512_setzero_ps());
-        const __m512 valpha = peak_avx512_exp2(_mm512_mul_ps(_mm512_sub_ps(vm_old, vms), vlog2e));
-        const __m512 vsum = exp_and_sum(w->st + r, vms, n);
-        _mm512_store_ps(w->l + r, _mm512_fmadd_ps(_mm512_load_ps(w->l + r), valpha, vsum));
-        _mm512_store_ps(w->m + r, vm);
-        if (_mm512_cmp_ps_mask(valpha, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ))
-            rescale(w->oacc + r, valpha, dv);
-    }
-}
-
-static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
-{
-    __m512 vbad = _mm512_setzero_ps(); /* x - x: NaN exactly for inf and NaN */
-    const __mmask16 ktail = (__mmask16)((1u << (dv % PEAK_ATTENTION_VW)) - 1);
-    for (size_t j = 0; j < n; j++) {
-        size_t c = 0;
-        for (; c + PEAK_ATTENTION_VW <= dv; c += PEAK_ATTENTION_VW) {
-            const __m512 vx = _mm512_loadu_ps(src[j] + c);
-            vbad = _mm512_add_ps(vbad, _mm512_sub_ps(vx, vx));
-            _mm512_store_ps(dst + j * ld + c, vx);
-        }
-        if (ktail) {
-            const __m512 vx = _mm512_maskz_loadu_ps(ktail, src[j] + c);
-            vbad = _mm512_add_ps(vbad, _mm512_sub_ps(vx, vx));
-            _mm512_store_ps(dst + j * ld + c, vx);
-        }
-    }
-    return _mm512_cmp_ps_mask(vbad, vbad, _CMP_UNORD_Q) == 0;
-}
-
 /* ---- the row path ---------------------------------------------------------- */
 
 static __mmask16 tail_mask(size_t n)
 {
     /* one cast of the whole: ?: promotes __mmask16 operands to int */
     return (__mmask16)(n >= PEAK_ATTENTION_VW ? 0xffffu : (1u << n) - 1u);
-}
-
-static float isa_dot(const float *a, const float *b, size_t n)
-{
-    __m512 vacc0 = _mm512_setzero_ps(), vacc1 = _mm512_setzero_ps();
-    size_t c = 0;
-    for (; c + 2 * PEAK_ATTENTION_VW <= n; c += 2 * PEAK_ATTENTION_VW) {
-        vacc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + c), _mm512_loadu_ps(b + c), vacc0);
-        vacc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + c + PEAK_ATTENTION_VW),
-                                _mm512_loadu_ps(b + c + PEAK_ATTENTION_VW), vacc1);
-    }
-    for (; c < n; c += PEAK_ATTENTION_VW) {
-        const __mmask16 k = tail_mask(n - c);
-        vacc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + c), _mm512_maskz_loadu_ps(k, b + c),
-                                vacc0);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(vacc0, vacc1));
-}
-
-static float isa_row_exp(float *s, float m, size_t n)
-{
-    const __m512 vm = _mm512_set1_ps(m), vlog2e = _mm512_set1_ps(PEAK_EXP_LOG2E);
-    __m512 vsum = _mm512_setzero_ps();
-    for (size_t j = 0; j < n; j += PEAK_ATTENTION_VW) {
-        const __mmask16 k = tail_mask(n - j);
-        const __m512 vt = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), vm), vlog2e);
-        const __m512 vp = peak_avx512_exp2_maskz(k, vt);
-        _mm512_mask_storeu_ps(s + j, k, vp);
-        vsum = _mm512_add_ps(vsum, vp);
-    }
-    return _mm512_reduce_add_ps(vsum);
 }
 
 /* Columns [c0, c0 + 4 vectors) of the accumulator, in registers over the
@@ -304,13 +191,8 @@ static void isa_row_pv(float *acc, float alpha, const float *p, const float *con
         row_pv_cols(acc, alpha, p, vp, n, c0, dv);
 }
 
-size_t peak_f32_attention_workspace__avx512(const peak_attention_desc *desc)
-{
-    return attention_tiles_workspace(desc);
-}
-
-void peak_f32_attention__avx512(float *o, const float *q, const float *k, const float *v,
-                                const peak_attention_desc *desc, void *workspace)
-{
-    attention_tiles_run(o, q, k, v, desc, workspace);
-}
+/* The online softmax, row packing (a row's last dv % 16 floats as one
+   masked load and a whole-vector store), isa_dot, isa_row_exp and the
+   entry points: attention-body.h. */
+#define PEAK_ATTENTION_PACK_VECTOR_TAIL 1
+#include "attention-body.h"

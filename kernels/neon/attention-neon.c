@@ -140,98 +140,6 @@ INLINE void pv_core(float *oacc, const float *v, size_t ldv, const float *pt, si
 
 PEAK_ATTENTION_DEFINE_ROW_PAIR_DRIVERS(NJ)
 
-/* Masked scores of one row vector: s + B where B is finite and -inf where
-   B is -inf (a select, so that a NaN or inf score at a masked key cannot
-   leak).  Returns their max; FMAXNM drops NaN, which the sum catches. */
-static float32x4_t mask_max(float *s, const float *bt, size_t n)
-{
-    const float32x4_t vninf = vdupq_n_f32(-INFINITY);
-    float32x4_t vmax = vninf;
-    for (size_t j = 0; j < n; j++) {
-        const float32x4_t vb = vld1q_f32(bt + j * PEAK_ATTENTION_BQ);
-        const float32x4_t vs = vbslq_f32(vceqq_f32(vb, vninf), vninf,
-                                         vaddq_f32(vld1q_f32(s + j * PEAK_ATTENTION_BQ), vb));
-        vst1q_f32(s + j * PEAK_ATTENTION_BQ, vs);
-        vmax = vmaxnmq_f32(vmax, vs);
-    }
-    return vmax;
-}
-
-/* P = 2^((s - m) log2 e) in place; returns the sum of the tile's P.  Two
-   keys a step, two sums: the exponentials overlap. */
-static float32x4_t exp_and_sum(float *s, float32x4_t vm, size_t n)
-{
-    const float32x4_t vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
-    float32x4_t vsum0 = vdupq_n_f32(0.0f), vsum1 = vdupq_n_f32(0.0f);
-    size_t j = 0;
-    for (; j + 2 <= n; j += 2) {
-        float *s0 = s + j * PEAK_ATTENTION_BQ, *s1 = s0 + PEAK_ATTENTION_BQ;
-        const float32x4_t vp0 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s0), vm), vlog2e));
-        const float32x4_t vp1 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s1), vm), vlog2e));
-        vst1q_f32(s0, vp0);
-        vst1q_f32(s1, vp1);
-        vsum0 = vaddq_f32(vsum0, vp0);
-        vsum1 = vaddq_f32(vsum1, vp1);
-    }
-    if (j < n) {
-        float *s0 = s + j * PEAK_ATTENTION_BQ;
-        const float32x4_t vp0 = peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s0), vm), vlog2e));
-        vst1q_f32(s0, vp0);
-        vsum0 = vaddq_f32(vsum0, vp0);
-    }
-    return vaddq_f32(vsum0, vsum1);
-}
-
-static void rescale(float *oacc, float32x4_t valpha, size_t dv)
-{
-    for (size_t c = 0; c < dv; c++)
-        vst1q_f32(oacc + c * PEAK_ATTENTION_BQ,
-                  vmulq_f32(vld1q_f32(oacc + c * PEAK_ATTENTION_BQ), valpha));
-}
-
-static void isa_online_softmax(const attention_ws *w, const float *bt, size_t dv, size_t n,
-                               size_t r0, size_t r1)
-{
-    const float32x4_t vninf = vdupq_n_f32(-INFINITY), vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
-    for (size_t r = r0; r < r1; r += PEAK_ATTENTION_VW) {
-        const float32x4_t vm_old = vld1q_f32(w->m + r);
-        const float32x4_t vtile = bt ? mask_max(w->st + r, bt + r, n) : vld1q_f32(w->tmax + r);
-        /* A NaN m_old (whose l is already NaN) is dropped by FMAXNM. */
-        const float32x4_t vm = vmaxnmq_f32(vm_old, vtile);
-        /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */
-        const float32x4_t vms = vreinterpretq_f32_u32(
-            vbicq_u32(vreinterpretq_u32_f32(vm), vceqq_f32(vm, vninf)));
-        const float32x4_t valpha =
-            peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vm_old, vms), vlog2e));
-        const float32x4_t vsum = exp_and_sum(w->st + r, vms, n);
-        vst1q_f32(w->l + r, vfmaq_f32(vsum, vld1q_f32(w->l + r), valpha));
-        vst1q_f32(w->m + r, vm);
-        /* Any lane with alpha != 1 (NaN included): rescale. */
-        if (vminvq_u32(vceqq_f32(valpha, vdupq_n_f32(1.0f))) == 0)
-            rescale(w->oacc + r, valpha, dv);
-    }
-}
-
-static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
-{
-    float32x4_t vbad = vdupq_n_f32(0.0f); /* x - x: NaN exactly for inf and NaN */
-    float tail = 0.0f;
-    for (size_t j = 0; j < n; j++) {
-        size_t c = 0;
-        for (; c + PEAK_ATTENTION_VW <= dv; c += PEAK_ATTENTION_VW) {
-            const float32x4_t vx = vld1q_f32(src[j] + c);
-            vbad = vaddq_f32(vbad, vsubq_f32(vx, vx));
-            vst1q_f32(dst + j * ld + c, vx);
-        }
-        for (; c < dv; c++) {
-            dst[j * ld + c] = src[j][c];
-            tail += src[j][c] - src[j][c];
-        }
-    }
-    /* vbad == vbad fails exactly in its NaN lanes. */
-    return vminvq_u32(vceqq_f32(vbad, vbad)) != 0 && !isnan(tail);
-}
-
 /* ---- the row path ---------------------------------------------------------- */
 
 /* Four accumulators: a dot product is two loads per FMA, and four chains
@@ -321,13 +229,10 @@ static void isa_row_pv(float *acc, float alpha, const float *p, const float *con
     }
 }
 
-size_t peak_f32_attention_workspace__neon(const peak_attention_desc *desc)
-{
-    return attention_tiles_workspace(desc);
-}
-
-void peak_f32_attention__neon(float *o, const float *q, const float *k, const float *v,
-                              const peak_attention_desc *desc, void *workspace)
-{
-    attention_tiles_run(o, q, k, v, desc, workspace);
-}
+/* The online softmax (its running max FMAXNM, which drops a NaN score:
+   the sum catches it; the exponentials two keys a step into two sums),
+   row packing and the entry points: attention-body.h. */
+#define PEAK_ATTENTION_MAX(a, b) vmaxnmq_f32(a, b)
+#define PEAK_ATTENTION_EXP_PAIRS 1
+#define PEAK_ATTENTION_HAS_ROW_DOT_EXP 1
+#include "attention-body.h"

@@ -23,6 +23,7 @@
 #define PEAK_F32_AVX2_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,9 @@ static inline peak_vf peak_vf_zero(void) { return _mm256_setzero_ps(); }
 static inline peak_vf peak_vf_set1(float x) { return _mm256_set1_ps(x); }
 static inline peak_vf peak_vf_loadu(const float *p) { return _mm256_loadu_ps(p); }
 static inline void peak_vf_storeu(float *p, peak_vf v) { _mm256_storeu_ps(p, v); }
+/* p a multiple of PEAK_VF_ALIGN bytes (an aligned load and store). */
+static inline peak_vf peak_vf_load(const float *p) { return _mm256_load_ps(p); }
+static inline void peak_vf_store(float *p, peak_vf v) { _mm256_store_ps(p, v); }
 /* p a multiple of PEAK_VF_ALIGN bytes; weakly ordered: peak_vf_stream_fence. */
 static inline void peak_vf_stream(float *p, peak_vf v) { _mm256_stream_ps(p, v); }
 static inline void peak_vf_stream_fence(void) { _mm_sfence(); }
@@ -117,6 +121,21 @@ static inline peak_vf peak_vf_floor(peak_vf v) { return _mm256_floor_ps(v); }
 static inline peak_vf peak_vf_first_or(peak_vf v, size_t n, float fill)
 {
     return _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(peak_avx2_first_lanes(n)));
+}
+/* a + b, or x where b == x (so that a NaN or inf a cannot leak there). */
+static inline peak_vf peak_vf_add_except(peak_vf a, peak_vf b, peak_vf x)
+{
+    return _mm256_blendv_ps(_mm256_add_ps(a, b), x, _mm256_cmp_ps(b, x, _CMP_EQ_OQ));
+}
+/* v, or +0 where v == x. */
+static inline peak_vf peak_vf_zero_where_eq(peak_vf v, peak_vf x)
+{
+    return _mm256_andnot_ps(_mm256_cmp_ps(v, x, _CMP_EQ_OQ), v);
+}
+/* True if a lane has a != b, or a NaN in either. */
+static inline bool peak_vf_any_ne(peak_vf a, peak_vf b)
+{
+    return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_NEQ_UQ)) != 0;
 }
 /* v, hidden from the optimiser: a loop storing a known constant would
    become a call to memset, which costs more than a short row's stores. */

@@ -13,6 +13,7 @@
 
 #include "avx512/intrin-avx512.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* This tier's kernel symbol (kernels.inc): PEAK_TIER_FN(peak_f32_softmax) is
@@ -40,6 +41,9 @@ static inline peak_vf peak_vf_zero(void) { return _mm512_setzero_ps(); }
 static inline peak_vf peak_vf_set1(float x) { return _mm512_set1_ps(x); }
 static inline peak_vf peak_vf_loadu(const float *p) { return _mm512_loadu_ps(p); }
 static inline void peak_vf_storeu(float *p, peak_vf v) { _mm512_storeu_ps(p, v); }
+/* p a multiple of PEAK_VF_ALIGN bytes (an aligned load and store). */
+static inline peak_vf peak_vf_load(const float *p) { return _mm512_load_ps(p); }
+static inline void peak_vf_store(float *p, peak_vf v) { _mm512_store_ps(p, v); }
 /* p a multiple of PEAK_VF_ALIGN bytes; weakly ordered: peak_vf_stream_fence. */
 static inline void peak_vf_stream(float *p, peak_vf v) { _mm512_stream_ps(p, v); }
 static inline void peak_vf_stream_fence(void) { _mm_sfence(); }
@@ -77,6 +81,21 @@ static inline peak_vf peak_vf_floor(peak_vf v)
 static inline peak_vf peak_vf_first_or(peak_vf v, size_t n, float fill)
 {
     return _mm512_mask_mov_ps(_mm512_set1_ps(fill), peak_avx512_first_lanes(n), v);
+}
+/* a + b, or x where b == x (so that a NaN or inf a cannot leak there). */
+static inline peak_vf peak_vf_add_except(peak_vf a, peak_vf b, peak_vf x)
+{
+    return _mm512_mask_add_ps(x, _mm512_cmp_ps_mask(b, x, _CMP_NEQ_UQ), a, b);
+}
+/* v, or +0 where v == x. */
+static inline peak_vf peak_vf_zero_where_eq(peak_vf v, peak_vf x)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, x, _CMP_EQ_OQ), v, _mm512_setzero_ps());
+}
+/* True if a lane has a != b, or a NaN in either. */
+static inline bool peak_vf_any_ne(peak_vf a, peak_vf b)
+{
+    return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ) != 0;
 }
 /* v, hidden from the optimiser: a loop storing a known constant would
    become a call to memset, which costs more than a short row's stores.

@@ -15,6 +15,7 @@
 #define PEAK_F32_NEON_H
 
 #include <arm_neon.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -36,6 +37,9 @@ static inline peak_vf peak_vf_zero(void) { return vdupq_n_f32(0.0f); }
 static inline peak_vf peak_vf_set1(float x) { return vdupq_n_f32(x); }
 static inline peak_vf peak_vf_loadu(const float *p) { return vld1q_f32(p); }
 static inline void peak_vf_storeu(float *p, peak_vf v) { vst1q_f32(p, v); }
+/* p a multiple of PEAK_VF_ALIGN bytes (an aligned load and store). */
+static inline peak_vf peak_vf_load(const float *p) { return vld1q_f32(p); }
+static inline void peak_vf_store(float *p, peak_vf v) { vst1q_f32(p, v); }
 static inline void peak_vf_stream(float *p, peak_vf v) { vst1q_f32(p, v); }
 static inline void peak_vf_stream_fence(void) {}
 
@@ -82,6 +86,18 @@ static inline peak_vf peak_vf_first_or(peak_vf v, size_t n, float fill)
     static const uint32_t lanes[2 * PEAK_VF_LANES] = {~0u, ~0u, ~0u, ~0u, 0u, 0u, 0u, 0u};
     return vbslq_f32(vld1q_u32(lanes + PEAK_VF_LANES - n), v, vdupq_n_f32(fill));
 }
+/* a + b, or x where b == x (so that a NaN or inf a cannot leak there). */
+static inline peak_vf peak_vf_add_except(peak_vf a, peak_vf b, peak_vf x)
+{
+    return vbslq_f32(vceqq_f32(b, x), x, vaddq_f32(a, b));
+}
+/* v, or +0 where v == x. */
+static inline peak_vf peak_vf_zero_where_eq(peak_vf v, peak_vf x)
+{
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(v), vceqq_f32(v, x)));
+}
+/* True if a lane has a != b, or a NaN in either. */
+static inline bool peak_vf_any_ne(peak_vf a, peak_vf b) { return vminvq_u32(vceqq_f32(a, b)) == 0; }
 /* v, hidden from the optimiser: a loop storing a known constant would
    become a call to memset, which costs more than a short row's stores. */
 static inline peak_vf peak_vf_opaque(peak_vf v)

@@ -1,0 +1,218 @@
+/*
+ * attention-body.h - the vector code of peak_attention written once against
+ * the vector vocabulary (simd/f32-<isa>.h): the tile path's online softmax
+ * (masked scores and their max, the exponentials and their sum, the
+ * rescale of the accumulator) and row packing, the row path's dot product
+ * and exponentials, and the tier's two entry points (PEAK_TIER_FN).
+ *
+ * A tier's file includes its exponentials (<isa>/exp-<isa>.h, which
+ * include its vocabulary), sets PEAK_ATTENTION_VW (= PEAK_VF_LANES),
+ * PEAK_ATTENTION_BQ and PEAK_ATTENTION_BC, includes attention.h, defines
+ * its register tiles (isa_scores, isa_pv) and the row path's isa_row_pv,
+ * which stay per ISA, then its overrides, and includes this file.
+ *
+ * Overrides, each defined by a tier before it includes this file:
+ *   PEAK_ATTENTION_MAX(a, b)       the softmax's running max (default
+ *     peak_vf_max, MAXPS: b where either is NaN); NEON keeps FMAXNM;
+ *   PEAK_ATTENTION_EXP_PAIRS       1: the exponentials of a tile two keys
+ *     a step into two sums, added at the end (NEON); 0 (default): one;
+ *   PEAK_ATTENTION_PACK_VECTOR_TAIL  1: isa_pack_rows copies a row's last
+ *     dv % PEAK_VF_LANES floats as a whole vector, +0 past dv
+ *     (peak_vf_load_first: nothing past the row is read) (AVX-512); 0
+ *     (default): one float at a time;
+ *   PEAK_ATTENTION_HAS_ROW_DOT_EXP  the tier defines isa_dot and
+ *     isa_row_exp itself (NEON: four dot chains, a scalar tail).
+ *
+ * The contracts: attention-isa.h.  Each function keeps the operations and
+ * their order per lane of the per-ISA code it replaces, so every tier
+ * keeps its bits.
+ */
+#ifndef PEAK_ATTENTION_BODY_H
+#define PEAK_ATTENTION_BODY_H
+
+#if !defined(PEAK_VF_LANES) || !defined(PEAK_EXP_BODY_H) || !defined(PEAK_ATTENTION_H)
+#error "include the tier's exponentials and attention.h before attention-body.h"
+#endif
+#if PEAK_ATTENTION_VW != PEAK_VF_LANES
+#error "PEAK_ATTENTION_VW must be the vocabulary's PEAK_VF_LANES"
+#endif
+
+#ifndef PEAK_ATTENTION_MAX
+#define PEAK_ATTENTION_MAX(a, b) peak_vf_max(a, b)
+#endif
+#ifndef PEAK_ATTENTION_EXP_PAIRS
+#define PEAK_ATTENTION_EXP_PAIRS 0
+#endif
+#ifndef PEAK_ATTENTION_PACK_VECTOR_TAIL
+#define PEAK_ATTENTION_PACK_VECTOR_TAIL 0
+#endif
+
+/* ---- the tile path: online softmax ------------------------------------- */
+
+/* Masked scores of one row vector: s + B where B is finite and -inf where
+   B is -inf (a select, so that a NaN or inf score at a masked key cannot
+   leak).  Returns their max. */
+static peak_vf attention_mask_max(float *s, const float *bt, size_t n)
+{
+    const peak_vf vninf = peak_vf_set1(-INFINITY);
+    peak_vf vmax = vninf;
+    for (size_t j = 0; j < n; j++) {
+        const peak_vf vb = peak_vf_load(bt + j * PEAK_ATTENTION_BQ);
+        const peak_vf vs = peak_vf_add_except(peak_vf_load(s + j * PEAK_ATTENTION_BQ), vb, vninf);
+        peak_vf_store(s + j * PEAK_ATTENTION_BQ, vs);
+        vmax = PEAK_ATTENTION_MAX(vmax, vs);
+    }
+    return vmax;
+}
+
+/* 2^((s - m) log2 e) of one score vector, stored in place. */
+static inline __attribute__((always_inline)) peak_vf attention_exp_at(float *s, peak_vf vm,
+                                                                      peak_vf vlog2e)
+{
+    const peak_vf vp = peak_vf_exp2_ftz(peak_vf_mul(peak_vf_sub(peak_vf_load(s), vm), vlog2e));
+    peak_vf_store(s, vp);
+    return vp;
+}
+
+/* P = 2^((s - m) log2 e) in place; returns the sum of the tile's P.  With
+   PEAK_ATTENTION_EXP_PAIRS, two keys a step and two sums: the
+   exponentials overlap. */
+static peak_vf attention_exp_and_sum(float *s, peak_vf vm, size_t n)
+{
+    const peak_vf vlog2e = peak_vf_set1(PEAK_EXP_LOG2E);
+    peak_vf vsum0 = peak_vf_zero();
+    size_t j = 0;
+#if PEAK_ATTENTION_EXP_PAIRS
+    peak_vf vsum1 = peak_vf_zero();
+    for (; j + 2 <= n; j += 2) {
+        float *s0 = s + j * PEAK_ATTENTION_BQ, *s1 = s0 + PEAK_ATTENTION_BQ;
+        const peak_vf vp0 = attention_exp_at(s0, vm, vlog2e);
+        const peak_vf vp1 = attention_exp_at(s1, vm, vlog2e);
+        vsum0 = peak_vf_add(vsum0, vp0);
+        vsum1 = peak_vf_add(vsum1, vp1);
+    }
+    if (j < n)
+        vsum0 = peak_vf_add(vsum0, attention_exp_at(s + j * PEAK_ATTENTION_BQ, vm, vlog2e));
+    return peak_vf_add(vsum0, vsum1);
+#else
+    for (; j < n; j++)
+        vsum0 = peak_vf_add(vsum0, attention_exp_at(s + j * PEAK_ATTENTION_BQ, vm, vlog2e));
+    return vsum0;
+#endif
+}
+
+static void attention_rescale(float *oacc, peak_vf valpha, size_t dv)
+{
+    for (size_t c = 0; c < dv; c++)
+        peak_vf_store(oacc + c * PEAK_ATTENTION_BQ,
+                      peak_vf_mul(peak_vf_load(oacc + c * PEAK_ATTENTION_BQ), valpha));
+}
+
+static void isa_online_softmax(const attention_ws *w, const float *bt, size_t dv, size_t n,
+                               size_t r0, size_t r1)
+{
+    const peak_vf vninf = peak_vf_set1(-INFINITY), vlog2e = peak_vf_set1(PEAK_EXP_LOG2E);
+    for (size_t r = r0; r < r1; r += PEAK_VF_LANES) {
+        const peak_vf vm_old = peak_vf_load(w->m + r);
+        const peak_vf vtile =
+            bt ? attention_mask_max(w->st + r, bt + r, n) : peak_vf_load(w->tmax + r);
+        /* A NaN m_old (whose l is already NaN) is dropped: peak_vf_max
+           returns its second operand if either is NaN, FMAXNM the number. */
+        const peak_vf vm = PEAK_ATTENTION_MAX(vm_old, vtile);
+        /* m = -inf: nothing visible yet; 0 keeps p = 2^-inf = 0, no NaN. */
+        const peak_vf vms = peak_vf_zero_where_eq(vm, vninf);
+        const peak_vf valpha = peak_vf_exp2_ftz(peak_vf_mul(peak_vf_sub(vm_old, vms), vlog2e));
+        const peak_vf vsum = attention_exp_and_sum(w->st + r, vms, n);
+        peak_vf_store(w->l + r, peak_vf_fma(peak_vf_load(w->l + r), valpha, vsum));
+        peak_vf_store(w->m + r, vm);
+        /* Any lane with alpha != 1 (NaN included): rescale. */
+        if (peak_vf_any_ne(valpha, peak_vf_set1(1.0f)))
+            attention_rescale(w->oacc + r, valpha, dv);
+    }
+}
+
+static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
+{
+    peak_vf vbad = peak_vf_zero(); /* x - x: NaN exactly for inf and NaN */
+    float tail = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        size_t c = 0;
+        for (; c + PEAK_VF_LANES <= dv; c += PEAK_VF_LANES) {
+            const peak_vf vx = peak_vf_loadu(src[j] + c);
+            vbad = peak_vf_add(vbad, peak_vf_sub(vx, vx));
+            peak_vf_store(dst + j * ld + c, vx);
+        }
+#if PEAK_ATTENTION_PACK_VECTOR_TAIL
+        if (c < dv) {
+            const peak_vf vx = peak_vf_load_first(src[j] + c, dv - c);
+            vbad = peak_vf_add(vbad, peak_vf_sub(vx, vx));
+            peak_vf_store(dst + j * ld + c, vx);
+        }
+#else
+        for (; c < dv; c++) {
+            dst[j * ld + c] = src[j][c];
+            tail += src[j][c] - src[j][c];
+        }
+#endif
+    }
+    /* vbad != vbad exactly in its NaN lanes. */
+    return !peak_vf_any_ne(vbad, vbad) && !isnan(tail);
+}
+
+/* ---- the row path ---------------------------------------------------------- */
+
+#ifndef PEAK_ATTENTION_HAS_ROW_DOT_EXP
+/* Two chains; the last n % (2 lanes) floats as whole vectors and a
+   partial one (peak_vf_load_first: nothing past n is read). */
+static float isa_dot(const float *a, const float *b, size_t n)
+{
+    peak_vf vacc0 = peak_vf_zero(), vacc1 = peak_vf_zero();
+    size_t c = 0;
+    for (; c + 2 * PEAK_VF_LANES <= n; c += 2 * PEAK_VF_LANES) {
+        vacc0 = peak_vf_fma(peak_vf_loadu(a + c), peak_vf_loadu(b + c), vacc0);
+        vacc1 = peak_vf_fma(peak_vf_loadu(a + c + PEAK_VF_LANES),
+                            peak_vf_loadu(b + c + PEAK_VF_LANES), vacc1);
+    }
+    for (; c < n; c += PEAK_VF_LANES) {
+        const size_t k = n - c < PEAK_VF_LANES ? n - c : PEAK_VF_LANES;
+        vacc0 = peak_vf_fma(peak_vf_load_first(a + c, k), peak_vf_load_first(b + c, k), vacc0);
+    }
+    return peak_vf_reduce_add(peak_vf_add(vacc0, vacc1));
+}
+
+static float isa_row_exp(float *s, float m, size_t n)
+{
+    const peak_vf vm = peak_vf_set1(m), vlog2e = peak_vf_set1(PEAK_EXP_LOG2E);
+    peak_vf vsum = peak_vf_zero();
+    size_t j = 0;
+    for (; j + PEAK_VF_LANES <= n; j += PEAK_VF_LANES) {
+        const peak_vf vt = peak_vf_mul(peak_vf_sub(peak_vf_loadu(s + j), vm), vlog2e);
+        const peak_vf vp = peak_vf_exp2_ftz(vt);
+        peak_vf_storeu(s + j, vp);
+        vsum = peak_vf_add(vsum, vp);
+    }
+    if (j < n) {
+        /* Lanes past n load 0 and give 2^(-m log2 e): zeroed here. */
+        const peak_vf vt = peak_vf_mul(peak_vf_sub(peak_vf_load_first(s + j, n - j), vm), vlog2e);
+        const peak_vf vp = peak_vf_first_or(peak_vf_exp2_ftz(vt), n - j, 0.0f);
+        peak_vf_store_first(s + j, vp, n - j);
+        vsum = peak_vf_add(vsum, vp);
+    }
+    return peak_vf_reduce_add(vsum);
+}
+#endif
+
+/* ---- the tier's kernels ---------------------------------------------------- */
+
+size_t PEAK_TIER_FN(peak_f32_attention_workspace)(const peak_attention_desc *desc)
+{
+    return attention_tiles_workspace(desc);
+}
+
+void PEAK_TIER_FN(peak_f32_attention)(float *o, const float *q, const float *k, const float *v,
+                                      const peak_attention_desc *desc, void *workspace)
+{
+    attention_tiles_run(o, q, k, v, desc, workspace);
+}
+
+#endif /* PEAK_ATTENTION_BODY_H */
