@@ -12,7 +12,4 @@
 
 #include "exp-body.h"
 
-/* Attention's name for 2^t (attention-avx2.c). */
-static inline __m256 peak_avx2_exp2_ftz(__m256 vt) { return peak_vf_exp2_ftz(vt); }
-
 #endif /* PEAK_EXP_AVX2_H */

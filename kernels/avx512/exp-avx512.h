@@ -69,7 +69,4 @@ static inline peak_vf peak_vf_exp2_ftz(peak_vf t)
 
 #include "exp-body.h"
 
-/* Attention's name for 2^t (attention-avx512.c). */
-static inline __m512 peak_avx512_exp2(__m512 vt) { return peak_vf_exp2_ftz(vt); }
-
 #endif /* PEAK_EXP_AVX512_H */

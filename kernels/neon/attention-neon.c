@@ -170,7 +170,7 @@ static float isa_row_exp(float *s, float m, size_t n)
     size_t j = 0;
     for (; j + PEAK_ATTENTION_VW <= n; j += PEAK_ATTENTION_VW) {
         const float32x4_t vp =
-            peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s + j), vm), vlog2e));
+            peak_vf_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(s + j), vm), vlog2e));
         vst1q_f32(s + j, vp);
         vsum = vaddq_f32(vsum, vp);
     }
@@ -181,7 +181,7 @@ static float isa_row_exp(float *s, float m, size_t n)
         for (size_t l = 0; l < n - j; l++)
             buf[l] = s[j + l];
         const float32x4_t vp =
-            peak_neon_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(buf), vm), vlog2e));
+            peak_vf_exp2_ftz(vmulq_f32(vsubq_f32(vld1q_f32(buf), vm), vlog2e));
         vst1q_f32(buf, vp);
         for (size_t l = 0; l < n - j; l++) {
             s[j + l] = buf[l];

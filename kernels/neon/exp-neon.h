@@ -27,7 +27,4 @@
 
 #include "exp-body.h"
 
-/* Attention's name for 2^t (attention-neon.c). */
-static inline float32x4_t peak_neon_exp2_ftz(float32x4_t vt) { return peak_vf_exp2_ftz(vt); }
-
 #endif /* PEAK_EXP_NEON_H */
