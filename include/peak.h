@@ -10,7 +10,10 @@
  * @par Conventions (shared by every function below)
  * - Every function that can fail returns peak_status.  Arguments are
  *   validated before anything is written: a call that returns anything but
- *   PEAK_OK has changed no output byte.
+ *   PEAK_OK has changed no output byte.  A call with several faults returns
+ *   the status of one of them; which one is not specified (the checks run
+ *   in an order that may change), so test a status for "not PEAK_OK"
+ *   before its kind.
  * - Outputs come first, then inputs, then a params/descriptor pointer.
  * - Sizes are size_t counts of elements.  Strides are ptrdiff_t counts of
  *   elements (not bytes), must be >= 0, and a 2-D operand's row stride is
@@ -574,8 +577,9 @@ typedef struct peak_attention_desc {
  * peak_attention() for the sizes.  Query it for each shape; a workspace
  * sized for decode (Lq = 1) is too small for a prefill.
  * Where the size does not fit in a size_t (only for shapes no buffer can
- * hold: a head_dim or v_head_dim beyond 2^54, or on the scalar tier an Lk
- * beyond 2^61 with zero key strides), bytes receives the
+ * hold: on the SIMD tiers a head_dim or v_head_dim beyond 2^54, on the
+ * scalar tier Lk + v_head_dim beyond 2^61 with zero key strides), bytes
+ * receives the
  * sentinel SIZE_MAX rounded down to 64, which no allocator can satisfy:
  * peak_attention() with a NULL workspace then returns PEAK_ERR_NO_MEMORY.
  * @param desc        as for peak_attention() (validated the same way).
