@@ -438,7 +438,8 @@ typedef struct peak_softmax_desc {
     size_t heads;          /**< H. */
     size_t q_len;          /**< Lq: rows = batch * heads * q_len. */
     size_t k_len;          /**< Lk: columns (keys), contiguous. */
-    ptrdiff_t x_stride[3]; /**< For b, h, i; j contiguous. */
+    ptrdiff_t x_stride[3]; /**< For b, h, i; j contiguous; 0 broadcasts
+                                (the same scores for every b, h or i). */
     ptrdiff_t y_stride[3]; /**< For b, h, i; j contiguous. */
     float scale;           /**< Multiplies x before the mask; 0: 1. */
     peak_mask mask;        /**< Which keys each row sees. */
