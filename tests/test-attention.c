@@ -28,19 +28,7 @@
 
 /* A mask as a case describes it; the set-up makes its arrays (test-util.c)
    in this order (key_len, keep, bias) before K and V are filled. */
-typedef struct att_mask_spec {
-    int causal;
-    peak_align align;
-    size_t q_offset, window;
-    int key_len; /* random key lengths */
-    int keep;    /* a keep mask of `keep_density` ones */
-    unsigned keep_bcast;
-    double keep_density;
-    int bias; /* a bias in [bias_lo, bias_hi), -inf at rate bias_masked */
-    unsigned bias_bcast;
-    float bias_lo, bias_hi;
-    double bias_masked;
-} att_mask_spec;
+typedef peak_test_mask_spec att_mask_spec;
 
 /* Where the call's workspace comes from. */
 enum { ATT_WS_LIBRARY, ATT_WS_CALLER, ATT_WS_BY_SEED /* the caller's if seed bit 2 */ };
@@ -140,18 +128,10 @@ static peak_test_dims att_dims(const att_problem *a)
 
 static void make_mask(att_problem *a, const att_mask_spec *m, uint64_t *rng)
 {
-    peak_mask *pm = &a->d.mask;
-    pm->causal = m->causal;
-    pm->align = m->align;
-    pm->q_offset = m->q_offset;
-    pm->window = m->window;
-    if (m->key_len)
-        a->key_len = peak_test_add_key_len(pm, att_dims(a), rng);
-    if (m->keep)
-        a->keep = peak_test_add_keep(pm, att_dims(a), m->keep_bcast, m->keep_density, rng);
-    if (m->bias)
-        a->bias = peak_test_add_bias(pm, att_dims(a), m->bias_bcast, m->bias_lo, m->bias_hi,
-                                     m->bias_masked, 2, rng);
+    const peak_test_mask_arrays arr = peak_test_make_mask(&a->d.mask, m, att_dims(a), 2, rng);
+    a->key_len = arr.key_len;
+    a->keep = arr.keep;
+    a->bias = arr.bias;
 }
 
 static float *at(float *base, const ptrdiff_t st[3], size_t i0, size_t i1, size_t i2)

@@ -48,19 +48,7 @@ static sm_stats sm_seen = {0, 0, 0.0, 1.0, 0.0, 0, 0};
 
 /* A mask as a case describes it; the set-up makes its arrays (test-util.c)
    before x is filled. */
-typedef struct sm_mask_spec {
-    int causal;
-    peak_align align;
-    size_t q_offset, window;
-    int key_len;         /* random key lengths */
-    int keep;            /* a keep mask of `keep_density` ones */
-    unsigned keep_bcast; /* its broadcast bits (b, h, i) */
-    double keep_density;
-    int bias;            /* a bias in [bias_lo, bias_hi), -inf at rate bias_masked */
-    unsigned bias_bcast;
-    float bias_lo, bias_hi;
-    double bias_masked;
-} sm_mask_spec;
+typedef peak_test_mask_spec sm_mask_spec;
 
 struct sm_problem;
 
@@ -132,18 +120,10 @@ static peak_test_dims sm_dims(const sm_problem *s)
 
 static void make_mask(sm_problem *s, const sm_mask_spec *m, uint64_t *rng)
 {
-    peak_mask *pm = &s->d.mask;
-    pm->causal = m->causal;
-    pm->align = m->align;
-    pm->q_offset = m->q_offset;
-    pm->window = m->window;
-    if (m->key_len)
-        s->key_len = peak_test_add_key_len(pm, sm_dims(s), rng);
-    if (m->keep)
-        s->keep = peak_test_add_keep(pm, sm_dims(s), m->keep_bcast, m->keep_density, rng);
-    if (m->bias)
-        s->bias = peak_test_add_bias(pm, sm_dims(s), m->bias_bcast, m->bias_lo, m->bias_hi,
-                                     m->bias_masked, 1, rng);
+    const peak_test_mask_arrays a = peak_test_make_mask(&s->d.mask, m, sm_dims(s), 1, rng);
+    s->key_len = a.key_len;
+    s->keep = a.keep;
+    s->bias = a.bias;
 }
 
 static int visible(const sm_problem *s, size_t b, size_t h, size_t i, size_t j)

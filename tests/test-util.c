@@ -246,3 +246,21 @@ int peak_test_softmax_row(double *s, const int *vis, size_t n)
         s[j] = vis[j] ? exp(s[j] - m) / sum : 0.0;
     return ROW_NORMAL;
 }
+
+peak_test_mask_arrays peak_test_make_mask(peak_mask *m, const peak_test_mask_spec *spec,
+                                          peak_test_dims d, size_t bias_misalign, uint64_t *rng)
+{
+    peak_test_mask_arrays a = {NULL, NULL, NULL};
+    m->causal = spec->causal;
+    m->align = spec->align;
+    m->q_offset = spec->q_offset;
+    m->window = spec->window;
+    if (spec->key_len)
+        a.key_len = peak_test_add_key_len(m, d, rng);
+    if (spec->keep)
+        a.keep = peak_test_add_keep(m, d, spec->keep_bcast, spec->keep_density, rng);
+    if (spec->bias)
+        a.bias = peak_test_add_bias(m, d, spec->bias_bcast, spec->bias_lo, spec->bias_hi,
+                                    spec->bias_masked, bias_misalign, rng);
+    return a;
+}

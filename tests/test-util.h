@@ -102,6 +102,34 @@ float *peak_test_add_bias(peak_mask *m, peak_test_dims d, unsigned broadcast, fl
 /* key lengths in [0, Lk], with Lk forced at b = 1 and 0 at b = 2 when B allows */
 int32_t *peak_test_add_key_len(peak_mask *m, peak_test_dims d, uint64_t *rng);
 
+/* A whole mask, as the softmax and attention tests describe it. */
+typedef struct peak_test_mask_spec {
+    int causal;
+    peak_align align;
+    size_t q_offset, window;
+    int key_len;         /* random key lengths */
+    int keep;            /* a keep mask of `keep_density` ones */
+    unsigned keep_bcast; /* its broadcast bits (b, h, i) */
+    double keep_density;
+    int bias;            /* a bias in [bias_lo, bias_hi), -inf at rate bias_masked */
+    unsigned bias_bcast;
+    float bias_lo, bias_hi;
+    double bias_masked;
+} peak_test_mask_spec;
+
+/* The arrays peak_test_make_mask allocated, NULL where the spec has none:
+   free key_len and keep with free(), bias with peak_test_free(). */
+typedef struct peak_test_mask_arrays {
+    int32_t *key_len;
+    uint8_t *keep;
+    float *bias;
+} peak_test_mask_arrays;
+
+/* Sets m from spec for a [B, H, Lq, Lk] tensor d; the bias misaligned by
+   bias_misalign floats. */
+peak_test_mask_arrays peak_test_make_mask(peak_mask *m, const peak_test_mask_spec *spec,
+                                          peak_test_dims d, size_t bias_misalign, uint64_t *rng);
+
 /* 1 if n bytes at a and b are identical. */
 int peak_test_bytes_equal(const void *a, const void *b, size_t n);
 
