@@ -24,15 +24,13 @@
 #include <assert.h>
 #include <string.h>
 
-#define LANES 8
-
 /* Nonzero keep bytes j .. j+n-1 as lane masks (n <= 8).  A short tail is
    copied out first: an 8-byte load could cross the end of the mask. */
 static inline __m256i keep_lanes(const uint8_t *keep, size_t n)
 {
     uint64_t bytes = 0;
-    if (n == LANES)
-        memcpy(&bytes, keep, LANES);
+    if (n == PEAK_VF_LANES)
+        memcpy(&bytes, keep, PEAK_VF_LANES);
     else
         memcpy(&bytes, keep, n);
     const __m256i vk = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)bytes));
@@ -70,21 +68,21 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
 {
     const __m256 vscale = _mm256_set1_ps(r->scale);
     const size_t len = r->hi - r->lo;
-    if (len < LANES) {
+    if (len < PEAK_VF_LANES) {
         const __m256 vscore = scores_at(r, r->lo, len, vscale, scaled);
         peak_avx2_store_first(r->work + r->lo, vscore, len);
         return peak_vf_reduce_max(vscore);
     }
-    const __m256 vlast = scores_at(r, r->hi - LANES, LANES, vscale, scaled);
+    const __m256 vlast = scores_at(r, r->hi - PEAK_VF_LANES, PEAK_VF_LANES, vscale, scaled);
     __m256 vmax = vlast;
     size_t j = r->lo;
-    for (; j + LANES <= r->hi; j += LANES) {
-        const __m256 vscore = scores_at(r, j, LANES, vscale, scaled);
+    for (; j + PEAK_VF_LANES <= r->hi; j += PEAK_VF_LANES) {
+        const __m256 vscore = scores_at(r, j, PEAK_VF_LANES, vscale, scaled);
         _mm256_storeu_ps(r->work + j, vscore);
         vmax = _mm256_max_ps(vscore, vmax);
     }
     if (j < r->hi)
-        _mm256_storeu_ps(r->work + r->hi - LANES, vlast);
+        _mm256_storeu_ps(r->work + r->hi - PEAK_VF_LANES, vlast);
     return peak_vf_reduce_max(vmax);
 }
 

@@ -29,8 +29,6 @@
 
 #include <assert.h>
 
-#define LANES 16
-
 /* Keys of the 16 at j (within the first k) that pass keep and bias. */
 static inline __mmask16 visible_lanes(const peak_softmax_row *r, size_t j, __mmask16 k, __m512 *vbias)
 {
@@ -52,7 +50,7 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
     const __m512 vscale = _mm512_set1_ps(r->scale);
     const __m512 vminf = _mm512_set1_ps(-INFINITY);
     __m512 vmax = vminf;
-    for (size_t j = r->lo; j < r->hi; j += LANES) {
+    for (size_t j = r->lo; j < r->hi; j += PEAK_VF_LANES) {
         const __mmask16 kin = peak_avx512_first_lanes(r->hi - j);
         __m512 vbias;
         const __mmask16 kvis = visible_lanes(r, j, kin, &vbias);

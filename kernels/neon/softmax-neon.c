@@ -33,8 +33,6 @@
 #include <assert.h>
 #include <string.h>
 
-#define LANES 4
-
 /* The larger of a and b, a NaN b ignored. */
 static inline float max1(float a, float b)
 {
@@ -59,10 +57,10 @@ static inline bool all_lanes(uint32x4_t m)
 /* p[l] at the lanes set in m, 0 elsewhere; nothing else is read. */
 static inline float32x4_t load_lanes(const float *p, uint32x4_t m)
 {
-    float buf[LANES] = {0.0f, 0.0f, 0.0f, 0.0f};
-    uint32_t lane[LANES];
+    float buf[PEAK_VF_LANES] = {0.0f, 0.0f, 0.0f, 0.0f};
+    uint32_t lane[PEAK_VF_LANES];
     vst1q_u32(lane, m);
-    for (int l = 0; l < LANES; l++)
+    for (int l = 0; l < PEAK_VF_LANES; l++)
         if (lane[l])
             buf[l] = p[l];
     return vld1q_f32(buf);
@@ -76,7 +74,7 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
     const float32x4_t vminf = vdupq_n_f32(-INFINITY);
     float32x4_t vmax = vminf;
     size_t j = r->lo;
-    for (; j + LANES <= r->hi; j += LANES) {
+    for (; j + PEAK_VF_LANES <= r->hi; j += PEAK_VF_LANES) {
         uint32x4_t vvis = r->keep ? keep_lanes(r->keep + j) : vdupq_n_u32(~0u);
         float32x4_t vbias = vdupq_n_f32(0.0f);
         if (r->bias) {
