@@ -68,12 +68,12 @@ extern "C" {
 /** @brief Major version of this header: a change means an incompatible API. */
 #define PEAK_VERSION_MAJOR 0
 /** @brief Minor version of this header: functions or fields added. */
-#define PEAK_VERSION_MINOR 1
+#define PEAK_VERSION_MINOR 2
 /** @brief Patch version of this header: fixes only. */
 #define PEAK_VERSION_PATCH 0
 /** @brief This header's version as a string; compare with peak_version(),
     the library's, to detect a header/library mismatch. */
-#define PEAK_VERSION_STRING "0.1.0"
+#define PEAK_VERSION_STRING "0.2.0"
 /** @brief This header's version as one number, MAJOR * 10000 + MINOR * 100
     + PATCH (0.1.0 is 100). */
 #define PEAK_VERSION_NUMBER                                                      \
@@ -199,6 +199,120 @@ PEAK_API const char *peak_isa_reason(void);
 PEAK_API const char *peak_version(void);
 
 /* ------------------------------------------------------------------------ */
+/* Threads: the caller's pool                                                */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief One task of a parallel run: `fn(arg, task)` for task < n_tasks.
+ */
+typedef void (*peak_task_fn)(void *arg, size_t task);
+
+/**
+ * @brief A thread pool peak may run a call's work on: the caller's own
+ *        (PyTorch's, ONNX Runtime's, OpenMP, rayon, pthreadpool ...) behind
+ *        two functions, as oneDNN's threadpool_iface and pthreadpool's
+ *        parallelize_1d.
+ *
+ * Every kernel function takes `const peak_threadpool *pool` as its last
+ * argument.  NULL runs the call on the calling thread alone, as peak 0.1
+ * did.  There is no hidden global pool and no process-wide default: each
+ * call says where it runs.
+ *
+ * Why an argument, not a descriptor field or a context object: exp, the PE
+ * table and LayerNorm have no descriptor, so a field would reach only half
+ * of the families; a context object would make every caller create and
+ * keep one even to run on one thread, and would tie the pool to a call's
+ * other state (the tier is process-wide).  An argument is the same in every
+ * family, costs a NULL where threads are not wanted, and lets an engine
+ * pass, per call, the pool of the thread or stream it is on.
+ *
+ * @par The same bytes at any thread count
+ * A call's work is cut into items by its shapes alone (never by the number
+ * of workers), each item is computed the same way on whichever worker runs
+ * it, and partial results (split-KV decode) are merged in a fixed order.
+ * So every output byte is the same with no pool, with a pool of 1, 2, 3, 7
+ * or 64 workers, and whatever order the pool runs its tasks in, on a given
+ * tier (tiers still differ from each other where their docs say so).
+ *
+ * @par Scheduling
+ * peak asks `workers` once per call and runs at most that many tasks; each
+ * task takes the call's items one at a time from a shared counter until
+ * none is left, so a pool that runs fewer tasks at once (or all of them on
+ * one thread, or in reverse order) only takes longer.  A call whose work is
+ * below about 20 microseconds runs on the calling thread without touching
+ * the pool.
+ *
+ * @par Nesting
+ * A peak call made inside a task that peak is running (on any pool) runs
+ * on that task's thread without using a pool: it completes, it does not
+ * deadlock, and its bytes are those of any other call.  A pool's `run`
+ * must not be entered from one of its own tasks unless the pool allows it:
+ * in particular pthreadpool's parallelize is not reentrant, so a task
+ * that the caller gives a pthreadpool directly must not call peak with
+ * that same pthreadpool.
+ *
+ * @threadsafety Several threads may make peak calls on one pool at once if
+ *   the pool's `run` may be called from several threads at once (the pools
+ *   below may: their calls take turns).
+ */
+typedef struct peak_threadpool {
+    /** The most tasks the pool runs at the same time, the calling thread
+        included; >= 1 (0 is taken as 1).  Called once per peak call. */
+    size_t (*workers)(void *ctx);
+    /** Runs fn(arg, t) once for every t < n_tasks, on any of the pool's
+        threads (the caller's included), in any order, and returns when all
+        of them have returned.  n_tasks is at most workers(ctx). */
+    void (*run)(void *ctx, peak_task_fn fn, void *arg, size_t n_tasks);
+    /** The pool itself, passed back to both functions. */
+    void *ctx;
+} peak_threadpool;
+
+struct pthreadpool;
+
+/**
+ * @brief A peak_threadpool that runs on an existing pthreadpool_t (the pool
+ *        of XNNPACK and PyTorch's mobile builds): workers is
+ *        pthreadpool_get_threads_count(), run is pthreadpool_parallelize_1d.
+ *
+ * The caller keeps owning the pthreadpool; destroy it only after the last
+ * peak call that uses it.  The returned struct holds no other state and
+ * may be copied.
+ * @param pthreadpool  a pthreadpool_t (NULL: pthreadpool runs every task on
+ *                     the calling thread).
+ * @return the adapter, by value.
+ * @threadsafety Safe from any thread.
+ */
+PEAK_API peak_threadpool peak_threadpool_from_pthreadpool(struct pthreadpool *pthreadpool);
+
+/**
+ * @brief A ready-made pool of `threads` workers (the calling thread counts
+ *        as one: threads - 1 threads are started), built on pthreadpool.
+ * @param threads    workers; 0: the number of online CPUs.
+ * @param[out] pool  receives the pool, to pass to kernel calls and to
+ *                   peak_threadpool_destroy().
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for a NULL pool; PEAK_ERR_NO_MEMORY when
+ *   the threads or the pool's memory cannot be had (*pool is then NULL).
+ * @threadsafety Safe from any thread.  Calls that share the pool take
+ *   turns running on it.
+ */
+PEAK_API peak_status peak_threadpool_create(size_t threads, peak_threadpool **pool);
+
+/**
+ * @brief Stops the threads of a pool made by peak_threadpool_create() and
+ *        frees it.  NULL does nothing.
+ * @threadsafety Not while a call is running on the pool.
+ */
+PEAK_API void peak_threadpool_destroy(peak_threadpool *pool);
+
+/**
+ * @brief The number of workers a peak call on `pool` uses at most: 1 for
+ *        NULL, else pool->workers(pool->ctx) (0 is taken as 1).
+ * @threadsafety Safe from any thread.
+ */
+PEAK_API size_t peak_threadpool_workers(const peak_threadpool *pool);
+
+/* ------------------------------------------------------------------------ */
 /* Sinusoidal positional encoding                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -265,6 +379,8 @@ typedef struct peak_pe_params {
  * @param d_model   number of columns (the model width).
  * @param pos0      position of the first row.
  * @param params    layout, mode and base; NULL means PEAK_PE_PARAMS_DEFAULT.
+ * @param pool     the caller's thread pool, or NULL (this thread only):
+ *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG if out is NULL, n_pos or d_model is 0, or
  *   params holds an unknown layout/mode or a base that is not > 0 and finite;
@@ -275,7 +391,8 @@ typedef struct peak_pe_params {
  *   peak_pe_layout.
  */
 PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
-                                   const peak_pe_params *params);
+                                   const peak_pe_params *params,
+                                   const peak_threadpool *pool);
 
 /**
  * @brief In-place positional add, the PyTorch module's forward():
@@ -299,6 +416,8 @@ PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, siz
  * @param pe_rows        rows in pe (ignored when pe is NULL).
  * @param params         for the on-the-fly PE; NULL means
  *                       PEAK_PE_PARAMS_DEFAULT.
+ * @param pool     the caller's thread pool, or NULL (this thread only):
+ *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for a NULL x, a zero size, ld_x < d_model,
  *   batch > 1 with batch_stride < d_model, x == pe, or bad params (on the
@@ -311,7 +430,8 @@ PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, siz
  */
 PEAK_API peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
                                  size_t seq_len, size_t d_model, size_t pos0, const float *pe,
-                                 size_t pe_rows, const peak_pe_params *params);
+                                 size_t pe_rows, const peak_pe_params *params,
+                                 const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
 /* Fused embedding gather + scale + positional encoding                       */
@@ -360,6 +480,8 @@ typedef struct peak_embed_desc {
  * @param ids       [n_tokens] int32 token ids in [0, vocab).
  * @param n_tokens  number of tokens (all sequences).
  * @param desc      the embedding table, scale, PE source and numbering.
+ * @param pool     the caller's thread pool, or NULL (this thread only):
+ *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL out/ids/desc/table, zero n_tokens,
  *   vocab or d_model, ld_out or ld_table < d_model, a non-finite scale,
@@ -377,7 +499,8 @@ typedef struct peak_embed_desc {
  * @source Vaswani et al. 2017, sec. 3.4-3.5; fairseq make_positions().
  */
 PEAK_API peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                   size_t n_tokens, const peak_embed_desc *desc);
+                                   size_t n_tokens, const peak_embed_desc *desc,
+                                   const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
 /* Masks (shared by softmax and attention)                                    */
@@ -480,6 +603,8 @@ typedef struct peak_softmax_desc {
  *                x's, nor the mask's key_len, keep or bias.
  * @param x       scores, [B, H, Lq, Lk] with x_stride.
  * @param desc    sizes, strides, scale and mask.
+ * @param pool     the caller's thread pool, or NULL (this thread only):
+ *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
  *   stride, a stride of y below what keeps its rows apart, y == x with
@@ -492,7 +617,8 @@ typedef struct peak_softmax_desc {
  *   scaled_dot_product_attention (top-left) and flash-attn 2.1
  *   (bottom-right).
  */
-PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc);
+PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc,
+                                  const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
 /* Vector exponential                                                        */
@@ -523,6 +649,8 @@ PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_d
  *                otherwise y must not overlap x.
  * @param x       [n] float32, contiguous.
  * @param n       number of elements.
+ * @param pool     the caller's thread pool, or NULL (this thread only):
+ *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL y or x, n == 0, or y overlapping x
  *   without being equal to it; PEAK_ERR_OUT_OF_RANGE if n * 4 bytes does
@@ -531,7 +659,7 @@ PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_d
  * @source Cody and Waite (1980) range reduction and a minimax polynomial
  *   (kernels/exp.h).
  */
-PEAK_API peak_status peak_exp(float *y, const float *x, size_t n);
+PEAK_API peak_status peak_exp(float *y, const float *x, size_t n, const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
 /* Scaled dot-product attention                                               */
@@ -585,13 +713,16 @@ typedef struct peak_attention_desc {
  * peak_attention() with a NULL workspace then returns PEAK_ERR_NO_MEMORY.
  * @param desc        as for peak_attention() (validated the same way).
  * @param[out] bytes  receives the size.
+ * @param pool     the caller's thread pool, or NULL (this thread only):
+ *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL desc or bytes, and the descriptor
  *   errors of peak_attention() (sizes, strides, scale, mask);
  *   PEAK_ERR_OUT_OF_RANGE likewise.
  * @threadsafety Safe from any thread.
  */
-PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *desc, size_t *bytes);
+PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *desc,
+                                                   const peak_threadpool *pool, size_t *bytes);
 
 /**
  * @brief Scaled dot-product attention: O[b,i,h,:] = sum_j P[b,h,i,j]
@@ -645,6 +776,8 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  *                  call) or at least peak_attention_workspace_size() bytes,
  *                  64-byte aligned.
  * @param workspace_size  bytes at workspace (ignored when it is NULL).
+ * @param pool     the caller's thread pool, or NULL (this thread only):
+ *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
  *   not dividing heads, a negative stride, a stride that makes O's rows
@@ -661,7 +794,7 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  */
 PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
                                     const peak_attention_desc *desc, void *workspace,
-                                    size_t workspace_size);
+                                    size_t workspace_size, const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
 /* Residual add + LayerNorm                                                   */
@@ -706,6 +839,8 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
  * @param rows      number of rows (tokens).
  * @param d_model   floats per row, the normalised dimension.
  * @param eps       added to the variance (>= 0; 1e-5 in PyTorch).
+ * @param pool     the caller's thread pool, or NULL (this thread only):
+ *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
  *   stride < d_model, eps < 0 or not finite, y or sum overlapping x, r,
@@ -719,7 +854,8 @@ PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, co
 PEAK_API peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                         const float *x, ptrdiff_t ld_x, const float *r,
                                         ptrdiff_t ld_r, const float *gamma, const float *beta,
-                                        size_t rows, size_t d_model, float eps);
+                                        size_t rows, size_t d_model, float eps,
+                                        const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
 /* Deprecated aliases                                                         */

@@ -293,7 +293,7 @@ peak_embed_fly_seq(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64
     }
 }
 
-/* The embedding scheduler (dispatch/schedule-embedding.c) computes the PE
+/* The embedding scheduler (schedule/schedule-embedding.c) computes the PE
    rows that sequences share itself and passes them as a table, so it calls
    this with batch 1 only; a batch (the kernel contract allows one)
    computes each sequence's rows again. */

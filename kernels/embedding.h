@@ -4,7 +4,7 @@
  * the on-the-fly scratch block's geometry and the state its sinks read.
  * The rows and the loops that call them by name are in embedding-body.h,
  * which each SIMD tier compiles against its vector vocabulary; this header
- * is also read by the ISA-free scheduler (dispatch/schedule-embedding.c).
+ * is also read by the ISA-free scheduler (schedule/schedule-embedding.c).
  *
  * Both kernels are memory-bound: a token moves its E row in and its output
  * row out (plus its PE row when that comes from a table).  The E rows are

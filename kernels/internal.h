@@ -74,7 +74,7 @@ typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
                                size_t seq_len, size_t d_model, size_t pos0, const float *pe,
                                const peak_pe_params *params);
 
-/* Positions are resolved by the caller (dispatch/schedule-embedding.c)
+/* Positions are resolved by the caller (schedule/schedule-embedding.c)
    into pos[t] (int64, >= 0, or -1 for "no PE", the fairseq pad token).  A call covers batch sequences of
    n_tokens tokens that share those positions: token t of sequence b is
    ids[b * seq_stride + t] and goes to out row b * seq_stride + t (batch 1:

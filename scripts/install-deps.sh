@@ -40,10 +40,11 @@ set -eu
 # Debian libdir lib/<triplet>, without it `meson install` puts the library
 # in lib64, where neither ld.so nor pkg-config looks.
 pkgs="gcc g++ libc6-dev binutils dpkg-dev meson ninja-build pkg-config python3 libsleef-dev check \
-libsubunit-dev libbenchmark-dev libopenblas-dev libdnnl-dev doxygen python3-numpy libsimde-dev"
+libsubunit-dev libbenchmark-dev libopenblas-dev libdnnl-dev doxygen python3-numpy libsimde-dev \
+libpthreadpool-dev"
 torch_pkgs="python3-torch"
 arm64_pkgs="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
-libsleef-dev:arm64 check:arm64"
+libsleef-dev:arm64 check:arm64 libpthreadpool-dev:arm64"
 bench_pkgs="python3-torch python3-matplotlib"
 # llvm: llvm-symbolizer, which clang's sanitizer runtimes (the fuzzers) need
 # to print a failure's stack with function names and lines.

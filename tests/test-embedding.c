@@ -485,7 +485,7 @@ START_TEST(embed_scales)
 }
 END_TEST
 
-/* Long calls: the embedding scheduler (dispatch/schedule-embedding.c) hands
+/* Long calls: the embedding scheduler (schedule/schedule-embedding.c) hands
    the kernels 256 tokens at a time, and a chunk of 256 x 512 floats is
    written with streaming stores; the output is 1 float off a 64-byte
    boundary with an odd row stride, so every row has an unaligned head and

@@ -1,6 +1,7 @@
 /*
- * api.c - the public entry points: validate everything, then call the active
- * tier's kernel.  No output byte is written before every check has passed,
+ * api.c - the public entry points: validate everything, then hand the call
+ * to its scheduler (schedule/schedule.h), which runs the active tier's
+ * kernels over work items.  No output byte is written before every check has passed,
  * so a rejected call leaves the caller's buffers exactly as they were.
  *
  * What the checks share lives beside this file: overlap.h (how far a
@@ -11,7 +12,8 @@
  */
 #include "internal.h"
 #include "overlap.h"
-#include "schedule-embedding.h"
+#include "schedule/schedule-embedding.h"
+#include "schedule/schedule.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -43,7 +45,7 @@ static const peak_pe_params default_pe_params = PEAK_PE_PARAMS_DEFAULT;
 /* ---- sinusoid table ----------------------------------------------------- */
 
 peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
-                          const peak_pe_params *params)
+                          const peak_pe_params *params, const peak_threadpool *pool)
 {
     const peak_pe_params *p = params ? params : &default_pe_params;
     if (!out || n_pos == 0 || d_model == 0 || !pe_params_ok(p))
@@ -53,13 +55,14 @@ peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
     ptrdiff_t ld = (ptrdiff_t)d_model;
     if (!extent_fits(&n_pos, &ld, 1, d_model))
         return PEAK_ERR_OUT_OF_RANGE;
-    peak_active_kernels()->pe_table(out, ld, n_pos, d_model, pos0, p);
+    peak_schedule_pe_table(out, n_pos, d_model, pos0, p, pool);
     return PEAK_OK;
 }
 
 peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
                         size_t seq_len, size_t d_model, size_t pos0, const float *pe,
-                        size_t pe_rows, const peak_pe_params *params)
+                        size_t pe_rows, const peak_pe_params *params,
+                        const peak_threadpool *pool)
 {
     const peak_pe_params *p = params ? params : &default_pe_params;
     if (!x || batch == 0 || seq_len == 0 || d_model == 0 || batch_stride < 0 || ld_x < 0)
@@ -83,7 +86,7 @@ peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t
                        tensor_span(pe, &pe_rows, &ld_pe, 1, d_model, sizeof(float))))
             return PEAK_ERR_INVALID_ARG;
     }
-    peak_active_kernels()->pe_add(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, p);
+    peak_schedule_pe_add(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, p, pool);
     return PEAK_OK;
 }
 
@@ -136,12 +139,12 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
 }
 
 peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
-                          const peak_embed_desc *desc)
+                          const peak_embed_desc *desc, const peak_threadpool *pool)
 {
     peak_status s = embed_check(out, ld_out, ids, n_tokens, desc);
     if (s != PEAK_OK)
         return s;
-    peak_schedule_embed_pe(out, ld_out, ids, n_tokens, desc);
+    peak_schedule_embed_pe(out, ld_out, ids, n_tokens, desc, pool);
     return PEAK_OK;
 }
 
@@ -183,7 +186,8 @@ static int apart_from_mask(span out, const peak_mask *m, size_t batch, size_t he
 
 /* ---- softmax ------------------------------------------------------------ */
 
-peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc)
+peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc,
+                         const peak_threadpool *pool)
 {
     if (!y || !x || !desc)
         return PEAK_ERR_INVALID_ARG;
@@ -211,13 +215,13 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
     peak_softmax_desc resolved = *d;
     if (peak_f32_is_zero(resolved.scale))
         resolved.scale = 1.0f;
-    peak_active_kernels()->softmax(y, x, &resolved);
+    peak_schedule_softmax(y, x, &resolved, pool);
     return PEAK_OK;
 }
 
 /* ---- exponential ---------------------------------------------------------- */
 
-peak_status peak_exp(float *y, const float *x, size_t n)
+peak_status peak_exp(float *y, const float *x, size_t n, const peak_threadpool *pool)
 {
     if (!y || !x || n == 0)
         return PEAK_ERR_INVALID_ARG;
@@ -225,7 +229,7 @@ peak_status peak_exp(float *y, const float *x, size_t n)
         return PEAK_ERR_OUT_OF_RANGE;
     if (y != x && spans_meet(array_span(y, n, sizeof(float)), array_span(x, n, sizeof(float))))
         return PEAK_ERR_INVALID_ARG;
-    peak_active_kernels()->exp(y, x, n);
+    peak_schedule_exp(y, x, n, pool);
     return PEAK_OK;
 }
 
@@ -300,7 +304,8 @@ static int attention_outputs_apart(const float *o, const float *q, const float *
     return 1;
 }
 
-peak_status peak_attention_workspace_size(const peak_attention_desc *desc, size_t *bytes)
+peak_status peak_attention_workspace_size(const peak_attention_desc *desc,
+                                          const peak_threadpool *pool, size_t *bytes)
 {
     if (!desc || !bytes)
         return PEAK_ERR_INVALID_ARG;
@@ -308,12 +313,13 @@ peak_status peak_attention_workspace_size(const peak_attention_desc *desc, size_
     peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
-    *bytes = peak_active_kernels()->attention_workspace(&d);
+    *bytes = peak_schedule_attention_workspace(&d, peak_threadpool_workers(pool));
     return PEAK_OK;
 }
 
 peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
-                           const peak_attention_desc *desc, void *workspace, size_t workspace_size)
+                           const peak_attention_desc *desc, void *workspace, size_t workspace_size,
+                           const peak_threadpool *pool)
 {
     if (!o || !q || !k || !v || !desc)
         return PEAK_ERR_INVALID_ARG;
@@ -323,8 +329,7 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
-    const peak_kernels *kern = peak_active_kernels();
-    size_t need = kern->attention_workspace(&d);
+    size_t need = peak_schedule_attention_workspace(&d, peak_threadpool_workers(pool));
     if (workspace && (uintptr_t)workspace % 64)
         return PEAK_ERR_INVALID_ARG;
     /* The size first: a workspace of at least `need` bytes is one whose
@@ -340,7 +345,7 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
         if (!owned)
             return PEAK_ERR_NO_MEMORY;
     }
-    kern->attention(o, q, k, v, &d, ws);
+    peak_schedule_attention(o, q, k, v, &d, ws, pool);
     free(owned);
     return PEAK_OK;
 }
@@ -350,7 +355,7 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
 peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
                                const float *gamma, const float *beta, size_t rows,
-                               size_t d_model, float eps)
+                               size_t d_model, float eps, const peak_threadpool *pool)
 {
     if (!y || !x || !rows || !d_model || (signbit(eps) && !peak_f32_is_zero(eps)) || !isfinite(eps))
         return PEAK_ERR_INVALID_ARG;
@@ -374,7 +379,7 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
             return PEAK_ERR_INVALID_ARG;
     if (!rows_disjoint(ys, ss, d_model))
         return PEAK_ERR_INVALID_ARG;
-    peak_active_kernels()->add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta,
-                                         rows, d_model, eps);
+    peak_schedule_add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows,
+                                d_model, eps, pool);
     return PEAK_OK;
 }

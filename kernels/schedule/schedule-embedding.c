@@ -8,6 +8,7 @@
 #include "schedule-embedding.h"
 
 #include "embedding.h"
+#include "parallel.h"
 
 /* A batch of equal-length sequences (pos0 + t % seq_len, no fairseq
    numbering) needs the same PE rows in every sequence, so the kernels are
@@ -87,8 +88,9 @@ static bool embed_seq_batched(float *out, ptrdiff_t ld_out, const int32_t *ids, 
 }
 
 void peak_schedule_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
-                            const peak_embed_desc *desc)
+                            const peak_embed_desc *desc, const peak_threadpool *pool)
 {
+    (void)pool;
     if (embed_seq_batched(out, ld_out, ids, n_tokens, desc))
         return;
     int64_t pos[EMBED_POS_CHUNK];

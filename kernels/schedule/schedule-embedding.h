@@ -41,6 +41,7 @@ static inline int64_t pos_next(pos_walk *w)
 /* Runs a peak_embed_pe call that api.c has validated on the active kernel
    row: resolves the positions and splits the tokens into kernel calls. */
 PEAK_INTERNAL void peak_schedule_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids,
-                                          size_t n_tokens, const peak_embed_desc *desc);
+                                          size_t n_tokens, const peak_embed_desc *desc,
+                                          const peak_threadpool *pool);
 
 #endif /* PEAK_DISPATCH_SCHEDULE_EMBEDDING_H */
