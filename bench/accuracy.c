@@ -554,7 +554,7 @@ static void acc_embed_pe_add(void)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         ids[t] = (int32_t)((s >> 33) % EP_VOCAB);
     }
-    peak_pe_table(pe, EP_S, EP_D, 0, NULL);
+    peak_pe_table(pe, EP_S, EP_D, 0, NULL, NULL);
     const float scale = sqrtf((float)EP_D);
     const char *shape = "batch:2/seq_len:50/d_model:512";
 
@@ -579,7 +579,7 @@ static void acc_embed_pe_add(void)
                 d.pe_rows = EP_S;
             }
             err_acc a = {0};
-            if (peak_embed_pe(out, EP_D, ids, EP_B * EP_S, &d) == PEAK_OK)
+            if (peak_embed_pe(out, EP_D, ids, EP_B * EP_S, &d, NULL) == PEAK_OK)
                 acc_rows(&a, out, want, EP_B * EP_S, EP_D);
             char sh[96];
             snprintf(sh, sizeof sh, "%s/fly:%d", shape, fly);

@@ -108,7 +108,7 @@ static void openblas_run(attention_case *c)
     for (int h = 0; h < H; h++) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Lk, D, 1.0f, c->q + h * D, H * D,
                     attention_k(c) + h * D, H * D, 0.0f, c->s, Lk);
-        peak_softmax(c->s, c->s, &sd);
+        peak_softmax(c->s, c->s, &sd, NULL);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lq, D, Lk, 1.0f, c->s, Lk,
                     attention_v(c) + h * D, H * D, 0.0f, c->o + h * D, H * D);
     }
@@ -123,7 +123,7 @@ static void attention_run(attention_case *c)
                                                c->ws);
         break;
     case ATTENTION_DISPATCH:
-        peak_attention(c->o, c->q, attention_k(c), attention_v(c), &c->d, c->ws, c->ws_bytes);
+        peak_attention(c->o, c->q, attention_k(c), attention_v(c), &c->d, c->ws, c->ws_bytes, NULL);
         break;
     case ATTENTION_OPENBLAS:
 #if PEAK_BENCH_OPENBLAS
@@ -232,7 +232,7 @@ static const char *attention_setup(attention_case *c, gb_state *st)
     c->kv = attention_alloc(c->n_copies * 2 * c->kv_floats * sizeof(float));
     if (c->v->impl == ATTENTION_TIER)
         c->ws_bytes = peak_kernels_for(c->v->isa)->attention_workspace(d);
-    else if (peak_attention_workspace_size(d, &c->ws_bytes) != PEAK_OK)
+    else if (peak_attention_workspace_size(d, NULL, &c->ws_bytes) != PEAK_OK)
         return "workspace size";
     c->ws = attention_alloc(c->ws_bytes ? c->ws_bytes : 64);
     if (c->v->impl == ATTENTION_OPENBLAS)

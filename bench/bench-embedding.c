@@ -145,7 +145,7 @@ static peak_status embedding_call(embedding_run *r)
     switch (r->v->impl) {
     case EMBEDDING_TIER:
     case EMBEDDING_DISPATCH:
-        return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc);
+        return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc, NULL);
     case EMBEDDING_PLAIN:
         bench_embedding_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d, r->batch,
                                  r->seq, r->d, r->desc.scale);
@@ -223,7 +223,7 @@ static const char *embedding_setup(embedding_run *r)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         r->ids[t] = (int32_t)((s >> 33) % EMBEDDING_VOCAB);
     }
-    if (peak_pe_table(r->pe, pe_rows, r->d, 0, NULL) != PEAK_OK)
+    if (peak_pe_table(r->pe, pe_rows, r->d, 0, NULL, NULL) != PEAK_OK)
         return "peak_pe_table failed";
     if (!r->fly) {
         d.pe = r->pe;

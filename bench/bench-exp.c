@@ -97,7 +97,7 @@ static void ex_run(const ex_variant *v, float *y, const float *x, size_t n)
         peak_kernels_for(v->isa)->exp(y, x, n);
         break;
     case EX_DISPATCH:
-        peak_exp(y, x, n);
+        peak_exp(y, x, n, NULL);
         break;
     case EX_LIBM:
         bench_exp_libm(y, x, n);

@@ -90,7 +90,8 @@ static peak_status layernorm_call(layernorm_run *w)
     case LAYERNORM_TIER:
     case LAYERNORM_DISPATCH:
         return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
-                                  (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
+                                  (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS,
+                                  NULL);
     case LAYERNORM_PLAIN:
         bench_layernorm_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
         return PEAK_OK;

@@ -82,7 +82,7 @@ static void pa_run(const pa_case *c, float *x)
         peak_kernels_for(c->v->isa)->pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, &params);
         break;
     case PA_DISPATCH:
-        peak_pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, c->seq, NULL);
+        peak_pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, c->seq, NULL, NULL);
         break;
     case PA_PLAIN:
         pa_plain_loop(x, c->pe, c->batch, c->seq, c->d);
@@ -136,7 +136,7 @@ static void bench_pe_add(gb_state *st, void *user)
     }
     if (!why) {
         bench_fill_uniform(c.x, n, 0x5eed5eed, -1.0f, 1.0f);
-        if (peak_pe_table(c.pe, c.seq, c.d, 0, NULL) != PEAK_OK)
+        if (peak_pe_table(c.pe, c.seq, c.d, 0, NULL, NULL) != PEAK_OK)
             why = "peak_pe_table failed";
         else
             why = pa_check(&c, msg, sizeof msg);

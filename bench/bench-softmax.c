@@ -191,7 +191,7 @@ static void sm_run(const sm_case *c)
         peak_kernels_for(c->v->isa)->softmax(c->y, c->x, &c->desc);
         break;
     case SM_DISPATCH:
-        peak_softmax(c->y, c->x, &c->desc);
+        peak_softmax(c->y, c->x, &c->desc, NULL);
         break;
     case SM_EXPF_LOOP:
         bench_softmax_expf_loop(c->y, c->x, c->rows, c->L, c->causal);

@@ -70,7 +70,7 @@ int main(void)
     /* workspace NULL: peak allocates scratch inside the call (simple; pass
        your own buffer from peak_attention_workspace_size() in a loop). */
     peak_status st = peak_attention(&o[0][0][0][0], &q[0][0][0][0], &k[0][0][0][0],
-                                    &v[0][0][0][0], &a, NULL, 0);
+                                    &v[0][0][0][0], &a, NULL, 0, NULL);
     if (st != PEAK_OK) {
         fprintf(stderr, "peak_attention: %s\n", peak_status_string(st));
         return 1;

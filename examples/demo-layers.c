@@ -118,7 +118,8 @@ void demo_scratch_free(demo_scratch *s)
 static void *workspace_for(demo_scratch *s, const peak_attention_desc *desc)
 {
     size_t need = 0;
-    demo_check_status(peak_attention_workspace_size(desc, &need), "peak_attention_workspace_size");
+    demo_check_status(peak_attention_workspace_size(desc, NULL, &need),
+                      "peak_attention_workspace_size");
     if (need <= s->workspace_size)
         return s->workspace;
     size_t rounded = (need + 63) / 64 * 64;
@@ -189,7 +190,7 @@ static void attention(float *o, const attention_operands *a, demo_scratch *s, co
     void *ws = workspace_for(s, &desc);
 
     double t0 = demo_now();
-    peak_status st = peak_attention(o, a->q, a->k, a->v, &desc, ws, s->workspace_size);
+    peak_status st = peak_attention(o, a->q, a->k, a->v, &desc, ws, s->workspace_size, NULL);
     s->timing.attention += demo_now() - t0;
     demo_check_status(st, what);
 }
@@ -199,7 +200,7 @@ static void add_norm(float *y, const float *x, const float *r, const demo_norm *
 {
     double t0 = demo_now();
     peak_status st = peak_add_layernorm(y, D, NULL, 0, x, D, r, D, n->gamma, n->beta, rows, D,
-                                        DEMO_LN_EPS);
+                                        DEMO_LN_EPS, NULL);
     s->timing.add_norm += demo_now() - t0;
     demo_check_status(st, what);
 }

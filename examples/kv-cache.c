@@ -74,7 +74,8 @@ static peak_attention_desc step_desc(size_t pos, size_t n)
 static int attend(float *out, const float *q, size_t pos, size_t n, void *ws, size_t ws_size)
 {
     peak_attention_desc d = step_desc(pos, n);
-    peak_status s = peak_attention(out, q, &k_cache[0][0][0], &v_cache[0][0][0], &d, ws, ws_size);
+    peak_status s =
+        peak_attention(out, q, &k_cache[0][0][0], &v_cache[0][0][0], &d, ws, ws_size, NULL);
     if (s != PEAK_OK)
         fprintf(stderr, "peak_attention(pos %zu, n %zu): %s\n", pos, n, peak_status_string(s));
     return s == PEAK_OK;
@@ -87,7 +88,7 @@ int main(void)
        it after any peak_isa_force), 64-byte aligned, reused by every step. */
     peak_attention_desc largest = step_desc(0, TOTAL);
     size_t ws_size;
-    if (peak_attention_workspace_size(&largest, &ws_size) != PEAK_OK)
+    if (peak_attention_workspace_size(&largest, NULL, &ws_size) != PEAK_OK)
         return 1;
     ws_size = (ws_size + 63) / 64 * 64;
     void *ws = aligned_alloc(64, ws_size);

@@ -54,7 +54,7 @@ int main(void)
        paper's interleaved layout (sin in even columns, cos in odd), base
        10000, computed accurately (PEAK_PE_TORCH_F32 would reproduce
        PyTorch's float32 rounding instead). */
-    if (!check(peak_pe_table(pe, MAX_LEN, D, 0, NULL), "peak_pe_table"))
+    if (!check(peak_pe_table(pe, MAX_LEN, D, 0, NULL, NULL), "peak_pe_table"))
         return 1;
 
     /* Way 1: gather + scale (the model's job), then forward()'s x += PE. */
@@ -62,7 +62,7 @@ int main(void)
         for (int c = 0; c < D; c++)
             x[(size_t)t * D + c] = emb[(size_t)ids[t] * D + c] * scale;
     if (!check(peak_pe_add(x, /*batch_stride=*/SEQ * D, /*ld_x=*/D, BATCH, SEQ, D,
-                           /*pos0=*/0, pe, MAX_LEN, NULL),
+                           /*pos0=*/0, pe, MAX_LEN, NULL, NULL),
                "peak_pe_add"))
         return 1;
 
@@ -78,7 +78,7 @@ int main(void)
     desc.pe = pe; /* or NULL: compute PE on the fly, no table in memory */
     desc.pe_rows = MAX_LEN;
     desc.seq_len = SEQ;
-    if (!check(peak_embed_pe(fused, /*ld_out=*/D, ids, BATCH * SEQ, &desc), "peak_embed_pe"))
+    if (!check(peak_embed_pe(fused, /*ld_out=*/D, ids, BATCH * SEQ, &desc, NULL), "peak_embed_pe"))
         return 1;
 
     /* Both ways round the same operations (one multiply, one add) and

@@ -217,7 +217,7 @@ static void module_path(float *x, const float *table, const int32_t *ids, const 
 {
     gather_scaled(x, table, ids, N_SRC);
     demo_check_status(peak_pe_add(x, (ptrdiff_t)DEMO_SRC_LEN * D, D, DEMO_BATCH, DEMO_SRC_LEN, D,
-                                  0, pe, pe ? DEMO_MAX_LEN : 0, NULL),
+                                  0, pe, pe ? DEMO_MAX_LEN : 0, NULL, NULL),
                       "peak_pe_add");
 }
 
@@ -234,7 +234,7 @@ static void fused_path(float *out, const float *table, const int32_t *ids, size_
     desc.pe = pe;
     desc.pe_rows = pe ? DEMO_MAX_LEN : 0;
     desc.seq_len = seq_len;
-    demo_check_status(peak_embed_pe(out, D, ids, batch * seq_len, &desc), "peak_embed_pe");
+    demo_check_status(peak_embed_pe(out, D, ids, batch * seq_len, &desc, NULL), "peak_embed_pe");
 }
 
 typedef enum stage {
@@ -260,7 +260,7 @@ typedef struct demo_model {
 static void run_pipeline(demo_run *r, const demo_model *m, demo_scratch *s, demo_times *t)
 {
     double t0 = demo_now();
-    demo_check_status(peak_pe_table(r->pe, DEMO_MAX_LEN, D, 0, NULL), "peak_pe_table");
+    demo_check_status(peak_pe_table(r->pe, DEMO_MAX_LEN, D, 0, NULL, NULL), "peak_pe_table");
     double t1 = demo_now();
     module_path(r->src_module, m->embedding, r->src_ids, r->pe);
     double t2 = demo_now();
@@ -431,7 +431,7 @@ static int pe_samples_make(pe_samples *p, const demo_ref *ref, const float *tabl
             return -1;
         }
         memcpy(p->exact + i * D, table + (size_t)pos * D, D * sizeof(float));
-        demo_check_status(peak_pe_table(p->torch_f32 + i * D, 1, D, (size_t)pos, &f32),
+        demo_check_status(peak_pe_table(p->torch_f32 + i * D, 1, D, (size_t)pos, &f32, NULL),
                           "peak_pe_table (PEAK_PE_TORCH_F32)");
     }
     return p->n > 0 ? 0 : -1;

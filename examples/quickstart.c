@@ -11,9 +11,11 @@ int main(void)
     float *x = calloc((size_t)BATCH * SEQ * D, sizeof(float)); /* embeddings [2, 50, 512] */
     if (!pe || !x)
         return 1;
-    peak_status s = peak_pe_table(pe, MAX_LEN, D, /*pos0=*/0, NULL); /* the paper's formula */
+    /* the paper's formula; the last NULL: no thread pool, this thread only */
+    peak_status s = peak_pe_table(pe, MAX_LEN, D, /*pos0=*/0, NULL, NULL);
     if (s == PEAK_OK) /* x[b, t, :] += PE[t, :]: the PyTorch module's forward() */
-        s = peak_pe_add(x, /*batch_stride=*/SEQ * D, /*ld_x=*/D, BATCH, SEQ, D, 0, pe, MAX_LEN, NULL);
+        s = peak_pe_add(x, /*batch_stride=*/SEQ * D, /*ld_x=*/D, BATCH, SEQ, D, 0, pe, MAX_LEN,
+                        NULL, NULL);
     if (s != PEAK_OK) {
         fprintf(stderr, "peak: %s\n", peak_status_string(s));
         return 1;

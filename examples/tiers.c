@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if !PEAK_VERSION_AT_LEAST(0, 1, 0) /* compile-time requirement on the header */
-#error "this example needs peak 0.1.0 or later"
+#if !PEAK_VERSION_AT_LEAST(0, 2, 0) /* compile-time requirement on the header */
+#error "this example needs peak 0.2.0 or later"
 #endif
 
 enum { N = 1000 };
@@ -53,7 +53,7 @@ int main(void)
            Unlike PEAK_ISA it may pick any usable tier, above the cap too. */
         if (peak_isa_force(all[t]) != PEAK_OK)
             return 1;
-        if (peak_exp(y, x, N) != PEAK_OK)
+        if (peak_exp(y, x, N, NULL) != PEAK_OK)
             return 1;
         /* peak_exp promises the same bits on every tier. */
         if (!have_first)

@@ -1,8 +1,10 @@
 #!/bin/sh
-# peak.h promises that no kernel allocates memory: the only allocation in
-# the library is api.c's convenience workspace for peak_attention(...,
-# NULL, 0).  Checked on the objects: no kernel library may reference an
-# allocator.  Usage: kernels-allocate-nothing.sh NM LIB...
+# peak.h promises that no kernel allocates memory: the only allocations in
+# the library are api.c's convenience workspace for peak_attention(...,
+# NULL, 0, pool) and, outside the kernels, the pool that
+# peak_threadpool_create() makes (kernels/schedule/).  Checked on the
+# objects: no kernel library may reference an allocator.
+# Usage: kernels-allocate-nothing.sh NM LIB...
 set -eu
 nm=$1
 shift

@@ -30,7 +30,7 @@ START_TEST(embed_padding_positions_cannot_wrap)
             d.table = table, d.vocab = 4, d.ld_table = D, d.d_model = D;
             d.pos0 = bad_pos0[k];
             d.padding_idx = with_pad ? 1 : -1;
-            ck_assert_int_eq(peak_embed_pe(out, D, ids, 4, &d), PEAK_ERR_OUT_OF_RANGE);
+            ck_assert_int_eq(peak_embed_pe(out, D, ids, 4, &d, NULL), PEAK_ERR_OUT_OF_RANGE);
             ck_assert(peak_test_bytes_equal(out, before, sizeof out));
         }
     }
@@ -54,7 +54,7 @@ START_TEST(attention_subnormal_scale_under_daz)
     unsigned csr;
     if (!peak_test_ftz_on(&csr))
         return;
-    peak_status s = peak_attention(o, q, k, v, &d, NULL, 0);
+    peak_status s = peak_attention(o, q, k, v, &d, NULL, 0, NULL);
     peak_test_ftz_restore(csr);
     ck_assert_int_eq(s, PEAK_OK);
     ck_assert_msg(o[0] == 0.5f, "O = %a, want 0.5", (double)o[0]);
@@ -88,14 +88,14 @@ START_TEST(softmax_rejects_coinciding_rows)
     /* (h=1, i=0) and (h=0, i=1) would share a row. */
     ptrdiff_t ys[3] = {16, 4, 4};
     memcpy(d.y_stride, ys, sizeof ys);
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_ERR_INVALID_ARG);
     ck_assert(peak_test_bytes_equal(y, before, sizeof y));
     /* Head-major and query-major packings are both fine. */
     ptrdiff_t ok1[3] = {16, 8, 4}, ok2[3] = {16, 4, 8};
     memcpy(d.y_stride, ok1, sizeof ok1);
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_OK);
     memcpy(d.y_stride, ok2, sizeof ok2);
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_OK);
 }
 END_TEST
 
@@ -123,11 +123,11 @@ START_TEST(attention_rejects_coinciding_rows)
     attention_shape(&d, o, q);
     ptrdiff_t bad[3] = {16, 4, 4}; /* (l=1, h=0) == (l=0, h=1) */
     memcpy(d.o_stride, bad, sizeof bad);
-    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0, NULL), PEAK_ERR_INVALID_ARG);
     ck_assert(peak_test_bytes_equal(o, before, sizeof o));
     ptrdiff_t bhld[3] = {16, 4, 8}; /* [B, H, L, D] */
     memcpy(d.o_stride, bhld, sizeof bhld);
-    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_OK);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0, NULL), PEAK_OK);
 }
 END_TEST
 
@@ -138,10 +138,10 @@ START_TEST(pe_add_rejects_coinciding_rows)
     peak_test_fill_uniform(x, 8 * D, &rng, -1, 1);
     memcpy(before, x, sizeof x);
     /* batch 2, seq 4, both strides one row: rows (b=1,s=0) and (b=0,s=1) coincide */
-    ck_assert_int_eq(peak_pe_add(x, D, D, 2, 4, D, 0, NULL, 0, NULL), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_pe_add(x, D, D, 2, 4, D, 0, NULL, 0, NULL, NULL), PEAK_ERR_INVALID_ARG);
     ck_assert(peak_test_bytes_equal(x, before, sizeof x));
     /* [S, B, D]: batch stride one row, sequence stride two rows: fine. */
-    ck_assert_int_eq(peak_pe_add(x, D, 2 * D, 2, 4, D, 0, NULL, 0, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_pe_add(x, D, 2 * D, 2, 4, D, 0, NULL, 0, NULL, NULL), PEAK_OK);
 }
 END_TEST
 
@@ -160,15 +160,17 @@ START_TEST(outputs_must_not_overlap_inputs)
     float table[4] = {1e9f, 2e9f, 3e9f, 4e9f};
     peak_embed_desc e = PEAK_EMBED_DESC_DEFAULT;
     e.table = table, e.vocab = 4, e.ld_table = 1, e.d_model = 1;
-    ck_assert_int_eq(peak_embed_pe((float *)(ids + 256), 1, ids, 300, &e), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_embed_pe((float *)(ids + 256), 1, ids, 300, &e, NULL),
+                     PEAK_ERR_INVALID_ARG);
     for (int t = 0; t < N; t++)
         ck_assert_int_eq(ids[t], t % 4);
     e.positions = pos;
-    ck_assert_int_eq(peak_embed_pe((float *)(pos + 100), 1, ids, 300, &e), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_embed_pe((float *)(pos + 100), 1, ids, 300, &e, NULL),
+                     PEAK_ERR_INVALID_ARG);
     for (int t = 0; t < N; t++)
         ck_assert(pos[t] == t % 4);
     e.positions = NULL;
-    ck_assert_int_eq(peak_embed_pe(table + 1, 1, ids, 2, &e), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_embed_pe(table + 1, 1, ids, 2, &e, NULL), PEAK_ERR_INVALID_ARG);
     free(pos);
 
     /* softmax: y over key_len, keep, bias; y half over x */
@@ -181,17 +183,17 @@ START_TEST(outputs_must_not_overlap_inputs)
     memcpy(d.x_stride, st, sizeof st);
     memcpy(d.y_stride, st, sizeof st);
     d.mask.key_len = ids; /* {0, 1} */
-    ck_assert_int_eq(peak_softmax((float *)ids, x, &d), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_softmax((float *)ids, x, &d, NULL), PEAK_ERR_INVALID_ARG);
     ck_assert(ids[0] == 0 && ids[1] == 1);
     d.mask.key_len = NULL;
     d.mask.bias = y + 8;
     peak_test_fill_canary(y, 64);
     memcpy(before, y, sizeof y);
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_ERR_INVALID_ARG);
     ck_assert(peak_test_bytes_equal(y, before, sizeof y));
     d.mask.bias = NULL;
     memcpy(before, x, sizeof x);
-    ck_assert_int_eq(peak_softmax(x + 8, x, &d), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_softmax(x + 8, x, &d, NULL), PEAK_ERR_INVALID_ARG);
     ck_assert(peak_test_bytes_equal(x, before, sizeof x));
 
     /* attention: lse one float into O, lse == q, O over key_len */
@@ -209,29 +211,30 @@ START_TEST(outputs_must_not_overlap_inputs)
     ptrdiff_t ls[3] = {2, 2, 1};
     memcpy(a.lse_stride, ls, sizeof ls);
     a.lse = lse;
-    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0), PEAK_OK);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0, NULL), PEAK_OK);
     peak_test_fill_canary(o, 16);
     memcpy(before, o, sizeof o);
     a.lse = o + 1;
-    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0, NULL), PEAK_ERR_INVALID_ARG);
     ck_assert(peak_test_bytes_equal(o, before, sizeof o));
     memcpy(before, q, sizeof q);
     a.lse = q;
-    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0, NULL), PEAK_ERR_INVALID_ARG);
     ck_assert(peak_test_bytes_equal(q, before, sizeof q));
     a.lse = NULL;
     const int32_t one = 1; /* a valid key_len, so only the overlap is wrong */
     memcpy(o + 3, &one, sizeof one);
     a.mask.key_len = (const int32_t *)(o + 3);
-    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &a, NULL, 0, NULL), PEAK_ERR_INVALID_ARG);
     a.mask.key_len = NULL;
-    ck_assert_int_eq(peak_attention(k + 2, q, k, v, &a, NULL, 0), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_attention(k + 2, q, k, v, &a, NULL, 0, NULL), PEAK_ERR_INVALID_ARG);
 
     /* pe_add: x over the second row of its table */
     float pe[4 * D];
     peak_test_fill_uniform(pe, 4 * D, &rng, -1, 1);
     memcpy(before, pe, sizeof pe);
-    ck_assert_int_eq(peak_pe_add(pe + D, D, D, 1, 2, D, 0, pe, 4, NULL), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_pe_add(pe + D, D, D, 1, 2, D, 0, pe, 4, NULL, NULL),
+                     PEAK_ERR_INVALID_ARG);
     ck_assert(peak_test_bytes_equal(pe, before, sizeof pe));
     free(ids);
 }
@@ -253,12 +256,12 @@ START_TEST(mask_strides_must_fit)
     memcpy(d.y_stride, st, sizeof st);
     d.mask.bias = bias;
     d.mask.bias_stride[0] = PTRDIFF_MAX / 2;
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_OUT_OF_RANGE);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_ERR_OUT_OF_RANGE);
     d.mask.bias = NULL;
     d.mask.bias_stride[0] = 0;
     d.mask.keep = keep;
     d.mask.keep_stride[0] = PTRDIFF_MAX;
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_OUT_OF_RANGE);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_ERR_OUT_OF_RANGE);
     ck_assert(peak_test_bytes_equal(y, before, sizeof y));
 }
 END_TEST
@@ -273,9 +276,9 @@ START_TEST(mask_index_limit_is_inclusive)
     d.x_stride[2] = d.y_stride[2] = 8;
     d.mask.causal = 1;
     d.mask.q_offset = (size_t)1 << 40;
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_OK);
     d.mask.q_offset = ((size_t)1 << 40) + 1;
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_ERR_OUT_OF_RANGE);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_ERR_OUT_OF_RANGE);
 }
 END_TEST
 

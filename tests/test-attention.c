@@ -244,11 +244,11 @@ static peak_status att_call(peak_tester_problem *p)
 {
     const att_problem *a = p->user;
     if (!a->own_workspace)
-        return peak_attention(a->o, a->q, a->k, a->v, &a->d, NULL, 0);
+        return peak_attention(a->o, a->q, a->k, a->v, &a->d, NULL, 0, NULL);
     size_t bytes = 0;
-    ck_assert_int_eq(peak_attention_workspace_size(&a->d, &bytes), PEAK_OK);
+    ck_assert_int_eq(peak_attention_workspace_size(&a->d, NULL, &bytes), PEAK_OK);
     void *ws = bytes ? aligned_alloc(64, (bytes + 63) & ~(size_t)63) : NULL;
-    const peak_status s = peak_attention(a->o, a->q, a->k, a->v, &a->d, ws, bytes);
+    const peak_status s = peak_attention(a->o, a->q, a->k, a->v, &a->d, ws, bytes, NULL);
     free(ws);
     return s;
 }
@@ -772,7 +772,7 @@ static void decode_step(const peak_tester_problem *full, size_t t, size_t n_rows
     float *o = peak_test_alloc(n_rows * d.heads * d.head_dim, 0);
     d.o_stride[0] = (ptrdiff_t)(n_rows * d.heads * d.head_dim);
     const float *q = cat(in.q, d.q_stride, 0, t, 0);
-    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_OK);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0, NULL), PEAK_OK);
     expect_rows_match(full, o, d.o_stride, t, n_rows, t, align);
     peak_test_free(o);
     peak_test_free(v);
@@ -1088,13 +1088,13 @@ START_TEST(workspace_caller_or_library)
     /* the same call on the same tier with a caller's workspace: the same bits */
     peak_tester_same_bits(&attention, &p, peak_test_isa);
     size_t bytes = 0;
-    ck_assert_int_eq(peak_attention_workspace_size(&a->d, &bytes), PEAK_OK);
+    ck_assert_int_eq(peak_attention_workspace_size(&a->d, NULL, &bytes), PEAK_OK);
     if (bytes > 0) {
         void *ws = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
         peak_tester_snapshot(&p);
-        peak_tester_expect_rejected(&p, "workspace 1 byte short",
-                                    peak_attention(a->o, a->q, a->k, a->v, &a->d, ws, bytes - 1),
-                                    PEAK_ERR_WORKSPACE);
+        peak_tester_expect_rejected(
+            &p, "workspace 1 byte short",
+            peak_attention(a->o, a->q, a->k, a->v, &a->d, ws, bytes - 1, NULL), PEAK_ERR_WORKSPACE);
         free(ws);
     }
     peak_tester_free(&attention, &p);
@@ -1132,7 +1132,7 @@ START_TEST(workspace_must_not_overlap)
     memcpy(d.v_stride, ks, sizeof ks);
     memcpy(d.lse_stride, ls, sizeof ls);
     size_t need = 0;
-    ck_assert_int_eq(peak_attention_workspace_size(&d, &need), PEAK_OK);
+    ck_assert_int_eq(peak_attention_workspace_size(&d, NULL, &need), PEAK_OK);
     ck_assert(need > 0);
     const size_t up = (need + 63) & ~(size_t)63;
     /* byte offsets in the arena: room for a workspace before the tensors */
@@ -1156,9 +1156,9 @@ START_TEST(workspace_must_not_overlap)
     memcpy(arena + at[5], &key_len, sizeof key_len);
     d.mask.key_len = (const int32_t *)(arena + at[5]);
 
-    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0), PEAK_OK);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, NULL, 0, NULL), PEAK_OK);
     float *o_ref = copy_of(o, nq), *lse_ref = copy_of(d.lse, nl);
-    ck_assert_int_eq(peak_attention(o, q, k, v, &d, arena + at[NT], need), PEAK_OK);
+    ck_assert_int_eq(peak_attention(o, q, k, v, &d, arena + at[NT], need, NULL), PEAK_OK);
     CHECK(peak_test_bytes_equal(o, o_ref, nq * 4) && peak_test_bytes_equal(d.lse, lse_ref, nl * 4),
           "%s: a workspace after the tensors changed the result", peak_isa_name(peak_test_isa));
 
@@ -1169,7 +1169,7 @@ START_TEST(workspace_must_not_overlap)
             peak_test_fill_canary(o, nq);
             peak_test_fill_canary(d.lse, nl);
             memcpy(before, arena, total);
-            const peak_status got = peak_attention(o, q, k, v, &d, arena + start, need);
+            const peak_status got = peak_attention(o, q, k, v, &d, arena + start, need, NULL);
             CHECK(got == PEAK_ERR_INVALID_ARG, "%s: workspace %s tensor %d: status %d",
                   peak_isa_name(peak_test_isa), tail ? "ending in" : "starting at", t, (int)got);
             CHECK(peak_test_bytes_equal(arena, before, total), "%s: workspace over tensor %d: "
@@ -1189,7 +1189,7 @@ static void expect_rejected(peak_tester_problem *p, const char *what, peak_statu
                             const peak_attention_desc *d)
 {
     peak_tester_snapshot(p);
-    peak_tester_expect_rejected(p, what, peak_attention(o, q, k, v, d, NULL, 0), want);
+    peak_tester_expect_rejected(p, what, peak_attention(o, q, k, v, d, NULL, 0, NULL), want);
 }
 
 static void reject_desc(peak_tester_problem *p, const char *what, peak_status want,

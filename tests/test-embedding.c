@@ -97,7 +97,7 @@ static peak_status pe_add_call(peak_tester_problem *p)
 {
     const pe_add_problem *a = p->user;
     return peak_pe_add(a->x, a->batch_stride, a->ld, a->o.batch, p->c.rows, p->c.n, a->o.pos0,
-                       a->pe, a->pe_rows, a->pe ? NULL : fly_params(p->c.variant));
+                       a->pe, a->pe_rows, a->pe ? NULL : fly_params(p->c.variant), NULL);
 }
 
 /* Row r of x is sequence position r % seq ([B, S, D]) or r / batch. */
@@ -198,7 +198,7 @@ static void pa_reject(peak_tester_problem *p, const char *what, peak_status want
 {
     peak_tester_snapshot(p);
     const peak_status got = peak_pe_add(c.x, c.batch_stride, c.ld, c.batch, c.seq, c.d, c.pos0,
-                                        c.pe, c.pe_rows, c.params);
+                                        c.pe, c.pe_rows, c.params, NULL);
     peak_tester_expect_rejected(p, what, got, want);
 }
 
@@ -321,7 +321,7 @@ static int embed_setup(peak_tester_problem *p)
 static peak_status embed_call(peak_tester_problem *p)
 {
     embed_problem *e = p->user;
-    return peak_embed_pe(e->out, e->ld_out, e->ids, p->c.rows, &e->d);
+    return peak_embed_pe(e->out, e->ld_out, e->ids, p->c.rows, &e->d, NULL);
 }
 
 /* peak.h's pos(t), written out; -1 for a fairseq pad token. */
@@ -544,13 +544,13 @@ START_TEST(embed_kv_cache_decode)
         e->d.pos0 = 25;
     }
     const size_t n = 70, d = e->d.d_model;
-    ck_assert_int_eq(peak_embed_pe(e->out, e->ld_out, e->ids, n, &e->d), PEAK_OK);
+    ck_assert_int_eq(peak_embed_pe(e->out, e->ld_out, e->ids, n, &e->d, NULL), PEAK_OK);
     float *one = peak_test_alloc(d, 3);
     size_t non_pad = 0;
     for (size_t t = 0; t < n; t++) {
         peak_embed_desc step = e->d;
         step.pos0 = e->d.padding_idx >= 0 ? non_pad : e->d.pos0 + t;
-        ck_assert_int_eq(peak_embed_pe(one, (ptrdiff_t)d, &e->ids[t], 1, &step), PEAK_OK);
+        ck_assert_int_eq(peak_embed_pe(one, (ptrdiff_t)d, &e->ids[t], 1, &step, NULL), PEAK_OK);
         CHECK(peak_test_bytes_equal(one, e->out + t * (size_t)e->ld_out, d * sizeof(float)),
               "%s D%zu: decode step %zu differs from the one-shot row",
               peak_isa_name(peak_test_isa), d, t);
@@ -568,7 +568,7 @@ static void embed_reject(peak_tester_problem *p, const char *what, peak_status w
                          ptrdiff_t ld_out, const int32_t *ids, size_t n, const peak_embed_desc *d)
 {
     peak_tester_snapshot(p);
-    const peak_status got = peak_embed_pe(out, ld_out, ids, n, d);
+    const peak_status got = peak_embed_pe(out, ld_out, ids, n, d, NULL);
     peak_tester_expect_rejected(p, what, got, want);
 }
 

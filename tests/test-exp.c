@@ -49,7 +49,7 @@ static float *pattern_range(uint32_t lo, uint32_t hi, uint32_t step, size_t *n)
    the tier's table row. */
 static void run_exp(float *y, const float *x, size_t n)
 {
-    ck_assert_int_eq(peak_exp(y, x, n), PEAK_OK);
+    ck_assert_int_eq(peak_exp(y, x, n, NULL), PEAK_OK);
 }
 
 static void run_exp2(float *y, const float *x, size_t n)
@@ -189,7 +189,7 @@ static int exp_setup(peak_tester_problem *p)
 static peak_status exp_call(peak_tester_problem *p)
 {
     const exp_problem *e = p->user;
-    return peak_exp(e->y, e->x, p->c.n);
+    return peak_exp(e->y, e->x, p->c.n, NULL);
 }
 
 static void exp_oracle_row(const peak_tester_problem *p, size_t buf, size_t row, double *ref)
@@ -263,10 +263,10 @@ START_TEST(exp_invalid_arguments)
     float *const ptr[4] = {NULL, y, x, x + 1};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         peak_tester_snapshot(&p);
-        const peak_status got = peak_exp(ptr[bad[k].y], ptr[bad[k].x], bad[k].n);
+        const peak_status got = peak_exp(ptr[bad[k].y], ptr[bad[k].x], bad[k].n, NULL);
         peak_tester_expect_rejected(&p, bad[k].what, got, bad[k].want);
     }
-    ck_assert_int_eq(peak_exp(y + 4, x, 4), PEAK_OK); /* adjacent, not overlapping */
+    ck_assert_int_eq(peak_exp(y + 4, x, 4, NULL), PEAK_OK); /* adjacent, not overlapping */
     peak_tester_free(&exp_family, &p);
 }
 END_TEST

@@ -108,7 +108,7 @@ static void check_exact_rows(peak_pe_layout layout, double base, size_t d, const
     long double *w = oracle_freqs(d, layout, base);
     float *row = peak_test_alloc(d, 0);
     for (size_t k = 0; k < n_single; k++) {
-        ck_assert_int_eq(peak_pe_table(row, 1, d, pos[k], &prm), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(row, 1, d, pos[k], &prm, NULL), PEAK_OK);
         double e = row_error(row, w, pos[k], d, layout);
         CHECK(e <= EXACT_BOUND, "%s %s base %g d=%zu p=%zu: error %.3g > 2^-23", TIER,
               layout_names[layout], base, d, pos[k], e);
@@ -118,7 +118,7 @@ static void check_exact_rows(peak_pe_layout layout, double base, size_t d, const
     peak_test_free(row);
     if (block_n) {
         float *t = peak_test_alloc(block_n * d, 0);
-        ck_assert_int_eq(peak_pe_table(t, block_n, d, block0, &prm), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(t, block_n, d, block0, &prm, NULL), PEAK_OK);
         for (size_t r = 0; r < block_n; r++) {
             double e = row_error(t + r * d, w, block0 + r, d, layout);
             CHECK(e <= EXACT_BOUND, "%s %s base %g d=%zu p=%zu (block): error %.3g", TIER,
@@ -325,7 +325,7 @@ static peak_status pe_call(peak_tester_problem *p)
     const pe_problem *e = p->user;
     const peak_tester_case *c = &p->c;
     if (!c->gap)
-        return peak_pe_table(e->out, c->rows, c->n, e->o.pos0, &e->prm);
+        return peak_pe_table(e->out, c->rows, c->n, e->o.pos0, &e->prm, NULL);
     peak_kernels_for(peak_isa_active())
         ->pe_table(e->out, (ptrdiff_t)(c->n + c->gap), c->rows, c->n, e->o.pos0, &e->prm);
     return PEAK_OK;
@@ -514,10 +514,10 @@ START_TEST(rows_independent_of_pos0_and_n_pos)
         float *row = peak_test_alloc(d, 0);
         float *cols = peak_test_alloc(d, 0);
         for (size_t s = 0; s < 3; s++) {
-            ck_assert_int_eq(peak_pe_table(table, n, d, starts[s], &prm), PEAK_OK);
+            ck_assert_int_eq(peak_pe_table(table, n, d, starts[s], &prm, NULL), PEAK_OK);
             for (size_t r = 0; r < n; r++) {
                 size_t p = starts[s] + r;
-                ck_assert_int_eq(peak_pe_table(row, 1, d, p, &prm), PEAK_OK);
+                ck_assert_int_eq(peak_pe_table(row, 1, d, p, &prm, NULL), PEAK_OK);
                 CHECK(peak_test_bytes_equal(row, table + r * d, d * sizeof(float)),
                       "%s %s %s d %zu: row %zu alone differs from the table starting at %zu",
                       TIER, layout_names[_i / 2], mode_names[_i % 2], d, p, starts[s]);
@@ -553,7 +553,7 @@ START_TEST(no_nan_and_odd_widths_d_1_to_70)
         for (size_t d = 1; d <= 70; d++) {
             float *row = peak_test_alloc(d, 0);
             for (size_t k = 0; k < 4; k++) {
-                ck_assert_int_eq(peak_pe_table(row, 1, d, pos[k], &prm), PEAK_OK);
+                ck_assert_int_eq(peak_pe_table(row, 1, d, pos[k], &prm, NULL), PEAK_OK);
                 for (size_t c = 0; c < d; c++)
                     CHECK(!isnan(row[c]) && fabsf(row[c]) <= 1.0f,
                           "%s %s %s d %zu p %zu col %zu: %g", TIER, layout_names[lm / 2],
@@ -648,7 +648,7 @@ START_TEST(torch_f32_matches_pytorch)
     float *row = peak_test_alloc(d, 0);
     int64_t worst = 0;
     for (size_t r = 0; r < n_rows; r++) {
-        ck_assert_int_eq(peak_pe_table(row, 1, d, pos[r], &prm), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(row, 1, d, pos[r], &prm, NULL), PEAK_OK);
         for (size_t c = 0; c < d; c++) {
             int64_t u = peak_test_ulp_diff(row[c], ref[r * d + c]);
             CHECK(u <= TORCH_ULP_BOUND, "%s %s p %zu col %zu: %.9g, torch %.9g (%lld ULP)", TIER,
@@ -660,7 +660,7 @@ START_TEST(torch_f32_matches_pytorch)
     /* Rows 0..9 once more as one block. */
     if (!tf->far) {
         float *block = peak_test_alloc(10 * d, 0);
-        ck_assert_int_eq(peak_pe_table(block, 10, d, 0, &prm), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(block, 10, d, 0, &prm, NULL), PEAK_OK);
         for (size_t e = 0; e < 10 * d; e++)
             CHECK(peak_test_ulp_diff(block[e], ref[e]) <= TORCH_ULP_BOUND,
                   "%s %s block row %zu col %zu", TIER, tf->name, e / d, e % d);
@@ -682,10 +682,10 @@ START_TEST(exact_beats_torch_f32_at_5000)
     float *row = peak_test_alloc(d, 0);
     for (size_t k = 0; k < 2; k++) {
         peak_pe_params prm = make_params(PEAK_PE_INTERLEAVED, PEAK_PE_EXACT, 10000.0);
-        ck_assert_int_eq(peak_pe_table(row, 1, d, ps[k], &prm), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(row, 1, d, ps[k], &prm, NULL), PEAK_OK);
         double exact_err = row_error(row, w, ps[k], d, PEAK_PE_INTERLEAVED);
         prm.mode = PEAK_PE_TORCH_F32;
-        ck_assert_int_eq(peak_pe_table(row, 1, d, ps[k], &prm), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(row, 1, d, ps[k], &prm, NULL), PEAK_OK);
         double torch_err = row_error(row, w, ps[k], d, PEAK_PE_INTERLEAVED);
         printf("%s p=%zu: max error EXACT %.3g, TORCH_F32 %.3g\n", TIER, ps[k], exact_err,
                torch_err);
@@ -710,7 +710,7 @@ static void expect_rejected(const char *what, peak_status want, size_t n_pos, si
     ck_assert(peak_tester_setup(&pe_family, &c, &p));
     const pe_problem *e = p.user;
     peak_tester_snapshot(&p);
-    const peak_status got = peak_pe_table(use_buf ? e->out : NULL, n_pos, d, pos0, prm);
+    const peak_status got = peak_pe_table(use_buf ? e->out : NULL, n_pos, d, pos0, prm, NULL);
     peak_tester_expect_rejected(&p, what, got, want);
     peak_tester_free(&pe_family, &p);
 }
@@ -752,8 +752,8 @@ START_TEST(invalid_arguments)
     pe_case(1, 4, top - 1, 10000.0, 0, 0, 0, 0);
     pe_case(2, 4, top - 2, 10000.0, 0, 0, 0, 0);
     float *dflt = peak_test_alloc(64, 0), *buf = peak_test_alloc(64, 0);
-    ck_assert_int_eq(peak_pe_table(dflt, 4, 16, 77, NULL), PEAK_OK);
-    ck_assert_int_eq(peak_pe_table(buf, 4, 16, 77, &ok), PEAK_OK);
+    ck_assert_int_eq(peak_pe_table(dflt, 4, 16, 77, NULL, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_pe_table(buf, 4, 16, 77, &ok, NULL), PEAK_OK);
     CHECK(peak_test_bytes_equal(buf, dflt, 64 * sizeof(float)),
           "%s: NULL params differ from PEAK_PE_PARAMS_DEFAULT", TIER);
     peak_test_free(dflt);

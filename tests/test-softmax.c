@@ -182,7 +182,7 @@ static int sm_setup(peak_tester_problem *p)
 static peak_status sm_call(peak_tester_problem *p)
 {
     const sm_problem *s = p->user;
-    return peak_softmax(s->y, s->x, &s->d);
+    return peak_softmax(s->y, s->x, &s->d, NULL);
 }
 
 static void sm_teardown(peak_tester_problem *p)
@@ -872,7 +872,7 @@ START_TEST(underflowing_terms_are_zero_on_every_tier)
     peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
     d.batch = d.heads = d.q_len = 1, d.k_len = 4;
     d.x_stride[2] = d.y_stride[2] = 4;
-    ck_assert_int_eq(peak_softmax(y, x, &d), PEAK_OK);
+    ck_assert_int_eq(peak_softmax(y, x, &d, NULL), PEAK_OK);
     ck_assert(y[1] == 0.0f && !signbit(y[1]));
     ck_assert(y[2] == 0.0f && !signbit(y[2]));
     /* e^-87 = 1.65e-38 is a normal float: kept, and as accurate as any
@@ -897,7 +897,7 @@ static bool softmax_row_under_daz(float *y, const float *x, size_t n, size_t ld,
     unsigned csr;
     if (!peak_test_ftz_on(&csr))
         return false;
-    peak_status s = peak_softmax(y, x, &d);
+    peak_status s = peak_softmax(y, x, &d, NULL);
     peak_test_ftz_restore(csr);
     ck_assert_int_eq(s, PEAK_OK);
     return true;
@@ -1103,7 +1103,7 @@ START_TEST(decode_rows_match_full_causal)
             d.mask.align = (peak_align)align;
             d.mask.q_offset = align ? 0 : t;
             float *y = peak_test_alloc(d.k_len, 0);
-            ck_assert_int_eq(peak_softmax(y, &X_AT(s, t, 0), &d), PEAK_OK);
+            ck_assert_int_eq(peak_softmax(y, &X_AT(s, t, 0), &d, NULL), PEAK_OK);
             for (size_t j = 0; j < d.k_len; j++) {
                 const float want = Y_AT(s, t, j);
                 CHECK(want < FLT_MIN ? fabsf(y[j] - want) <= FLT_MIN
@@ -1126,7 +1126,7 @@ static void expect_rejected(peak_tester_problem *p, const char *what, const peak
                             float *y, const float *x, peak_status want)
 {
     peak_tester_snapshot(p);
-    peak_tester_expect_rejected(p, what, peak_softmax(y, x, d), want);
+    peak_tester_expect_rejected(p, what, peak_softmax(y, x, d, NULL), want);
 }
 
 START_TEST(invalid_arguments)

@@ -57,7 +57,7 @@ static peak_status embed(size_t seq_len)
     peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
     d.table = table, d.vocab = 4, d.ld_table = D, d.d_model = D, d.scale = 1.5f;
     d.seq_len = seq_len;
-    return peak_embed_pe(out, D, ids, N_TOK, &d);
+    return peak_embed_pe(out, D, ids, N_TOK, &d, NULL);
 }
 
 static peak_status softmax(void)
@@ -66,7 +66,7 @@ static peak_status softmax(void)
     d.batch = d.heads = 1, d.q_len = SM_ROWS, d.k_len = SM_KEYS;
     for (int i = 0; i < 3; i++)
         d.x_stride[i] = d.y_stride[i] = i == 2 ? SM_KEYS : (ptrdiff_t)SM_ROWS * SM_KEYS;
-    return peak_softmax(scores, scores, &d);
+    return peak_softmax(scores, scores, &d, NULL);
 }
 
 /* q_len AT_L: the tiled path; 1: the row path (decode). */
@@ -77,7 +77,7 @@ static peak_status attention(size_t q_len)
     const ptrdiff_t st[3] = {AT_H * AT_L * 64, AT_H * 64, 64};
     for (int i = 0; i < 3; i++)
         d.q_stride[i] = d.k_stride[i] = d.v_stride[i] = d.o_stride[i] = st[i];
-    return peak_attention(o, q, k, v, &d, NULL, 0);
+    return peak_attention(o, q, k, v, &d, NULL, 0, NULL);
 }
 
 static void *run(void *arg)
@@ -85,10 +85,10 @@ static void *run(void *arg)
     peak_status s = PEAK_OK;
     switch (*(const call *)arg) {
     case NONE: break;
-    case PE_TABLE: s = peak_pe_table(pe_rows, 64, D, 0, NULL); break;
+    case PE_TABLE: s = peak_pe_table(pe_rows, 64, D, 0, NULL, NULL); break;
     case EMBED_PER_TOKEN: s = embed(0); break;
     case EMBED_BATCH: s = embed(50); break;
-    case PE_ADD: s = peak_pe_add(x_add, 2 * D, D, 2, 2, D, 0, NULL, 0, NULL); break;
+    case PE_ADD: s = peak_pe_add(x_add, 2 * D, D, 2, 2, D, 0, NULL, 0, NULL, NULL); break;
     case SOFTMAX: s = softmax(); break;
     case ATTENTION: s = attention(AT_L); break;
     case ATTENTION_DECODE: s = attention(1); break;

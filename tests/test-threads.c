@@ -162,41 +162,43 @@ static int run_api(const inputs *in, outputs *out, size_t first)
     for (size_t step = 0; step < 8; step++) {
         switch ((first + step) % 8) {
         case 0:
-            bad |= peak_pe_table(out->pe, PE_POS, D, in->pos0, &in->prm) != PEAK_OK;
+            bad |= peak_pe_table(out->pe, PE_POS, D, in->pos0, &in->prm, NULL) != PEAK_OK;
             break;
         case 1:
             memcpy(out->pe_add, in->x_pe_add, sizeof out->pe_add);
             bad |= peak_pe_add(out->pe_add, PA_S * D, D, PA_B, PA_S, D, in->pos0, NULL, 0,
-                               &in->prm) != PEAK_OK;
+                               &in->prm, NULL) != PEAK_OK;
             break;
         case 2: {
             peak_embed_desc d = embed_desc(in);
-            bad |= peak_embed_pe(out->embed, D, in->ids, EM_T, &d) != PEAK_OK;
+            bad |= peak_embed_pe(out->embed, D, in->ids, EM_T, &d, NULL) != PEAK_OK;
             break;
         }
         case 3: {
             peak_softmax_desc d = softmax_desc(in);
-            bad |= peak_softmax(out->softmax, in->scores, &d) != PEAK_OK;
+            bad |= peak_softmax(out->softmax, in->scores, &d, NULL) != PEAK_OK;
             break;
         }
         case 4:
-            bad |= peak_exp(out->exp, in->ex, EX_N) != PEAK_OK;
+            bad |= peak_exp(out->exp, in->ex, EX_N, NULL) != PEAK_OK;
             break;
         case 5: {
             /* once with the library's own workspace, once with ours */
             peak_attention_desc d = attention_desc(out->lse);
             size_t bytes = 0;
-            bad |= peak_attention(out->attention, in->q, in->k, in->v, &d, NULL, 0) != PEAK_OK;
-            bad |= peak_attention_workspace_size(&d, &bytes) != PEAK_OK;
+            bad |= peak_attention(out->attention, in->q, in->k, in->v, &d, NULL, 0, NULL) !=
+                   PEAK_OK;
+            bad |= peak_attention_workspace_size(&d, NULL, &bytes) != PEAK_OK;
             void *ws = workspace(bytes);
-            bad |= peak_attention(out->attention, in->q, in->k, in->v, &d, ws, bytes) != PEAK_OK;
+            bad |= peak_attention(out->attention, in->q, in->k, in->v, &d, ws, bytes, NULL) !=
+                   PEAK_OK;
             free(ws);
             break;
         }
         case 6:
             bad |= peak_add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D,
                                       in->layernorm_x, LN_D, in->layernorm_r, LN_D, in->gamma,
-                                      in->beta, LN_R, LN_D, 1e-5f) != PEAK_OK;
+                                      in->beta, LN_R, LN_D, 1e-5f, NULL) != PEAK_OK;
             break;
         case 7:
             /* the dispatch queries, which also initialise on first use */

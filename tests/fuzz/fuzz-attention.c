@@ -329,7 +329,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t need = 0;
         void *ws = NULL;
         size_t ws_bytes = 0;
-        if (ws_mode && peak_attention_workspace_size(&d, &need) == PEAK_OK) {
+        if (ws_mode && peak_attention_workspace_size(&d, NULL, &need) == PEAK_OK) {
             ws_bytes = need + (ws_mode == 2 ? 64 + fz_upto(&in, 4096) : 0);
             if (ws_short && need)
                 ws_bytes = need - 1 - (need > 1 ? fz_upto(&in, need - 2) : 0);
@@ -338,7 +338,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         void *ws_arg = ws ? (char *)ws + ws_misalign : NULL;
         unsigned csr = fz_ftz_set(ftz);
-        peak_status s = peak_attention(co, cq, ck, cv, null_desc ? NULL : &c, ws_arg, ws_bytes);
+        peak_status s =
+            peak_attention(co, cq, ck, cv, null_desc ? NULL : &c, ws_arg, ws_bytes, NULL);
         fz_ftz_restore(csr);
         free(ws);
         fz_expect_status(t, s, ws_short && !need && ws_mode ? PEAK_OK : want);

@@ -122,7 +122,7 @@ static void fuzz_pe_add(fz_in *in)
         unsigned csr = fz_ftz_set(ftz);
         peak_status s = peak_pe_add(null_x ? NULL : x, c_bs, c_ld, c_batch, c_seq, c_d, c_pos0,
                                     x_is_pe ? x : pe, c_rows,
-                                    null_params && !(bad >= 192) ? NULL : &c_prm);
+                                    null_params && !(bad >= 192) ? NULL : &c_prm, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
         if (pe)
@@ -323,7 +323,7 @@ static void fuzz_embed_pe(fz_in *in)
         memcpy(out, out0, nout * sizeof *out);
         unsigned csr = fz_ftz_set(ftz);
         peak_status s = peak_embed_pe(null_out ? NULL : dst, c_ld_out, null_ids ? NULL : ids,
-                                      c_n, null_desc ? NULL : &c);
+                                      c_n, null_desc ? NULL : &c, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
         fz_expect_unchanged(t, "table", tab, tab0, ntab);

@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (y != x && !shift)
             memcpy(y, y_before, n * sizeof *y);
         unsigned csr = fz_ftz_set(ftz);
-        peak_status s = peak_exp(null_y ? NULL : y, null_x ? NULL : x, call_n);
+        peak_status s = peak_exp(null_y ? NULL : y, null_x ? NULL : x, call_n, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
         if (s != PEAK_OK) {

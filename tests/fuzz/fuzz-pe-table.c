@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_canary(out, n);
         unsigned csr = fz_ftz_set(ftz);
         peak_status s = peak_pe_table(null_out ? NULL : out, call_n, call_d, call_pos0,
-                                      null_params && !corrupt ? NULL : &call_prm);
+                                      null_params && !corrupt ? NULL : &call_prm, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
         if (s != PEAK_OK) {

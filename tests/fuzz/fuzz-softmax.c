@@ -204,7 +204,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(y, y0, ny * sizeof *y);
         unsigned csr = fz_ftz_set(ftz);
         peak_status s = peak_softmax(null_y ? NULL : alias_xy ? x : y, null_x ? NULL : x,
-                                     null_d ? NULL : &c);
+                                     null_d ? NULL : &c, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
         if (fm.bias)

@@ -4,10 +4,13 @@
  * builds and runs it; see that script for the whole procedure).
  *
  * Both libraries are shared objects loaded with dlopen(RTLD_LOCAL |
- * RTLD_DEEPBIND), each with its own dispatch state; their 16 public
- * functions (peak.map) are resolved with dlsym.  shim.h renames the public
- * functions to the chk_ wrappers below in the fuzz harnesses and unit tests
- * of the reference revision, which are linked into this program unchanged:
+ * RTLD_DEEPBIND), each with its own dispatch state; their 16 compared
+ * public functions (peak.map) are resolved with dlsym (the thread-pool
+ * functions are not compared: a wrapper passes the caller's pool, NULL or
+ * not, to both libraries, whose bytes do not depend on it).  shim.h
+ * renames the public functions to the chk_ wrappers below in the fuzz
+ * harnesses and unit tests of the reference revision, which are linked
+ * into this program unchanged:
  * they decode the corpus files and build the test shapes exactly as their
  * own replayers and test programs do.  For every public call a wrapper
  *   1. works out the call's output extents from its arguments (the first to
@@ -426,7 +429,7 @@ static void desc_mask(call *c, const peak_mask *m)
 /* ---- the wrappers: the public API as the harnesses and tests see it ----------- */
 
 peak_status peak_pe_table(float *o, size_t n_pos, size_t d_model, size_t pos0,
-                          const peak_pe_params *params)
+                          const peak_pe_params *params, const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_PE_TABLE, "peak_pe_table");
@@ -436,16 +439,17 @@ peak_status peak_pe_table(float *o, size_t n_pos, size_t d_model, size_t pos0,
     desc_pe_params(&c, params);
     desc(&c, "%s", ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
-    peak_status sc = C.pe_table(o, n_pos, d_model, pos0, params);
+    peak_status sc = C.pe_table(o, n_pos, d_model, pos0, params, pool);
     swap_in(&c, sc);
-    peak_status sr = R.pe_table(o, n_pos, d_model, pos0, params);
+    peak_status sr = R.pe_table(o, n_pos, d_model, pos0, params, pool);
     finish(&c, sr, sc);
     return sr;
 }
 
 peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
                         size_t seq_len, size_t d_model, size_t pos0, const float *pe,
-                        size_t pe_rows, const peak_pe_params *params)
+                        size_t pe_rows, const peak_pe_params *params,
+                        const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_EMBED, "peak_pe_add");
@@ -460,16 +464,16 @@ peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t
     desc(&c, "%s", ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
     peak_status sc = C.pe_add(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, pe_rows,
-                              params);
+                              params, pool);
     swap_in(&c, sc);
     peak_status sr = R.pe_add(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, pe_rows,
-                              params);
+                              params, pool);
     finish(&c, sr, sc);
     return sr;
 }
 
 peak_status peak_embed_pe(float *o, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
-                          const peak_embed_desc *d)
+                          const peak_embed_desc *d, const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_EMBED, "peak_embed_pe");
@@ -488,14 +492,15 @@ peak_status peak_embed_pe(float *o, ptrdiff_t ld_out, const int32_t *ids, size_t
     }
     desc(&c, "%s", ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
-    peak_status sc = C.embed_pe(o, ld_out, ids, n_tokens, d);
+    peak_status sc = C.embed_pe(o, ld_out, ids, n_tokens, d, pool);
     swap_in(&c, sc);
-    peak_status sr = R.embed_pe(o, ld_out, ids, n_tokens, d);
+    peak_status sr = R.embed_pe(o, ld_out, ids, n_tokens, d, pool);
     finish(&c, sr, sc);
     return sr;
 }
 
-peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *d)
+peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *d,
+                         const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_SOFTMAX, "peak_softmax");
@@ -515,14 +520,14 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *d)
     }
     desc(&c, "%s", ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
-    peak_status sc = C.softmax(y, x, d);
+    peak_status sc = C.softmax(y, x, d, pool);
     swap_in(&c, sc);
-    peak_status sr = R.softmax(y, x, d);
+    peak_status sr = R.softmax(y, x, d, pool);
     finish(&c, sr, sc);
     return sr;
 }
 
-peak_status peak_exp(float *y, const float *x, size_t n)
+peak_status peak_exp(float *y, const float *x, size_t n, const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_EXP, "peak_exp");
@@ -530,9 +535,9 @@ peak_status peak_exp(float *y, const float *x, size_t n)
     desc(&c, "y %s, x %s, n %zu%s", y ? (y == x ? "== x (in place)" : "set") : "NULL",
          x ? "set" : "NULL", n, ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
-    peak_status sc = C.exp(y, x, n);
+    peak_status sc = C.exp(y, x, n, pool);
     swap_in(&c, sc);
-    peak_status sr = R.exp(y, x, n);
+    peak_status sr = R.exp(y, x, n, pool);
     finish(&c, sr, sc);
     return sr;
 }
@@ -550,7 +555,8 @@ static void desc_attn(call *c, const ci_attn_desc *d)
          d->lse_stride[1], d->lse_stride[2]);
 }
 
-peak_status peak_attention_workspace_size(const ci_attn_desc *d, size_t *bytes)
+peak_status peak_attention_workspace_size(const ci_attn_desc *d, const peak_threadpool *pool,
+                                          size_t *bytes)
 {
     call c;
     call_begin(&c, F_ATTN, "peak_attention_workspace_size");
@@ -560,15 +566,16 @@ peak_status peak_attention_workspace_size(const ci_attn_desc *d, size_t *bytes)
     else
         desc(&c, "desc NULL");
     snap(&c);
-    peak_status sc = C.attention_workspace_size(d, bytes);
+    peak_status sc = C.attention_workspace_size(d, pool, bytes);
     swap_in(&c, sc);
-    peak_status sr = R.attention_workspace_size(d, bytes);
+    peak_status sr = R.attention_workspace_size(d, pool, bytes);
     finish(&c, sr, sc);
     return sr;
 }
 
 peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
-                           const ci_attn_desc *d, void *workspace, size_t workspace_size)
+                           const ci_attn_desc *d, void *workspace, size_t workspace_size,
+                           const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_ATTN, "peak_attention");
@@ -587,9 +594,9 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     desc(&c, ", workspace %s (%zu bytes)%s", workspace ? "caller's" : "NULL", workspace_size,
          ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
-    peak_status sc = C.attention(o, q, k, v, d, workspace, workspace_size);
+    peak_status sc = C.attention(o, q, k, v, d, workspace, workspace_size, pool);
     swap_in(&c, sc);
-    peak_status sr = R.attention(o, q, k, v, d, workspace, workspace_size);
+    peak_status sr = R.attention(o, q, k, v, d, workspace, workspace_size, pool);
     finish(&c, sr, sc);
     return sr;
 }
@@ -597,7 +604,7 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
 peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
                                const float *gamma, const float *beta, size_t rows, size_t d_model,
-                               float eps)
+                               float eps, const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_LN, "peak_add_layernorm");
@@ -611,10 +618,10 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
          beta ? "set" : "NULL", rows, d_model, (double)eps, ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
     peak_status sc = C.add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows,
-                                     d_model, eps);
+                                     d_model, eps, pool);
     swap_in(&c, sc);
     peak_status sr = R.add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows,
-                                     d_model, eps);
+                                     d_model, eps, pool);
     finish(&c, sr, sc);
     return sr;
 }

@@ -3,9 +3,10 @@
  * check-identical driver: the fuzz harnesses, the unit-test programs and
  * driver.c itself.
  *
- * It renames each of the 16 public functions of include/peak.h (peak.map)
- * to a chk_ wrapper before peak.h is seen, so peak.h declares the wrappers
- * with the very prototypes of the public functions, and every public call
+ * It renames each of the 16 compared public functions of include/peak.h
+ * (peak.map; not the thread-pool functions) to a chk_ wrapper before
+ * peak.h is seen, so peak.h declares the wrappers with the very
+ * prototypes of the public functions, and every public call
  * a harness or test makes goes to driver.c.  The wrapper runs the
  * candidate library and the reference library (both dlopen'ed) on
  * identical copies of the call's output bytes and compares them.
