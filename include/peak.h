@@ -251,6 +251,11 @@ typedef void (*peak_task_fn)(void *arg, size_t task);
  * that the caller gives a pthreadpool directly must not call peak with
  * that same pthreadpool.
  *
+ * @par Stack
+ * Each task runs kernels, so each of the pool's threads needs the stack
+ * any thread calling peak needs (80 KiB: see the conventions at the top).
+ * pthreadpool's threads get the system default (8 MiB on glibc).
+ *
  * @threadsafety Several threads may make peak calls on one pool at once if
  *   the pool's `run` may be called from several threads at once (the pools
  *   below may: their calls take turns).
@@ -275,7 +280,9 @@ struct pthreadpool;
  *        pthreadpool_get_threads_count(), run is pthreadpool_parallelize_1d.
  *
  * The caller keeps owning the pthreadpool; destroy it only after the last
- * peak call that uses it.  The returned struct holds no other state and
+ * peak call that uses it.  In a library built without pthreadpool the
+ * adapter has no functions and every call on it runs on the calling
+ * thread.  The returned struct holds no other state and
  * may be copied.
  * @param pthreadpool  a pthreadpool_t (NULL: pthreadpool runs every task on
  *                     the calling thread).
@@ -292,7 +299,10 @@ PEAK_API peak_threadpool peak_threadpool_from_pthreadpool(struct pthreadpool *pt
  *                   peak_threadpool_destroy().
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for a NULL pool; PEAK_ERR_NO_MEMORY when
- *   the threads or the pool's memory cannot be had (*pool is then NULL).
+ *   the threads or the pool's memory cannot be had; PEAK_ERR_UNSUPPORTED
+ *   when the library was built without pthreadpool (-Dpthreadpool=disabled,
+ *   as the AArch64 cross build is: Debian 12 cannot install the arm64
+ *   libpthreadpool-dev beside the host's).  *pool is NULL after an error.
  * @threadsafety Safe from any thread.  Calls that share the pool take
  *   turns running on it.
  */
@@ -300,15 +310,20 @@ PEAK_API peak_status peak_threadpool_create(size_t threads, peak_threadpool **po
 
 /**
  * @brief Stops the threads of a pool made by peak_threadpool_create() and
- *        frees it.  NULL does nothing.
+ *        frees it.
+ * @param pool  a pool from peak_threadpool_create(), or NULL (nothing
+ *              happens).  Not a peak_threadpool of the caller's own or
+ *              from peak_threadpool_from_pthreadpool().
  * @threadsafety Not while a call is running on the pool.
  */
 PEAK_API void peak_threadpool_destroy(peak_threadpool *pool);
 
 /**
- * @brief The number of workers a peak call on `pool` uses at most: 1 for
- *        NULL, else pool->workers(pool->ctx) (0 is taken as 1).
- * @threadsafety Safe from any thread.
+ * @brief The number of workers a peak call on `pool` uses at most.
+ * @param pool  any pool, or NULL.
+ * @return 1 for NULL or a pool without a workers function, else
+ *         pool->workers(pool->ctx) (0 is taken as 1).
+ * @threadsafety Safe from any thread if pool->workers is.
  */
 PEAK_API size_t peak_threadpool_workers(const peak_threadpool *pool);
 

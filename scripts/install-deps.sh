@@ -19,6 +19,10 @@
 #   scripts/install-deps.sh --bench    also what bench/report.sh uses: PyTorch
 #                                      (the framework baseline) and matplotlib
 #                                      (the plots), both for /usr/bin/python3
+#   scripts/install-deps.sh --peers    also python3-venv and python3-pip, which
+#                                      scripts/peers-venv.sh makes the peers
+#                                      benchmark's venv with (PyTorch 2.x and
+#                                      ONNX Runtime from pip; never the tests)
 #   scripts/install-deps.sh --reliability
 #                                      also what CI's reliability steps use:
 #                                      valgrind (with libc6-dbg), qemu-x86_64,
@@ -44,8 +48,9 @@ libsubunit-dev libbenchmark-dev libopenblas-dev libdnnl-dev doxygen python3-nump
 libpthreadpool-dev"
 torch_pkgs="python3-torch"
 arm64_pkgs="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
-libsleef-dev:arm64 check:arm64 libpthreadpool-dev:arm64"
+libsleef-dev:arm64 check:arm64"
 bench_pkgs="python3-torch python3-matplotlib"
+peers_pkgs="python3-venv python3-pip"
 # llvm: llvm-symbolizer, which clang's sanitizer runtimes (the fuzzers) need
 # to print a failure's stack with function names and lines.
 reliability_pkgs="valgrind libc6-dbg qemu-user clang libclang-rt-14-dev llvm libtsan2 cppcheck \
@@ -58,6 +63,7 @@ for a in "$@"; do
     --arm64) arm64=yes; want="$want $arm64_pkgs" ;;
     --torch) want="$want $torch_pkgs" ;;
     --bench) want="$want $bench_pkgs" ;;
+    --peers) want="$want $peers_pkgs" ;;
     --reliability) want="$want $reliability_pkgs" ;;
     *) want="$want $a" ;;
     esac

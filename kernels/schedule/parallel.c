@@ -5,7 +5,9 @@
 #include "parallel.h"
 
 #include <fenv.h>
+#if PEAK_HAVE_PTHREADPOOL
 #include <pthreadpool.h>
+#endif
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -128,6 +130,7 @@ double peak_work_imbalance(const peak_work *w, size_t workers)
 
 /* ---- pthreadpool: the adapter and the ready-made pool ------------------- */
 
+#if PEAK_HAVE_PTHREADPOOL
 static size_t pp_workers(void *ctx)
 {
     return pthreadpool_get_threads_count((pthreadpool_t)ctx);
@@ -177,3 +180,26 @@ void peak_threadpool_destroy(peak_threadpool *pool)
     pthreadpool_destroy(p->pp);
     free(p);
 }
+#else
+/* Built without pthreadpool (-Dpthreadpool=disabled): no workers function
+   means one worker, so run is never called. */
+peak_threadpool peak_threadpool_from_pthreadpool(struct pthreadpool *pthreadpool)
+{
+    peak_threadpool p = {NULL, NULL, pthreadpool};
+    return p;
+}
+
+peak_status peak_threadpool_create(size_t threads, peak_threadpool **pool)
+{
+    (void)threads;
+    if (!pool)
+        return PEAK_ERR_INVALID_ARG;
+    *pool = NULL;
+    return PEAK_ERR_UNSUPPORTED;
+}
+
+void peak_threadpool_destroy(peak_threadpool *pool)
+{
+    (void)pool;
+}
+#endif
