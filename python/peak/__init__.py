@@ -8,16 +8,27 @@ docstring says so.  PyTorch users: see :mod:`peak.torch`.
 
 Finding the library, in this order:
 
-1. ``$PEAK_LIBRARY``: the path of ``libpeak.so.0`` (or any file name).
+1. ``$PEAK_LIBRARY``: the path of ``libpeak.so.1`` (or any file name).
 2. When this package is used from a source checkout (``python/peak``):
    the checkout's ``build/`` directory, if it holds a built library.
 3. The dynamic loader's search: ``LD_LIBRARY_PATH``, then the system's
    library path (``meson install`` puts it in ``/usr/local/lib/<triplet>``;
    run ``ldconfig`` once after installing).
 
+Threads: every kernel function takes ``threads=`` or ``pool=`` (not both).
+``threads=None`` (the default) runs the call on the calling thread alone;
+``threads=n`` runs it on a pool of n workers (the calling thread counts as
+one) that this module creates on first use, keeps for later calls with the
+same n, and destroys at exit; ``pool=`` takes a :class:`ThreadPool` you
+create and close yourself.  The output is the same, byte for byte, at any
+number of workers (peak.h, peak_threadpool).
+
 Thread safety: every kernel call releases the GIL (ctypes does) and is
-reentrant; call them from as many threads as you like.  :func:`isa_force`
-and :func:`isa_reset` are process-wide and should not race kernel calls.
+reentrant; call them from as many threads as you like, on one pool or on
+several (calls that share a pool take turns on it).  :func:`isa_force` and
+:func:`isa_reset` are process-wide and should not race kernel calls.  A
+pool's threads do not survive ``os.fork()``: in a forked child, pools
+created before the fork raise RuntimeError and ``threads=`` makes new ones.
 
 Shapes follow peak.h: sizes in elements, the innermost axis contiguous.
 Axis conventions here:
@@ -30,22 +41,24 @@ Axis conventions here:
 - masks are indexed ``[batch, heads, q_row, key]`` and broadcast NumPy-style.
 """
 
+import atexit
 import ctypes
 import operator
 import os
 import threading
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
 
-__version__ = "0.1.0"
-_SOVERSION = "0"
+__version__ = "0.2.0"
+_SOVERSION = "1"
 
 __all__ = [
     "PeakError", "InvalidArgument", "OutOfRange", "Unsupported", "WorkspaceTooSmall",
     "NoMemory", "version", "library_path", "isa_active", "isa_supported", "isa_force",
     "isa_reset", "isa_reason", "isa_names", "use_isa", "pe_table", "pe_add", "embed_pe",
-    "softmax", "attention", "add_layernorm", "exp", "MAX_POSITION",
+    "softmax", "attention", "add_layernorm", "exp", "MAX_POSITION", "ThreadPool",
 ]
 
 MAX_POSITION = 1 << 32
@@ -177,6 +190,26 @@ def _proto(name, restype, *argtypes):
 
 
 _I, _Z, _S, _P = ctypes.c_int, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p
+_version = _proto("peak_version", ctypes.c_char_p)
+
+
+def _version_tuple(v):
+    try:
+        return tuple(int(x) for x in v.split(".")[:2])
+    except ValueError:
+        return (-1, -1)
+
+
+# The same major version, and at least this package's minor one (the SONAME
+# in the file name already rules out an ABI break; PEAK_LIBRARY may not).
+_lib_version = _version().decode()
+_want = _version_tuple(__version__)
+_have = _version_tuple(_lib_version)
+if _have[0] != _want[0] or _have[1] < _want[1] or not hasattr(_lib, "peak_threadpool_create"):
+    raise ImportError(f"peak: the Python package is {__version__} (libpeak.so.{_SOVERSION}) but "
+                      f"{_lib_name} is {_lib_version}")
+del _want, _have
+
 _status_string = _proto("peak_status_string", ctypes.c_char_p, _I)
 _isa_active = _proto("peak_isa_active", _I)
 _isa_supported = _proto("peak_isa_supported", _I, _I)
@@ -184,22 +217,23 @@ _isa_force = _proto("peak_isa_force", _I, _I)
 _isa_reset = _proto("peak_isa_reset", None)
 _isa_name = _proto("peak_isa_name", ctypes.c_char_p, _I)
 _isa_reason = _proto("peak_isa_reason", ctypes.c_char_p)
-_version = _proto("peak_version", ctypes.c_char_p)
-_pe_table = _proto("peak_pe_table", _I, _P, _Z, _Z, _Z, ctypes.POINTER(_PeParams))
+# Every kernel function takes the pool (const peak_threadpool *, NULL: the
+# calling thread alone) as its last argument; the workspace size in the middle.
+_pool_create = _proto("peak_threadpool_create", _I, _Z, ctypes.POINTER(_P))
+_pool_destroy = _proto("peak_threadpool_destroy", None, _P)
+_pool_workers = _proto("peak_threadpool_workers", _Z, _P)
+_pe_table = _proto("peak_pe_table", _I, _P, _Z, _Z, _Z, ctypes.POINTER(_PeParams), _P)
 _pe_add = _proto("peak_pe_add", _I, _P, _S, _S, _Z, _Z, _Z, _Z, _P, _Z,
-                 ctypes.POINTER(_PeParams))
-_embed_pe = _proto("peak_embed_pe", _I, _P, _S, _P, _Z, ctypes.POINTER(_EmbedDesc))
-_softmax = _proto("peak_softmax", _I, _P, _P, ctypes.POINTER(_SoftmaxDesc))
-_exp = _proto("peak_exp", _I, _P, _P, _Z)
+                 ctypes.POINTER(_PeParams), _P)
+_embed_pe = _proto("peak_embed_pe", _I, _P, _S, _P, _Z, ctypes.POINTER(_EmbedDesc), _P)
+_softmax = _proto("peak_softmax", _I, _P, _P, ctypes.POINTER(_SoftmaxDesc), _P)
+_exp = _proto("peak_exp", _I, _P, _P, _Z, _P)
 _attention_ws = _proto("peak_attention_workspace_size", _I, ctypes.POINTER(_AttentionDesc),
-                  ctypes.POINTER(ctypes.c_size_t))
-_attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_AttentionDesc), _P, _Z)
+                       _P, ctypes.POINTER(ctypes.c_size_t))
+_attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_AttentionDesc), _P, _Z,
+                    _P)
 _add_layernorm = _proto("peak_add_layernorm", _I, _P, _S, _P, _S, _P, _S, _P, _S, _P, _P,
-                        _Z, _Z, ctypes.c_float)
-
-if _version().decode().split(".")[:1] != __version__.split(".")[:1]:
-    raise ImportError(f"peak: the Python package is {__version__} but {_lib_name} is "
-                      f"{_version().decode()}")
+                        _Z, _Z, ctypes.c_float, _P)
 
 
 def _check(status, what):
@@ -214,7 +248,7 @@ _ISA_NAMES = ("scalar", "avx2", "avx512", "neon")
 
 
 def version():
-    """The loaded library's version string, e.g. "0.1.0" (peak_version())."""
+    """The loaded library's version string, e.g. "0.2.0" (peak_version())."""
     return _version().decode()
 
 
@@ -279,6 +313,195 @@ def use_isa(name):
         yield
     finally:
         isa_reset()
+
+
+# ---- thread pools -------------------------------------------------------------------
+
+class _Handle:
+    """One peak_threadpool from peak_threadpool_create() and the calls
+    running on it: destroyed only once closed and no call holds it (C's
+    destroy must not race a call), never in a forked child (whose pool has
+    no threads: the pointer is leaked there, on purpose)."""
+
+    __slots__ = ("ptr", "workers", "lock", "busy", "closed", "pid", "__weakref__")
+
+    def __init__(self, threads):
+        ptr = _P()
+        _check(_pool_create(threads, ctypes.byref(ptr)), "peak_threadpool_create")
+        self.ptr = ptr.value
+        self.workers = int(_pool_workers(self.ptr))
+        self.lock = threading.Lock()
+        self.busy = 0
+        self.closed = False
+        self.pid = os.getpid()
+        _handles.add(self)
+
+    def enter(self):
+        with self.lock:
+            if self.closed:
+                raise ValueError("peak.ThreadPool: the pool is closed")
+            if self.pid != os.getpid():
+                raise RuntimeError("peak.ThreadPool: the pool was created in another process "
+                                   "(before a fork) and has no threads here; create a new one")
+            self.busy += 1
+        return self.ptr
+
+    def leave(self):
+        with self.lock:
+            self.busy -= 1
+            last = self.closed and self.busy == 0
+        if last:
+            self._destroy()
+
+    def close(self):
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            last = self.busy == 0
+        if last:
+            self._destroy()
+
+    def _destroy(self):
+        ptr, self.ptr = self.ptr, None
+        if ptr and self.pid == os.getpid():
+            _pool_destroy(ptr)
+
+
+_handles = weakref.WeakSet()
+
+
+class ThreadPool:
+    """A pool of `threads` workers for peak calls (peak_threadpool_create):
+    the calling thread counts as one, so threads - 1 threads are started;
+    0 means one worker per online CPU.
+
+    Pass it as ``pool=`` to any kernel function.  Several Python threads may
+    use one pool at once (their calls take turns on it).  ``close()`` (or
+    leaving a ``with ThreadPool(n) as pool:`` block) stops its threads; a
+    call still running on it finishes first, later calls raise ValueError.
+    A pool that is never closed is destroyed when it is garbage-collected,
+    or at exit.  Pickling or copying gives a pool of the same size."""
+
+    def __init__(self, threads=0):
+        threads = _cint("threads", threads)
+        self._handle = _Handle(threads)
+        self._finalizer = weakref.finalize(self, _Handle.close, self._handle)
+
+    @property
+    def threads(self):
+        """The number of workers (peak_threadpool_workers), the caller included."""
+        return self._handle.workers
+
+    @property
+    def closed(self):
+        return self._handle.closed
+
+    def close(self):
+        """Stops the pool's threads (after any call running on it); idempotent."""
+        self._finalizer()
+
+    def __enter__(self):
+        if self._handle.closed:
+            raise ValueError("peak.ThreadPool: the pool is closed")
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self._handle.closed else f"threads={self._handle.workers}"
+        return f"<peak.ThreadPool {state}>"
+
+    def __reduce__(self):
+        return (ThreadPool, (self._handle.workers,))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+_pools = {}              # threads -> _Handle, for threads=n
+_pools_lock = threading.Lock()
+
+
+def _shared_pool(n):
+    """The module's pool of n workers, created on first use; None (the
+    calling thread alone, the same bytes) in a library built without
+    pthreadpool, where ThreadPool() raises Unsupported."""
+    h = _pools.get(n, False)
+    if h is False or (h is not None and h.pid != os.getpid()):
+        with _pools_lock:
+            h = _pools.get(n, False)
+            if h is False or (h is not None and h.pid != os.getpid()):
+                try:
+                    h = _Handle(n)
+                except Unsupported:
+                    h = None
+                _pools[n] = h
+    return h
+
+
+@atexit.register
+def _close_shared_pools():
+    with _pools_lock:
+        handles = list(_pools.values())
+        _pools.clear()
+    for h in handles:
+        if h is not None:
+            h.close()
+
+
+def _after_fork_in_child():
+    # Locks another thread held at the fork would never be released here;
+    # the pools' threads are gone (their handles refuse calls, see enter()).
+    global _pools_lock
+    _pools_lock = threading.Lock()
+    _pools.clear()
+    for h in list(_handles):
+        h.lock = threading.Lock()
+        h.busy = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _Run:
+    """``with _Run(threads, pool) as p:`` gives the const peak_threadpool *
+    to pass (None: the calling thread alone), holding the pool for the
+    call.  Arguments are checked on construction."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, threads, pool):
+        self.handle = None
+        if pool is not None:
+            if threads is not None:
+                raise ValueError("give threads= or pool=, not both")
+            if not isinstance(pool, ThreadPool):
+                raise TypeError(f"pool: expected a peak.ThreadPool, got {type(pool).__name__}")
+            self.handle = pool._handle
+        elif threads is not None:
+            n = _cint("threads", threads)
+            if n != 1:  # 1 worker: the calling thread, no pool needed
+                self.handle = _shared_pool(n)
+
+    def __enter__(self):
+        return None if self.handle is None else self.handle.enter()
+
+    def __exit__(self, *exc):
+        if self.handle is not None:
+            self.handle.leave()
+
+
+def _workers(threads=None, pool=None):
+    """The most workers a call with these arguments runs on (peak_threadpool_workers)."""
+    r = _Run(threads, pool)
+    with r as p:
+        return int(_pool_workers(p))
 
 
 # ---- argument checks ----------------------------------------------------------------
@@ -412,14 +635,16 @@ def _set_scale(desc, scale, default):
 # ---- positional encoding ------------------------------------------------------------
 
 def pe_table(n_pos, d_model, pos0=0, *, layout="interleaved", mode="exact", base=10000.0,
-             out=None):
+             out=None, threads=None, pool=None):
     """The sinusoid table for positions pos0 .. pos0 + n_pos - 1 (peak_pe_table).
 
     Returns float32 ``[n_pos, d_model]`` (or fills `out`, C-contiguous, that
     shape).  layout: "interleaved" (the paper: sin in even columns, cos in
     odd), "split" (tensor2tensor/fairseq [sin | cos]) or "split_paper";
     mode: "exact" (within 2^-23 of the real value) or "torch_f32" (the float32
-    rounding of PyTorch's usual module)."""
+    rounding of PyTorch's usual module).  threads, pool: where the call
+    runs (see the module docstring; default: this thread alone)."""
+    run = _Run(threads, pool)
     n_pos, d_model, pos0 = _cint("n_pos", n_pos), _cint("d_model", d_model), _cint("pos0", pos0)
     params = _pe_params(layout, mode, base)
     if out is None:
@@ -431,16 +656,21 @@ def pe_table(n_pos, d_model, pos0=0, *, layout="interleaved", mode="exact", base
         _shape_is("out", out, (n_pos, d_model))
         if not out.flags.c_contiguous:
             raise ValueError("out must be C-contiguous")
-    _check(_pe_table(_ptr(out), n_pos, d_model, pos0, ctypes.byref(params)), "peak_pe_table")
+    with run as p:
+        _check(_pe_table(_ptr(out), n_pos, d_model, pos0, ctypes.byref(params), p),
+               "peak_pe_table")
     return out
 
 
-def pe_add(x, pos0=0, *, pe=None, layout="interleaved", mode="exact", base=10000.0):
+def pe_add(x, pos0=0, *, pe=None, layout="interleaved", mode="exact", base=10000.0,
+           threads=None, pool=None):
     """In place: ``x[b, s, :] += PE[pos0 + s, :]`` (peak_pe_add), the PyTorch
     module's forward().  x: float32 ``[batch, seq, d_model]`` or ``[seq,
     d_model]``.  pe: a table from pe_table(), C-contiguous ``[rows,
     d_model]`` (rows >= pos0 + seq), or None to compute PE on the fly (then
-    layout/mode/base apply).  Returns x."""
+    layout/mode/base apply).  threads, pool: where the call runs (see the
+    module docstring; default: this thread alone).  Returns x."""
+    run = _Run(threads, pool)
     _f32("x", x, (2, 3), writable=True)
     x3 = x if x.ndim == 3 else x[np.newaxis]
     batch, seq, d = x3.shape
@@ -453,13 +683,16 @@ def pe_add(x, pos0=0, *, pe=None, layout="interleaved", mode="exact", base=10000
         _no_overlap("x", x, pe=pe)
         pe_ptr, pe_rows = _ptr(pe), pe.shape[0]
     params = _pe_params(layout, mode, base)
-    _check(_pe_add(_ptr(x3), _es(x3, 0), _es(x3, 1) if seq > 1 else d, batch, seq, d,
-                   _cint("pos0", pos0), pe_ptr, pe_rows, ctypes.byref(params)), "peak_pe_add")
+    pos0 = _cint("pos0", pos0)
+    with run as p:
+        _check(_pe_add(_ptr(x3), _es(x3, 0), _es(x3, 1) if seq > 1 else d, batch, seq, d,
+                       pos0, pe_ptr, pe_rows, ctypes.byref(params), p), "peak_pe_add")
     return x
 
 
 def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_idx=None,
-             layout="interleaved", mode="exact", base=10000.0, out=None):
+             layout="interleaved", mode="exact", base=10000.0, out=None, threads=None,
+             pool=None):
     """``out[..., :] = table[ids[...], :] * scale + PE(pos, :)`` (peak_embed_pe).
 
     ids: integer array ``[batch, seq]`` (each row a sequence: token s at
@@ -471,7 +704,9 @@ def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_
     floats).  pos0, padding_idx: ints (padding_idx: fairseq's numbering, see
     peak.h).  Integers too large for their C type raise OutOfRange.
     Returns float32 ``ids.shape + (d_model,)`` (or fills `out`, whose rows
-    must be evenly spaced)."""
+    must be evenly spaced).  threads, pool: where the call runs (see the
+    module docstring; default: this thread alone)."""
+    run = _Run(threads, pool)
     ids = _ints("ids", ids, np.int32, "token id")
     if ids.ndim not in (1, 2) or ids.size == 0:
         raise ValueError(f"ids: expected a non-empty [n] or [batch, seq] array, got {ids.shape}")
@@ -507,8 +742,9 @@ def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_
     desc.pos0 = _cint("pos0", pos0)
     desc.seq_len = ids.shape[1] if ids.ndim == 2 else 0
     desc.padding_idx = -1 if padding_idx is None else _cint("padding_idx", padding_idx, "int32_t")
-    _check(_embed_pe(_ptr(out2), _es(out2, 0) if ids.size > 1 else d, _ptr(ids), ids.size,
-                     ctypes.byref(desc)), "peak_embed_pe")
+    with run as p:
+        _check(_embed_pe(_ptr(out2), _es(out2, 0) if ids.size > 1 else d, _ptr(ids), ids.size,
+                         ctypes.byref(desc), p), "peak_embed_pe")
     return out
 
 
@@ -556,7 +792,7 @@ def _mask(mask, shape, *, causal, align, q_offset, window, key_len, keep, bias, 
 # ---- softmax -------------------------------------------------------------------------
 
 def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window=0,
-            key_len=None, keep=None, bias=None, out=None):
+            key_len=None, keep=None, bias=None, out=None, threads=None, pool=None):
     """Masked softmax over the last axis (peak_softmax).
 
     x: float32 ``[batch, heads, q_len, k_len]`` (fewer axes are read as
@@ -569,7 +805,9 @@ def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window
     True = visible) and bias (float32, added; -inf masks), both
     broadcasting to x's 4-D shape.  q_offset, window: ints (OutOfRange
     beyond size_t, ValueError if negative).  out: None (new array), or an
-    array of x's shape; ``out=x`` works in place."""
+    array of x's shape; ``out=x`` works in place.  threads, pool: where
+    the call runs (see the module docstring; default: this thread alone)."""
+    run = _Run(threads, pool)
     _f32("x", x, (1, 2, 3, 4))
     x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
     if out is None:
@@ -588,7 +826,8 @@ def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window
     alive = []
     _mask(desc.mask, x4.shape, causal=causal, align=align, q_offset=q_offset, window=window,
           key_len=key_len, keep=keep, bias=bias, keep_alive=alive)
-    _check(_softmax(_ptr(y4), _ptr(x4), ctypes.byref(desc)), "peak_softmax")
+    with run as p:
+        _check(_softmax(_ptr(y4), _ptr(x4), ctypes.byref(desc), p), "peak_softmax")
     return out
 
 
@@ -610,7 +849,7 @@ def _workspace(nbytes):
 
 def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_left",
               q_offset=0, window=0, key_len=None, keep=None, bias=None, out=None,
-              return_lse=False):
+              return_lse=False, threads=None, pool=None):
     """Scaled dot-product attention ``softmax(q k^T * scale + mask) v`` (peak_attention).
 
     layout "bhld": q ``[B, H, Lq, D]``, k ``[B, Hkv, Lk, D]``, v ``[B, Hkv, Lk,
@@ -621,7 +860,11 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
     in float32 is a ValueError, as in softmax().  Masks as in
     softmax(), indexed ``[B, H, Lq, Lk]``.  Returns out, or (out, lse) with
     lse float32 ``[B, H, Lq]`` (natural-log log-sum-exp of the masked scaled
-    scores) when return_lse."""
+    scores; -inf for a row with no visible key) when return_lse: what
+    attention_merge() needs to combine attentions over parts of the keys.
+    threads, pool: where the call runs (see the module docstring; default:
+    this thread alone)."""
+    run = _Run(threads, pool)
     if layout not in ("bhld", "blhd"):
         raise ValueError(f"layout {layout!r}: 'bhld' ([B, H, L, D]) or 'blhd' ([B, L, H, D])")
     _f32("q", q, (4,))
@@ -660,10 +903,12 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
         desc.lse = _ptr(lse, ctypes.c_float)
         desc.lse_stride = _stride3(H * Lq, Lq, 1)
     need = ctypes.c_size_t()
-    _check(_attention_ws(ctypes.byref(desc), ctypes.byref(need)), "peak_attention_workspace_size")
-    ws, ws_size = _workspace(need.value)
-    _check(_attention(_ptr(out), _ptr(q), _ptr(k), _ptr(v), ctypes.byref(desc), ws, ws_size),
-           "peak_attention")
+    with run as p:
+        _check(_attention_ws(ctypes.byref(desc), p, ctypes.byref(need)),
+               "peak_attention_workspace_size")
+        ws, ws_size = _workspace(need.value)
+        _check(_attention(_ptr(out), _ptr(q), _ptr(k), _ptr(v), ctypes.byref(desc), ws, ws_size,
+                          p), "peak_attention")
     return (out, lse) if return_lse else out
 
 
@@ -681,7 +926,7 @@ def _rows(name, a, d, writable=False):
 
 
 def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=None,
-                  sum_out=None):
+                  sum_out=None, threads=None, pool=None):
     """``LayerNorm(x + residual) * weight + bias`` over the last axis
     (peak_add_layernorm), biased variance as torch.nn.LayerNorm.
 
@@ -689,7 +934,10 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
     LayerNorm).  weight, bias: float32 ``[d_model]`` or None (1 and 0).
     out: None, or an array of x's shape (``out=x`` or ``out=residual``: in
     place).  sum_out: optional array of x's shape that receives x + residual
-    (pre-norm chains; may be x or residual).  Returns out."""
+    (pre-norm chains; may be x or residual).  threads, pool: where the
+    call runs (see the module docstring; default: this thread alone).
+    Returns out."""
+    run = _Run(threads, pool)
     _f32("x", x, (1, 2, 3, 4, 5))
     d = x.shape[-1]
     x2 = _rows("x", x, d)
@@ -731,20 +979,24 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
     def ld(a):
         return _es(a, 0) if a is not None and rows > 1 else d
 
-    _check(_add_layernorm(_ptr(y2), ld(y2), None if s2 is None else _ptr(s2), ld(s2),
-                          _ptr(x2), ld(x2), None if r2 is None else _ptr(r2), ld(r2),
-                          None if weight is None else _ptr(weight),
-                          None if bias is None else _ptr(bias), rows, d, float(eps)),
-           "peak_add_layernorm")
+    with run as p:
+        _check(_add_layernorm(_ptr(y2), ld(y2), None if s2 is None else _ptr(s2), ld(s2),
+                              _ptr(x2), ld(x2), None if r2 is None else _ptr(r2), ld(r2),
+                              None if weight is None else _ptr(weight),
+                              None if bias is None else _ptr(bias), rows, d, float(eps), p),
+               "peak_add_layernorm")
     return out
 
 
 # ---- exp ---------------------------------------------------------------------------------
 
-def exp(x, out=None):
+def exp(x, out=None, *, threads=None, pool=None):
     """``e**x`` elementwise (peak_exp): <= 1 ULP, the same bits on every tier.
     x: float32, any shape (copied if not C-contiguous); out: None, x itself
-    (in place) or a C-contiguous float32 array of x's shape."""
+    (in place) or a C-contiguous float32 array of x's shape.
+    threads, pool: where the call runs (see the module docstring; default:
+    this thread alone)."""
+    run = _Run(threads, pool)
     if not isinstance(x, np.ndarray) or x.dtype != np.float32:
         raise TypeError("x: expected a float32 numpy.ndarray")
     if x.size == 0:
@@ -760,5 +1012,6 @@ def exp(x, out=None):
             raise ValueError("out: must be C-contiguous and writable")
         if out.ctypes.data != src.ctypes.data:
             _no_overlap("out", out, x=src)
-    _check(_exp(_ptr(out), _ptr(src), x.size), "peak_exp")
+    with run as p:
+        _check(_exp(_ptr(out), _ptr(src), x.size, p), "peak_exp")
     return out

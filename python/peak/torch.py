@@ -13,8 +13,16 @@ autograd recording (an input that requires grad, outside ``torch.no_grad()``
 result that cannot be differentiated; the modules fall back to PyTorch's own
 code in that case, so a model still trains.
 
-Thread safety: as the C library, kernel calls are reentrant; peak runs each
-call on one thread (it does not use torch's intra-op thread pool).
+Threads: every function (and module) takes ``threads=`` or ``pool=`` as
+peak's NumPy API does, but ``threads=None`` here means
+``torch.get_num_threads()`` workers, read at each call, so that peak uses as
+many threads as PyTorch's own operators would (``torch.set_num_threads(1)``
+makes it single-threaded too).  The workers are peak's own threads, not
+PyTorch's intra-op pool: peak's call and PyTorch's operators run one after
+the other, never at the same time.  The output is the same, byte for byte,
+at any number of workers.
+
+Thread safety: as the C library, kernel calls are reentrant.
 """
 
 import math
@@ -26,7 +34,17 @@ from torch import nn
 import peak as _peak
 
 __all__ = ["scaled_dot_product_attention", "layer_norm", "add_layer_norm",
-           "PositionalEncoding", "LayerNorm"]
+           "PositionalEncoding", "LayerNorm", "ThreadPool"]
+
+ThreadPool = _peak.ThreadPool
+
+
+def _where(threads, pool):
+    """threads=/pool= for a peak call: torch.get_num_threads() workers
+    unless either is given."""
+    if threads is None and pool is None:
+        threads = torch.get_num_threads()
+    return {"threads": threads, "pool": pool}
 
 
 def _np(name, t):
@@ -50,7 +68,8 @@ def _needs_grad(*tensors):
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None):
+                                 is_causal=False, scale=None, *, return_lse=False,
+                                 threads=None, pool=None):
     """PyTorch 2's ``F.scaled_dot_product_attention`` on peak.
 
     query ``[B, H, Lq, D]``, key ``[B, Hkv, Lk, D]``, value ``[B, Hkv, Lk,
@@ -60,7 +79,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores, broadcasting to ``[B, H, Lq, Lk]``.  is_causal: top-left causal
     mask, as PyTorch.  scale: None means 1/sqrt(D).  A row with no visible
     key returns zeros (PyTorch returns NaN there).  Returns a new tensor
-    ``[B, H, Lq, Dv]``."""
+    ``[B, H, Lq, Dv]``, or ``(out, lse)`` when return_lse, lse ``[B, H,
+    Lq]`` the log-sum-exp of each row's scaled scores (-inf for a row with
+    no visible key): what attention_merge() takes.  threads, pool: as the
+    module docstring says (default torch.get_num_threads() workers)."""
     if dropout_p:
         raise ValueError("dropout_p must be 0: peak has no dropout (inference only)")
     squeeze = query.dim() == 3
@@ -74,10 +96,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             keep = m
         else:
             bias = m
-    out = _peak.attention(q, k, v, layout="bhld", scale=scale, causal=is_causal,
-                          keep=keep, bias=bias)
+    res = _peak.attention(q, k, v, layout="bhld", scale=scale, causal=is_causal,
+                          keep=keep, bias=bias, return_lse=return_lse, **_where(threads, pool))
+    out, lse = res if return_lse else (res, None)
     t = torch.from_numpy(out)
-    return t.squeeze(0) if squeeze else t
+    if squeeze:
+        t = t.squeeze(0)
+    if not return_lse:
+        return t
+    lt = torch.from_numpy(lse)
+    return t, (lt.squeeze(0) if squeeze else lt)
 
 
 def _np_mask(m):
@@ -88,10 +116,10 @@ def _np_mask(m):
     return _np("attn_mask", m)
 
 
-def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
+def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *, threads=None, pool=None):
     """``F.layer_norm(x + residual, (d,), weight, bias, eps)`` in one pass.
     Returns ``(normed, x + residual)``: the sum is what a pre-norm block
-    carries on."""
+    carries on.  threads, pool: as the module docstring says."""
     xs = _np("x", x)
     rs = None if residual is None else _np("residual", residual)
     w = None if weight is None else _np("weight", weight)
@@ -99,27 +127,35 @@ def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
     s = None if residual is None else np.empty(xs.shape, np.float32)
     y = _peak.add_layernorm(np.ascontiguousarray(xs),
                             None if rs is None else np.ascontiguousarray(rs),
-                            w, b, eps, sum_out=s)
+                            w, b, eps, sum_out=s, **_where(threads, pool))
     return torch.from_numpy(y), (None if s is None else torch.from_numpy(s))
 
 
-def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, threads=None,
+               pool=None):
     """``F.layer_norm`` over the last axis (normalized_shape must be
-    ``(x.shape[-1],)``)."""
+    ``(x.shape[-1],)``).  threads, pool: as the module docstring says."""
     if tuple(normalized_shape) != (x.shape[-1],):
         raise ValueError("peak normalises over the last axis only: normalized_shape must be "
                          f"({x.shape[-1]},), got {tuple(normalized_shape)}")
-    return add_layer_norm(x, None, weight, bias, eps)[0]
+    return add_layer_norm(x, None, weight, bias, eps, threads=threads, pool=pool)[0]
 
 
 class LayerNorm(nn.LayerNorm):
     """``nn.LayerNorm`` whose forward runs on peak when no gradient is
     needed (same parameters, same state_dict; PyTorch's own code otherwise).
-    ``LayerNorm.from_module(ln)`` converts an existing module."""
+    ``LayerNorm.from_module(ln)`` converts an existing module.  threads,
+    pool (keywords, attributes of the same names): where peak runs, as the
+    module docstring says (default torch.get_num_threads() workers)."""
+
+    def __init__(self, *args, threads=None, pool=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.threads, self.pool = threads, pool
 
     @classmethod
-    def from_module(cls, ln):
-        new = cls(ln.normalized_shape, eps=ln.eps, elementwise_affine=ln.elementwise_affine)
+    def from_module(cls, ln, *, threads=None, pool=None):
+        new = cls(ln.normalized_shape, eps=ln.eps, elementwise_affine=ln.elementwise_affine,
+                  threads=threads, pool=pool)
         new.load_state_dict(ln.state_dict())
         return new
 
@@ -127,7 +163,8 @@ class LayerNorm(nn.LayerNorm):
         if (len(self.normalized_shape) != 1 or x.device.type != "cpu"
                 or x.dtype != torch.float32 or _needs_grad(x, self.weight, self.bias)):
             return super().forward(x)
-        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps,
+                          threads=self.threads, pool=self.pool)
 
 
 class PositionalEncoding(nn.Module):
@@ -139,14 +176,17 @@ class PositionalEncoding(nn.Module):
     reproduces the float32 table the usual PyTorch module builds.  The
     table is a buffer ``pe`` of shape ``[1, max_len, d_model]`` (saved in
     the state_dict like that module's).  Forward adds it with peak_pe_add
-    (out of place; the input is not modified)."""
+    (out of place; the input is not modified).  threads, pool (attributes of
+    the same names): where peak runs, as the module docstring says."""
 
     def __init__(self, d_model, dropout=0.0, max_len=5000, *, mode="exact",
-                 layout="interleaved", base=10000.0, batch_first=True):
+                 layout="interleaved", base=10000.0, batch_first=True, threads=None, pool=None):
         super().__init__()
         self.dropout = nn.Dropout(p=dropout)
         self.batch_first = batch_first
-        table = _peak.pe_table(max_len, d_model, layout=layout, mode=mode, base=base)
+        self.threads, self.pool = threads, pool
+        table = _peak.pe_table(max_len, d_model, layout=layout, mode=mode, base=base,
+                               **_where(threads, pool))
         self.register_buffer("pe", torch.from_numpy(table).unsqueeze(0))
 
     def forward(self, x):
@@ -159,7 +199,7 @@ class PositionalEncoding(nn.Module):
         if view.size(1) > self.pe.size(1):
             raise ValueError(f"sequence of {view.size(1)} positions, table has {self.pe.size(1)}")
         arr = view.numpy()
-        _peak.pe_add(arr, pe=self.pe[0].numpy())
+        _peak.pe_add(arr, pe=self.pe[0].numpy(), **_where(self.threads, self.pool))
         return self.dropout(y)
 
 

@@ -520,5 +520,247 @@ class Exp(unittest.TestCase):
                     np.testing.assert_array_equal(peak.exp(x), want, err_msg=isa)
 
 
+def same_bytes(test, got, want, msg=""):
+    """Every byte equal (NaNs and signed zeros included)."""
+    test.assertEqual(got.shape, want.shape, msg)
+    test.assertTrue(np.array_equal(np.ascontiguousarray(got).view(np.uint32),
+                                   np.ascontiguousarray(want).view(np.uint32)), msg)
+
+
+def every_function():
+    """(name, fn(**where) -> output arrays) for every kernel function, on
+    shapes big enough that a pool is used (well over 20 microseconds)."""
+    d = 512
+    pe = peak.pe_table(400, d)
+    x3 = rand(4, 300, d)
+    table = rand(1000, d)
+    ids = RNG.integers(0, 1000, (4, 256))
+    s = rand(2, 8, 96, 257, lo=-8, hi=8)
+    keep = RNG.random((2, 1, 96, 257)) > 0.2
+    q, k, v = rand(2, 8, 100, 64), rand(2, 2, 300, 64), rand(2, 2, 300, 48)
+    qd, kd, vd = rand(1, 8, 1, 64), rand(1, 8, 4096, 64), rand(1, 8, 4096, 64)  # decode
+    xl, rl, g, b = rand(1024, d), rand(1024, d), rand(d), rand(d)
+    xe = rand((1 << 20) + 3, lo=-90, hi=90)
+
+    def pe_add(**w):
+        y = x3.copy()
+        peak.pe_add(y, 7, pe=pe, **w)
+        z = x3.copy()
+        peak.pe_add(z, 5, layout="split", **w)
+        return y, z
+
+    def layernorm(**w):
+        s_out = np.empty_like(xl)
+        y = peak.add_layernorm(xl, rl, g, b, sum_out=s_out, **w)
+        return y, s_out, peak.add_layernorm(xl, **w)
+
+    return [
+        ("pe_table", lambda **w: (peak.pe_table(300, d, 11, **w),
+                                  peak.pe_table(257, 96, layout="split", mode="torch_f32", **w))),
+        ("pe_add", pe_add),
+        ("embed_pe", lambda **w: (peak.embed_pe(ids, table, scale=22.6, **w),
+                                  peak.embed_pe(ids, table, pe=pe, padding_idx=1, **w))),
+        ("softmax", lambda **w: (peak.softmax(s, **w),
+                                 peak.softmax(s, scale=0.5, causal=True, keep=keep, **w))),
+        ("attention", lambda **w: (
+            *peak.attention(q, k, v, return_lse=True, **w),
+            *peak.attention(q, k, v, causal=True, align="bottom_right", return_lse=True, **w),
+            *peak.attention(qd, kd, vd, key_len=[3000], return_lse=True, **w))),
+        ("add_layernorm", layernorm),
+        ("exp", lambda **w: (peak.exp(xe, **w),)),
+    ]
+
+
+def _pools_supported():
+    try:
+        peak.ThreadPool(1).close()
+        return True
+    except peak.Unsupported:
+        return False
+
+
+POOLS = _pools_supported()
+needs_pools = unittest.skipUnless(POOLS, "libpeak built without pthreadpool (-Dpthreadpool="
+                                         "disabled): ThreadPool() raises Unsupported")
+
+
+@needs_pools
+class Threads(unittest.TestCase):
+    def test_same_bytes_at_any_thread_count(self):
+        pools = [peak.ThreadPool(n) for n in (1, 2, 3)]
+        try:
+            for name, fn in every_function():
+                want = fn()
+                wheres = [dict(threads=n) for n in (1, 2, 3, 0)]
+                wheres += [dict(pool=p) for p in pools]
+                for w in wheres:
+                    got = fn(**w)
+                    self.assertEqual(len(got), len(want))
+                    for i, (a, b) in enumerate(zip(got, want)):
+                        same_bytes(self, a, b, f"{name} output {i}, {w}")
+        finally:
+            for p in pools:
+                p.close()
+
+    def test_python_threads_sharing_a_pool(self):
+        """Several Python threads on one pool (their calls take turns) and
+        on the shared threads=2 pool: the single-thread bytes every time."""
+        q, k, v = rand(2, 4, 64, 32), rand(2, 4, 200, 32), rand(2, 4, 200, 32)
+        want = peak.attention(q, k, v, causal=True)
+        errors = []
+        with peak.ThreadPool(2) as pool:
+            def work(w):
+                try:
+                    for _ in range(10):
+                        same_bytes(self, peak.attention(q, k, v, causal=True, **w), want)
+                except Exception as e:  # noqa: BLE001 (reported below)
+                    errors.append(e)
+
+            threads = [threading.Thread(target=work, args=(w,))
+                       for w in (dict(pool=pool), dict(pool=pool), dict(threads=2),
+                                 dict(threads=2), dict())]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        self.assertEqual(errors, [])
+
+
+class ThreadPoolApi(unittest.TestCase):
+    @unittest.skipIf(POOLS, "libpeak has pthreadpool")
+    def test_without_pthreadpool(self):
+        """threads=n still works (on the calling thread), ThreadPool() does not."""
+        with self.assertRaises(peak.Unsupported):
+            peak.ThreadPool(2)
+        x = rand(1000)
+        same_bytes(self, peak.exp(x, threads=2), peak.exp(x))
+        self.assertEqual(peak._workers(threads=2), 1)
+
+    @needs_pools
+    def test_workers_and_lifetime(self):
+        with peak.ThreadPool(3) as pool:
+            self.assertEqual(pool.threads, 3)
+            self.assertFalse(pool.closed)
+            self.assertIn("threads=3", repr(pool))
+            self.assertEqual(peak._workers(pool=pool), 3)
+        self.assertTrue(pool.closed)
+        self.assertIn("closed", repr(pool))
+        pool.close()  # idempotent
+        with self.assertRaises(ValueError):
+            peak.exp(rand(8), pool=pool)
+        with self.assertRaises(ValueError):
+            with pool:
+                pass
+        online = os.sysconf("SC_NPROCESSORS_ONLN")
+        with peak.ThreadPool() as pool:
+            self.assertEqual(pool.threads, online)
+        self.assertEqual(peak._workers(threads=0), online)
+        self.assertEqual(peak._workers(), 1)
+        self.assertEqual(peak._workers(threads=1), 1)
+        self.assertEqual(peak._workers(threads=2), 2)
+
+    @needs_pools
+    def test_shared_pools_are_cached(self):
+        self.assertIs(peak._shared_pool(2), peak._shared_pool(2))
+        self.assertIsNot(peak._shared_pool(2), peak._shared_pool(3))
+
+    @needs_pools
+    def test_argument_errors(self):
+        x = rand(8)
+        with peak.ThreadPool(2) as pool:
+            with self.assertRaises(ValueError):
+                peak.exp(x, threads=2, pool=pool)
+        for bad in (1.5, True, "2", [2]):
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                peak.exp(x, threads=bad)
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                peak.ThreadPool(bad)
+        with self.assertRaises(ValueError):
+            peak.exp(x, threads=-1)
+        with self.assertRaises(ValueError):
+            peak.ThreadPool(-2)
+        with self.assertRaises(peak.OutOfRange):
+            peak.exp(x, threads=2 ** 64)
+        for bad in (2, "pool", object()):
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                peak.exp(x, pool=bad)
+        # checked before anything is computed or written
+        y = x.copy()
+        with self.assertRaises(ValueError):
+            peak.exp(x, y, threads=-1)
+        same_bytes(self, y, x)
+
+    @needs_pools
+    def test_copy_pickle_and_garbage_collection(self):
+        import copy
+        import gc
+        import pickle
+        pool = peak.ThreadPool(2)
+        self.assertIs(copy.copy(pool), pool)
+        self.assertIs(copy.deepcopy([pool])[0], pool)
+        clone = pickle.loads(pickle.dumps(pool))
+        self.assertIsNot(clone, pool)
+        self.assertEqual(clone.threads, 2)
+        x = rand(100000)
+        same_bytes(self, peak.exp(x, pool=clone), peak.exp(x))
+        fin = pool._finalizer
+        del pool, clone
+        gc.collect()
+        self.assertFalse(fin.alive)  # destroyed on collection, not leaked
+
+    @needs_pools
+    def test_close_while_a_call_runs(self):
+        """close() from another thread while calls run on the pool: the
+        running call finishes (C's destroy waits for it), later ones raise."""
+        x = rand(1 << 22)
+        want = peak.exp(x)
+        pool = peak.ThreadPool(2)
+        results, errors = [], []
+
+        def work():
+            try:
+                for _ in range(20):
+                    results.append(peak.exp(x, pool=pool))
+            except ValueError:
+                pass  # closed
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        t = threading.Thread(target=work)
+        t.start()
+        while not results and t.is_alive():
+            pass
+        pool.close()
+        t.join()
+        self.assertEqual(errors, [])
+        for r in results:
+            same_bytes(self, r, want)
+        self.assertIsNone(pool._handle.ptr)
+
+    @needs_pools
+    @unittest.skipUnless(hasattr(os, "fork"), "needs os.fork")
+    def test_fork(self):
+        """A forked child cannot use its parent's pools (their threads are
+        not there) but threads= makes new ones."""
+        x = rand(300000)
+        want = peak.exp(x)
+        peak.exp(x, threads=2)  # the shared pool exists before the fork
+        with peak.ThreadPool(2) as pool:
+            pid = os.fork()
+            if pid == 0:  # the child: no unittest machinery here
+                code = 1
+                try:
+                    try:
+                        peak.exp(x, pool=pool)
+                    except RuntimeError:
+                        if np.array_equal(peak.exp(x, threads=2), want):
+                            code = 0
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            same_bytes(self, peak.exp(x, pool=pool), want)  # the parent's pool still works
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -5,6 +5,7 @@ when the interpreter cannot import torch (Debian: python3-torch).
 """
 import math
 import unittest
+from unittest import mock
 
 import numpy as np
 import torch
@@ -14,6 +15,23 @@ import peak
 import peak.torch as pt
 
 torch.manual_seed(0)
+
+
+def _pools_supported():
+    try:
+        peak.ThreadPool(1).close()
+        return True
+    except peak.Unsupported:
+        return False
+
+
+POOLS = _pools_supported()
+
+
+def same_bytes(test, got, want, msg=""):
+    test.assertEqual(tuple(got.shape), tuple(want.shape), msg)
+    test.assertTrue(torch.equal(got.contiguous().view(torch.int32),
+                                want.contiguous().view(torch.int32)), msg)
 
 
 class TorchPositionalEncoding(nn.Module):
@@ -122,6 +140,17 @@ class Attention(unittest.TestCase):
             pt.scaled_dot_product_attention(q.double().detach(), q.double().detach(),
                                             q.double().detach())
 
+    def test_return_lse(self):
+        q, k, v = torch.randn(2, 4, 9, 16), torch.randn(2, 4, 13, 16), torch.randn(2, 4, 13, 16)
+        out, lse = pt.scaled_dot_product_attention(q, k, v, return_lse=True)
+        s = q.double() @ k.double().transpose(-2, -1) / 4.0
+        torch.testing.assert_close(lse, torch.logsumexp(s, -1).float(), atol=4e-5, rtol=0)
+        torch.testing.assert_close(out, pt.scaled_dot_product_attention(q, k, v))
+        o3, l3 = pt.scaled_dot_product_attention(q[0], k[0], v[0], return_lse=True)
+        self.assertEqual(tuple(o3.shape), (4, 9, 16))
+        self.assertEqual(tuple(l3.shape), (4, 9))
+        same_bytes(self, l3, lse[0])
+
 
 class LayerNorm(unittest.TestCase):
     def test_drop_in(self):
@@ -160,6 +189,77 @@ class LayerNorm(unittest.TestCase):
             layer.norm2 = Counted.from_module(layer.norm2)
             torch.testing.assert_close(layer(x), want, atol=2e-5, rtol=1e-5)
         self.assertEqual(len(calls), 2)
+
+
+@unittest.skipUnless(POOLS, "libpeak built without pthreadpool: ThreadPool() raises Unsupported")
+class Threads(unittest.TestCase):
+    def setUp(self):
+        self.saved = torch.get_num_threads()
+
+    def tearDown(self):
+        torch.set_num_threads(self.saved)
+
+    def calls(self):
+        """(name, fn(**where) -> tensors) for every peak.torch entry point."""
+        q, k, v = torch.randn(2, 8, 50, 64), torch.randn(2, 2, 300, 64), torch.randn(2, 2, 300, 32)
+        mask = torch.rand(50, 300) > 0.3
+        x, r = torch.randn(4, 100, 512), torch.randn(4, 100, 512)
+        w, b = torch.randn(512), torch.randn(512)
+
+        def modules(**where):
+            ln = pt.LayerNorm(512, **where).eval()
+            pe = pt.PositionalEncoding(512, max_len=200, **where)
+            with torch.no_grad():
+                return ln(x), pe(x), pe.pe
+
+        return [
+            ("scaled_dot_product_attention", lambda **wh: (
+                *pt.scaled_dot_product_attention(q, k, v, return_lse=True, **wh),
+                pt.scaled_dot_product_attention(q, k, v, attn_mask=mask, **wh))),
+            ("add_layer_norm", lambda **wh: pt.add_layer_norm(x, r, w, b, **wh)),
+            ("layer_norm", lambda **wh: (pt.layer_norm(x, (512,), w, b, **wh),)),
+            ("modules", modules),
+        ]
+
+    def test_default_is_torch_get_num_threads(self):
+        seen = []
+        real = peak._Run
+
+        def spy(threads, pool):
+            seen.append((threads, pool))
+            return real(threads, pool)
+
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            n = torch.get_num_threads()  # what this build of torch took
+            with mock.patch.object(peak, "_Run", spy):
+                for name, fn in self.calls():
+                    seen.clear()
+                    fn()
+                    self.assertTrue(seen, name)
+                    self.assertEqual(set(seen), {(n, None)}, name)
+                    seen.clear()
+                    fn(threads=3)
+                    self.assertEqual(set(seen), {(3, None)}, name)
+                    with pt.ThreadPool(2) as pool:
+                        seen.clear()
+                        fn(pool=pool)
+                        self.assertEqual(set(seen), {(None, pool)}, name)
+
+    def test_same_bytes_at_any_thread_count(self):
+        torch.set_num_threads(1)
+        for name, fn in self.calls():
+            want = fn()
+            with peak.ThreadPool(3) as pool:
+                for where in (dict(threads=1), dict(threads=2), dict(threads=3),
+                              dict(pool=pool)):
+                    for i, (a, b) in enumerate(zip(fn(**where), want)):
+                        same_bytes(self, a, b, f"{name} output {i}, {where}")
+            torch.set_num_threads(2)
+            for i, (a, b) in enumerate(zip(fn(), want)):
+                same_bytes(self, a, b, f"{name} output {i}, torch threads 2")
+            torch.set_num_threads(1)
+
 
 if __name__ == "__main__":
     unittest.main()
