@@ -17,6 +17,12 @@
  * Dh FLOPs per head, counted in full also for causal), GFLOPs_visible =
  * 4 Dh * (visible query-key pairs) H.
  *
+ * Threads: dispatch again on a pool of n workers (bench_pool: made once by
+ * peak_threadpool_create, workspace sized for it), names ending
+ * /threads:<n> (n from bench_thread_counts: 1 and 2 by default), for self
+ * H 8 at L 512 and 2048 (full and causal) and decode H 8 at Lk 2048 and
+ * 8192 (K/V warm): the speedup is threads:2 over threads:1 of one run.
+ *
  * The core's FMA peak the ratios are taken against, fma_peak/<tier>, is
  * measured in bench-limits.c.
  *
@@ -71,6 +77,12 @@ static const int64_t attention_shapes[][5] = {
     {8, 50, 512, 0, 0},    {8, 1, 2048, 0, 0},    {8, 1, 2048, 0, 1},
 };
 
+/* The thread variants' shapes, {H, Lq, Lk, causal, cold}. */
+static const int64_t attention_thread_shapes[][5] = {
+    {8, 512, 512, 0, 0},   {8, 512, 512, 1, 0}, {8, 2048, 2048, 0, 0},
+    {8, 2048, 2048, 1, 0}, {8, 1, 2048, 0, 0},  {8, 1, 8192, 0, 0},
+};
+
 typedef struct attention_case {
     const attention_variant *v;
     peak_attention_desc d;
@@ -79,6 +91,7 @@ typedef struct attention_case {
     void *ws;
     size_t ws_bytes;
     float *s;          /* openblas: one head's scores */
+    const peak_threadpool *pool; /* dispatch: the thread variants' pool */
 } attention_case;
 
 static const float *attention_k(const attention_case *c)
@@ -123,7 +136,8 @@ static void attention_run(attention_case *c)
                                                c->ws);
         break;
     case ATTENTION_DISPATCH:
-        peak_attention(c->o, c->q, attention_k(c), attention_v(c), &c->d, c->ws, c->ws_bytes, NULL);
+        peak_attention(c->o, c->q, attention_k(c), attention_v(c), &c->d, c->ws, c->ws_bytes,
+                       c->pool);
         break;
     case ATTENTION_OPENBLAS:
 #if PEAK_BENCH_OPENBLAS
@@ -232,7 +246,7 @@ static const char *attention_setup(attention_case *c, gb_state *st)
     c->kv = attention_alloc(c->n_copies * 2 * c->kv_floats * sizeof(float));
     if (c->v->impl == ATTENTION_TIER)
         c->ws_bytes = peak_kernels_for(c->v->isa)->attention_workspace(d);
-    else if (peak_attention_workspace_size(d, NULL, &c->ws_bytes) != PEAK_OK)
+    else if (peak_attention_workspace_size(d, c->pool, &c->ws_bytes) != PEAK_OK)
         return "workspace size";
     c->ws = attention_alloc(c->ws_bytes ? c->ws_bytes : 64);
     if (c->v->impl == ATTENTION_OPENBLAS)
@@ -245,11 +259,12 @@ static const char *attention_setup(attention_case *c, gb_state *st)
     return NULL;
 }
 
-static void bench_attention(gb_state *st, void *user)
+static void attention_body(gb_state *st, void *user, const peak_threadpool *pool)
 {
     attention_case c;
     memset(&c, 0, sizeof c);
     c.v = user;
+    c.pool = pool;
     const char *why = attention_setup(&c, st);
     if (!why) {
         attention_run(&c);
@@ -283,6 +298,21 @@ static void bench_attention(gb_state *st, void *user)
     free(c.q);
 }
 
+static void bench_attention(gb_state *st, void *user)
+{
+    attention_body(st, user, NULL);
+}
+
+/* .../threads:<n>: argument 5 */
+static void bench_attention_threads(gb_state *st, void *user)
+{
+    const peak_threadpool *pool = bench_pool((size_t)gb_range(st, 5));
+    if (pool)
+        attention_body(st, user, pool);
+    else
+        gb_skip_with_error(st, "no pool: peak_threadpool_create failed (built without pthreadpool?)");
+}
+
 void bench_register_attention(void)
 {
     static const char *const arg_names[] = {"H", "Lq", "Lk", "causal", "cold"};
@@ -302,6 +332,26 @@ void bench_register_attention(void)
             b = gb_unit(b, GB_MICROSECOND);
             if (gb_use_real_time(b) == NULL) {
                 fprintf(stderr, "bench_peak: cannot register %s\n", name);
+                exit(EXIT_FAILURE);
+            }
+        }
+    static const char *const thread_names[] = {"H", "Lq", "Lk", "causal", "cold", "threads"};
+    const attention_variant *dispatch = NULL;
+    for (size_t i = 0; i < sizeof attention_variants / sizeof attention_variants[0]; i++)
+        if (attention_variants[i].impl == ATTENTION_DISPATCH)
+            dispatch = &attention_variants[i];
+    const int64_t *threads;
+    const size_t n_threads = bench_thread_counts(&threads);
+    for (size_t s = 0; s < sizeof attention_thread_shapes / sizeof attention_thread_shapes[0]; s++)
+        for (size_t t = 0; t < n_threads; t++) {
+            int64_t args[6];
+            memcpy(args, attention_thread_shapes[s], sizeof attention_thread_shapes[s]);
+            args[5] = threads[t];
+            gb_bench *b = gb_register("attention/dispatch", bench_attention_threads,
+                                      (void *)dispatch);
+            b = gb_arg_names(gb_args(b, args, 6), thread_names, 6);
+            if (gb_use_real_time(gb_unit(b, GB_MICROSECOND)) == NULL) {
+                fprintf(stderr, "bench_peak: cannot register attention/dispatch threads\n");
                 exit(EXIT_FAILURE);
             }
         }

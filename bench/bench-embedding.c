@@ -34,6 +34,13 @@
  * source and its destination.  So "GB/s of the kernel / GB/s of memcpy" is
  * the time memcpy needs for the same traffic over the kernel's time.
  *
+ * Threads: dispatch and memcpy again on a pool of n workers (bench_pool:
+ * made once by peak_threadpool_create; memcpy split into one part per
+ * worker), names ending /fly:<0|1>/threads:<n> (n from bench_thread_counts:
+ * 1 and 2 by default), at 1 x 4096 x 768 and 64 x 512 x 512: the speedup
+ * is threads:2 over threads:1, and memcpy at threads:<n> the floor at that
+ * thread count, of one run.
+ *
  * Before timing, every run fills the output with NaN, runs once and checks
  * it bit for bit against the plain loop (the on-the-fly path against the
  * table path: peak.h promises the same bits); a wrong kernel is skipped
@@ -92,6 +99,9 @@ static const int64_t embedding_shapes[][4] = {
     {2, 50, 512, 0},   {1, 128, 768, 0},  {1, 512, 768, 0},  {1, 1024, 768, 0}, {1, 4096, 768, 0},
     {32, 128, 512, 0}, {64, 512, 512, 0}, {1, 1, 768, 2047}, {32, 1, 768, 2047}};
 
+/* The thread variants' shapes, {batch, seq_len, d_model} (pos0 0). */
+static const int64_t embedding_thread_shapes[][3] = {{1, 4096, 768}, {64, 512, 512}};
+
 /* The embedding table is built once: 94 MiB of random floats, read as
    [vocab, d_model] rows for every d_model up to EMBEDDING_D_MAX. */
 static float *embedding_table(void)
@@ -118,6 +128,7 @@ typedef struct embedding_run {
     int32_t *ids;
     float *pe, *out, *src; /* src: memcpy's source */
     size_t copy_bytes;
+    const peak_threadpool *pool; /* dispatch and memcpy: the thread variants' pool */
 } embedding_run;
 
 /* Whether the variant reads PE only from a table (fly:0 only). */
@@ -145,7 +156,7 @@ static peak_status embedding_call(embedding_run *r)
     switch (r->v->impl) {
     case EMBEDDING_TIER:
     case EMBEDDING_DISPATCH:
-        return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc, NULL);
+        return peak_embed_pe(r->out, (ptrdiff_t)r->d, r->ids, r->n, &r->desc, r->pool);
     case EMBEDDING_PLAIN:
         bench_embedding_plain_loop_vec(r->out, r->desc.table, r->ids, r->pe + r->pos0 * r->d, r->batch,
                                  r->seq, r->d, r->desc.scale);
@@ -155,7 +166,7 @@ static peak_status embedding_call(embedding_run *r)
                                    r->batch, r->seq, r->d, r->desc.scale);
         return PEAK_OK;
     case EMBEDDING_MEMCPY:
-        memcpy(r->out, r->src, r->copy_bytes);
+        bench_memcpy_on(r->out, r->src, r->copy_bytes, r->pool);
         return PEAK_OK;
     case EMBEDDING_ROW_COPY:
         for (size_t t = 0; t < r->n; t++)
@@ -266,10 +277,12 @@ static void embedding_measure(gb_state *st, embedding_run *r)
 }
 
 /* Arguments batch, seq_len, d_model, then fly (pos0 0) or pos0 and fly. */
-static void bench_embedding_args(gb_state *st, void *user, int has_pos0)
+static void bench_embedding_args(gb_state *st, void *user, int has_pos0,
+                                 const peak_threadpool *pool)
 {
     embedding_run r = {0};
     r.v = user;
+    r.pool = pool;
     r.batch = (size_t)gb_range(st, 0);
     r.seq = (size_t)gb_range(st, 1);
     r.d = (size_t)gb_range(st, 2);
@@ -290,12 +303,22 @@ static void bench_embedding_args(gb_state *st, void *user, int has_pos0)
 
 static void bench_embedding(gb_state *st, void *user)
 {
-    bench_embedding_args(st, user, 0);
+    bench_embedding_args(st, user, 0, NULL);
 }
 
 static void bench_embedding_pos0(gb_state *st, void *user)
 {
-    bench_embedding_args(st, user, 1);
+    bench_embedding_args(st, user, 1, NULL);
+}
+
+/* .../fly:<0|1>/threads:<n>: argument 4 */
+static void bench_embedding_threads(gb_state *st, void *user)
+{
+    const peak_threadpool *pool = bench_pool((size_t)gb_range(st, 4));
+    if (pool)
+        bench_embedding_args(st, user, 0, pool);
+    else
+        gb_skip_with_error(st, "no pool: peak_threadpool_create failed (built without pthreadpool?)");
 }
 
 void bench_register_embedding(void)
@@ -335,4 +358,26 @@ void bench_register_embedding(void)
             }
         }
     }
+    static const char *const thread_names[] = {"batch", "seq_len", "d_model", "fly", "threads"};
+    const int64_t *threads;
+    const size_t n_threads = bench_thread_counts(&threads);
+    for (size_t s = 0; s < sizeof embedding_thread_shapes / sizeof embedding_thread_shapes[0]; s++)
+        for (size_t i = 0; i < sizeof embedding_variants / sizeof embedding_variants[0]; i++) {
+            const embedding_variant *v = &embedding_variants[i];
+            if (v->impl != EMBEDDING_DISPATCH && v->impl != EMBEDDING_MEMCPY)
+                continue;
+            snprintf(name, sizeof name, "embedding/%s", v->name);
+            for (int64_t fly = 0; fly <= 1; fly++)
+                for (size_t t = 0; t < n_threads; t++) {
+                    const int64_t args[5] = {embedding_thread_shapes[s][0],
+                                             embedding_thread_shapes[s][1],
+                                             embedding_thread_shapes[s][2], fly, threads[t]};
+                    gb_bench *b = gb_register(name, bench_embedding_threads, (void *)v);
+                    b = gb_arg_names(gb_args(b, args, 5), thread_names, 5);
+                    if (gb_use_real_time(gb_unit(b, GB_MICROSECOND)) == NULL) {
+                        fprintf(stderr, "bench_peak: cannot register %s threads\n", name);
+                        exit(EXIT_FAILURE);
+                    }
+                }
+        }
 }

@@ -15,6 +15,13 @@
  *   libmvec_avx2/avx512   an expf loop auto-vectorised into glibc's libmvec
  * bytes_per_second counts x read and y written (8 bytes an element).
  *
+ * Threads: dispatch again on a pool of n workers (bench_pool: made once by
+ * peak_threadpool_create), exp/dispatch/n:<n>/threads:<t> (t from
+ * bench_thread_counts: 1 and 2 by default) at n = 65536, 1 Mi and 16 Mi:
+ * the speedup is threads:2 over threads:1 of one run; the memory-bound
+ * floor at the same thread count is memcpy/bytes:<n>/threads:<t>
+ * (bench-limits.c).
+ *
  * Before timing, every variant runs once and its output is checked against
  * double exp (relative 1e-6: a few ULP); a wrong result is skipped, not
  * timed.
@@ -73,6 +80,8 @@ static const ex_variant ex_variants[] = {
 };
 
 static const int64_t ex_sizes[] = {4096, 65536, 1 << 20, 1 << 24};
+/* The thread variants' sizes. */
+static const int64_t ex_thread_sizes[] = {65536, 1 << 20, 1 << 24};
 
 static const char *ex_unavailable(const ex_variant *v)
 {
@@ -90,14 +99,16 @@ static const char *ex_unavailable(const ex_variant *v)
     }
 }
 
-static void ex_run(const ex_variant *v, float *y, const float *x, size_t n)
+/* pool: dispatch's (NULL: this thread). */
+static void ex_run(const ex_variant *v, float *y, const float *x, size_t n,
+                   const peak_threadpool *pool)
 {
     switch (v->impl) {
     case EX_TIER:
         peak_kernels_for(v->isa)->exp(y, x, n);
         break;
     case EX_DISPATCH:
-        peak_exp(y, x, n, NULL);
+        peak_exp(y, x, n, pool);
         break;
     case EX_LIBM:
         bench_exp_libm(y, x, n);
@@ -128,7 +139,7 @@ static void ex_run(const ex_variant *v, float *y, const float *x, size_t n)
     }
 }
 
-static void bench_exp(gb_state *st, void *user)
+static void exp_body(gb_state *st, void *user, const peak_threadpool *pool)
 {
     const ex_variant *v = user;
     const size_t n = (size_t)gb_range(st, 0);
@@ -145,7 +156,7 @@ static void bench_exp(gb_state *st, void *user)
     bench_fill_uniform(x, n, 0x0e0e0e0e, -87.0f, 88.0f);
     for (size_t k = 0; k < n; k++)
         y[k] = NAN;
-    ex_run(v, y, x, n);
+    ex_run(v, y, x, n, pool);
     for (size_t k = 0; k < n; k++) {
         const double want = exp((double)x[k]);
         if (!(fabs(y[k] - want) <= 1e-6 * want)) {
@@ -159,7 +170,7 @@ static void bench_exp(gb_state *st, void *user)
     if (v->impl == EX_DISPATCH)
         gb_set_label(st, peak_isa_name(peak_isa_active()));
     while (gb_keep_running(st)) {
-        ex_run(v, y, x, n);
+        ex_run(v, y, x, n, pool);
         gb_do_not_optimize(y);
     }
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)n);
@@ -167,6 +178,21 @@ static void bench_exp(gb_state *st, void *user)
 out:
     free(x);
     free(y);
+}
+
+static void bench_exp(gb_state *st, void *user)
+{
+    exp_body(st, user, NULL);
+}
+
+/* .../threads:<t>: argument 1 */
+static void bench_exp_threads(gb_state *st, void *user)
+{
+    const peak_threadpool *pool = bench_pool((size_t)gb_range(st, 1));
+    if (pool)
+        exp_body(st, user, pool);
+    else
+        gb_skip_with_error(st, "no pool: peak_threadpool_create failed (built without pthreadpool?)");
 }
 
 void bench_register_exp(void)
@@ -184,6 +210,23 @@ void bench_register_exp(void)
             b = gb_unit(b, GB_MICROSECOND);
             if (gb_use_real_time(b) == NULL) {
                 fprintf(stderr, "bench_peak: cannot register %s\n", name);
+                exit(EXIT_FAILURE);
+            }
+        }
+    static const char *const thread_names[] = {"n", "threads"};
+    const ex_variant *dispatch = NULL;
+    for (size_t i = 0; i < sizeof ex_variants / sizeof ex_variants[0]; i++)
+        if (ex_variants[i].impl == EX_DISPATCH)
+            dispatch = &ex_variants[i];
+    const int64_t *threads;
+    const size_t n_threads = bench_thread_counts(&threads);
+    for (size_t s = 0; s < sizeof ex_thread_sizes / sizeof ex_thread_sizes[0]; s++)
+        for (size_t t = 0; t < n_threads; t++) {
+            const int64_t args[2] = {ex_thread_sizes[s], threads[t]};
+            gb_bench *b = gb_register("exp/dispatch", bench_exp_threads, (void *)dispatch);
+            b = gb_arg_names(gb_args(b, args, 2), thread_names, 2);
+            if (gb_use_real_time(gb_unit(b, GB_MICROSECOND)) == NULL) {
+                fprintf(stderr, "bench_peak: cannot register exp/dispatch threads\n");
                 exit(EXIT_FAILURE);
             }
         }

@@ -19,6 +19,13 @@
  * bytes_per_second counts bytes read and written: x, r and y (4 * D each a
  * row) plus gamma and beta once; memcpy counts its source and destination.
  *
+ * Threads: dispatch and memcpy again on a pool of n workers (bench_pool:
+ * made once by peak_threadpool_create; memcpy split into one part per
+ * worker), names ending /threads:<n> (n from bench_thread_counts: 1 and 2
+ * by default), at 1024, 4096 and 65536 rows of 768: the speedup is
+ * threads:2 over threads:1, and memcpy at threads:<n> the floor at that
+ * thread count, of one run.
+ *
  * Before timing, every run checks its output against the plain loop
  * (within 2e-6 * max(1, |y|)), so a wrong kernel is skipped instead of
  * producing a fast, meaningless number; that call also faults the pages in.
@@ -68,6 +75,9 @@ static const layernorm_variant layernorm_variants[] = {
 static const int64_t layernorm_shapes[][2] = {{100, 512},  {128, 768},  {512, 768},   {1024, 768},
                                               {4096, 512}, {4096, 768}, {65536, 512}, {65536, 768}};
 
+/* The thread variants' shapes. */
+static const int64_t layernorm_thread_shapes[][2] = {{1024, 768}, {4096, 768}, {65536, 768}};
+
 #define LAYERNORM_EPS 1e-5f
 #define LAYERNORM_TOL 2e-6
 
@@ -77,6 +87,7 @@ typedef struct layernorm_run {
     float *x, *r, *y, *gamma, *beta;
     void *src, *dst; /* memcpy */
     size_t copy_bytes;
+    const peak_threadpool *pool; /* dispatch and memcpy: the thread variants' pool */
 } layernorm_run;
 
 static size_t layernorm_traffic(size_t rows, size_t d)
@@ -91,7 +102,7 @@ static peak_status layernorm_call(layernorm_run *w)
     case LAYERNORM_DISPATCH:
         return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
                                   (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS,
-                                  NULL);
+                                  w->pool);
     case LAYERNORM_PLAIN:
         bench_layernorm_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
         return PEAK_OK;
@@ -100,7 +111,7 @@ static peak_status layernorm_call(layernorm_run *w)
                                   LAYERNORM_EPS);
         return PEAK_OK;
     case LAYERNORM_MEMCPY:
-        memcpy(w->dst, w->src, w->copy_bytes);
+        bench_memcpy_on(w->dst, w->src, w->copy_bytes, w->pool);
         return PEAK_OK;
     }
     return PEAK_ERR_UNSUPPORTED;
@@ -197,10 +208,11 @@ static void layernorm_measure(gb_state *st, layernorm_run *w)
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)w->rows);
 }
 
-static void bench_layernorm(gb_state *st, void *user)
+static void layernorm_body(gb_state *st, void *user, const peak_threadpool *pool)
 {
     layernorm_run w = {0};
     w.v = user;
+    w.pool = pool;
     w.rows = (size_t)gb_range(st, 0);
     w.d = (size_t)gb_range(st, 1);
     const char *why = layernorm_setup(&w);
@@ -216,6 +228,21 @@ static void bench_layernorm(gb_state *st, void *user)
     free(w.beta);
     free(w.src);
     free(w.dst);
+}
+
+static void bench_layernorm(gb_state *st, void *user)
+{
+    layernorm_body(st, user, NULL);
+}
+
+/* .../threads:<n>: argument 2 */
+static void bench_layernorm_threads(gb_state *st, void *user)
+{
+    const peak_threadpool *pool = bench_pool((size_t)gb_range(st, 2));
+    if (pool)
+        layernorm_body(st, user, pool);
+    else
+        gb_skip_with_error(st, "no pool: peak_threadpool_create failed (built without pthreadpool?)");
 }
 
 void bench_register_layernorm(void)
@@ -238,4 +265,24 @@ void bench_register_layernorm(void)
             }
         }
     }
+    static const char *const thread_names[] = {"rows", "d_model", "threads"};
+    const int64_t *threads;
+    const size_t n_threads = bench_thread_counts(&threads);
+    for (size_t s = 0; s < sizeof layernorm_thread_shapes / sizeof layernorm_thread_shapes[0]; s++)
+        for (size_t i = 0; i < sizeof layernorm_variants / sizeof layernorm_variants[0]; i++) {
+            const layernorm_variant *v = &layernorm_variants[i];
+            if (v->impl != LAYERNORM_DISPATCH && v->impl != LAYERNORM_MEMCPY)
+                continue;
+            snprintf(name, sizeof name, "layernorm/%s", v->name);
+            for (size_t t = 0; t < n_threads; t++) {
+                const int64_t args[3] = {layernorm_thread_shapes[s][0],
+                                         layernorm_thread_shapes[s][1], threads[t]};
+                gb_bench *b = gb_register(name, bench_layernorm_threads, (void *)v);
+                b = gb_arg_names(gb_args(b, args, 3), thread_names, 3);
+                if (gb_use_real_time(gb_unit(b, GB_MICROSECOND)) == NULL) {
+                    fprintf(stderr, "bench_peak: cannot register %s threads\n", name);
+                    exit(EXIT_FAILURE);
+                }
+            }
+        }
 }

@@ -15,6 +15,13 @@
  * project meets, this VM's 300 MiB included).  bench/report.py takes the
  * best of the three kinds at the smallest size that holds a kernel's
  * working set as that kernel's bandwidth ceiling.
+ *   memcpy/bytes:<n>/threads:<t>  the same copy split into t 64-byte
+ *                     aligned parts, one per worker of a peak_threadpool_create
+ *                     pool of t (the pool the kernels' thread variants run
+ *                     on, bench_pool): the t-thread floor of the
+ *                     memory-bound families' /threads:<t> variants (t from
+ *                     bench_thread_counts: 1 and 2 unless PEAK_BENCH_THREADS
+ *                     says otherwise).
  *
  * Compute: fma_peak/<tier> is a register-only loop of 12 independent
  * chains (enough to cover 4-cycle latency on 2 ports), reported as
@@ -85,9 +92,9 @@ static float read_scalar(const float *p, size_t n)
     return a0 + a1 + a2 + a3;
 }
 
-static void bench_bandwidth(gb_state *st, void *user)
+/* pool: the memcpy's threads (NULL: the calling thread). */
+static void bandwidth_body(gb_state *st, bw_kind kind, const peak_threadpool *pool)
 {
-    const bw_kind kind = *(const bw_kind *)user;
     const size_t n = (size_t)gb_range(st, 0);
     void *src = bench_alloc(n), *dst = kind == BW_MEMCPY ? bench_alloc(n) : NULL;
     if (!src || (kind == BW_MEMCPY && !dst)) {
@@ -112,7 +119,7 @@ static void bench_bandwidth(gb_state *st, void *user)
     while (gb_keep_running(st)) {
         switch (kind) {
         case BW_MEMCPY:
-            memcpy(dst, src, n);
+            bench_memcpy_on(dst, src, n, pool);
             gb_do_not_optimize(dst);
             break;
         case BW_READ:
@@ -131,6 +138,23 @@ static void bench_bandwidth(gb_state *st, void *user)
 out:
     free(src);
     free(dst);
+}
+
+static void bench_bandwidth(gb_state *st, void *user)
+{
+    bandwidth_body(st, *(const bw_kind *)user, NULL);
+}
+
+/* memcpy/bytes:<n>/threads:<t> */
+static void bench_memcpy_threads(gb_state *st, void *user)
+{
+    (void)user;
+    const peak_threadpool *pool = bench_pool((size_t)gb_range(st, 1));
+    if (!pool) {
+        gb_skip_with_error(st, "no pool: peak_threadpool_create failed (built without pthreadpool?)");
+        return;
+    }
+    bandwidth_body(st, BW_MEMCPY, pool);
 }
 
 /* ---- FP32 peak of one core ------------------------------------------------------ */
@@ -228,6 +252,19 @@ void bench_register_limits(void)
             b = gb_arg_names(b, arg_names, 1);
             if (gb_unit(gb_use_real_time(b), GB_MICROSECOND) == NULL) {
                 fprintf(stderr, "bench_peak: cannot register %s\n", name);
+                exit(EXIT_FAILURE);
+            }
+        }
+    static const char *const threads_names[] = {"bytes", "threads"};
+    const int64_t *threads;
+    const size_t n_threads = bench_thread_counts(&threads);
+    for (size_t s = 0; s < sizeof bw_sizes / sizeof bw_sizes[0]; s++)
+        for (size_t t = 0; t < n_threads; t++) {
+            const int64_t args[2] = {bw_sizes[s], threads[t]};
+            gb_bench *b = gb_register("memcpy", bench_memcpy_threads, NULL);
+            b = gb_arg_names(gb_args(b, args, 2), threads_names, 2);
+            if (gb_unit(gb_use_real_time(b), GB_MICROSECOND) == NULL) {
+                fprintf(stderr, "bench_peak: cannot register memcpy threads\n");
                 exit(EXIT_FAILURE);
             }
         }

@@ -21,6 +21,13 @@
  * bit against the plain loop (peak.h promises the same bits on every tier
  * and from the table or on the fly); a wrong result is skipped, not timed.
  * x grows by at most 1 a call while timed: no overflow, no subnormals.
+ *
+ * Threads: dispatch again on a pool of n workers (bench_pool: made once by
+ * peak_threadpool_create), names ending /fly:<0|1>/threads:<n> (n from
+ * bench_thread_counts: 1 and 2 by default) at 1 x 4096 x 768 and
+ * 32 x 512 x 768: the speedup is threads:2 over threads:1 of one run; the
+ * memory-bound floor at the same thread count is memcpy/bytes:<n>/threads:<n>
+ * (bench-limits.c).
  */
 #include "bench.h"
 #include "gbench-shim.h"
@@ -57,11 +64,15 @@ static const int64_t pa_shapes[][3] = {{2, 50, 512},   {1, 128, 768},  {1, 512, 
                                        {1, 1024, 768}, {1, 2048, 768}, {1, 4096, 768},
                                        {32, 512, 768}};
 
+/* The thread variants' shapes. */
+static const int64_t pa_thread_shapes[][3] = {{1, 4096, 768}, {32, 512, 768}};
+
 typedef struct pa_case {
     const pa_variant *v;
     size_t batch, seq, d;
     int fly;
     float *x, *pe;
+    const peak_threadpool *pool; /* dispatch: the thread variants' pool */
 } pa_case;
 
 static void pa_plain_loop(float *x, const float *pe, size_t batch, size_t seq, size_t d)
@@ -82,7 +93,7 @@ static void pa_run(const pa_case *c, float *x)
         peak_kernels_for(c->v->isa)->pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, &params);
         break;
     case PA_DISPATCH:
-        peak_pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, c->seq, NULL, NULL);
+        peak_pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, c->seq, NULL, c->pool);
         break;
     case PA_PLAIN:
         pa_plain_loop(x, c->pe, c->batch, c->seq, c->d);
@@ -115,10 +126,11 @@ static const char *pa_check(const pa_case *c, char *msg, size_t len)
     return bad;
 }
 
-static void bench_pe_add(gb_state *st, void *user)
+static void pe_add_body(gb_state *st, void *user, const peak_threadpool *pool)
 {
     pa_case c = {0};
     c.v = user;
+    c.pool = pool;
     c.batch = (size_t)gb_range(st, 0);
     c.seq = (size_t)gb_range(st, 1);
     c.d = (size_t)gb_range(st, 2);
@@ -159,6 +171,21 @@ static void bench_pe_add(gb_state *st, void *user)
     free(c.pe);
 }
 
+static void bench_pe_add(gb_state *st, void *user)
+{
+    pe_add_body(st, user, NULL);
+}
+
+/* .../fly:<0|1>/threads:<n>: argument 4 */
+static void bench_pe_add_threads(gb_state *st, void *user)
+{
+    const peak_threadpool *pool = bench_pool((size_t)gb_range(st, 4));
+    if (pool)
+        pe_add_body(st, user, pool);
+    else
+        gb_skip_with_error(st, "no pool: peak_threadpool_create failed (built without pthreadpool?)");
+}
+
 void bench_register_pe_add(void)
 {
     static const char *const arg_names[] = {"batch", "seq_len", "d_model", "fly"};
@@ -179,6 +206,25 @@ void bench_register_pe_add(void)
                 b = gb_unit(b, GB_MICROSECOND);
                 if (gb_use_real_time(b) == NULL) {
                     fprintf(stderr, "bench_peak: cannot register %s\n", name);
+                    exit(EXIT_FAILURE);
+                }
+            }
+    static const char *const thread_names[] = {"batch", "seq_len", "d_model", "fly", "threads"};
+    const pa_variant *dispatch = NULL;
+    for (size_t i = 0; i < sizeof pa_variants / sizeof pa_variants[0]; i++)
+        if (pa_variants[i].impl == PA_DISPATCH)
+            dispatch = &pa_variants[i];
+    const int64_t *threads;
+    const size_t n_threads = bench_thread_counts(&threads);
+    for (size_t s = 0; s < sizeof pa_thread_shapes / sizeof pa_thread_shapes[0]; s++)
+        for (int64_t fly = 0; fly <= 1; fly++)
+            for (size_t t = 0; t < n_threads; t++) {
+                const int64_t args[5] = {pa_thread_shapes[s][0], pa_thread_shapes[s][1],
+                                         pa_thread_shapes[s][2], fly, threads[t]};
+                gb_bench *b = gb_register("pe_add/dispatch", bench_pe_add_threads, (void *)dispatch);
+                b = gb_arg_names(gb_args(b, args, 5), thread_names, 5);
+                if (gb_use_real_time(gb_unit(b, GB_MICROSECOND)) == NULL) {
+                    fprintf(stderr, "bench_peak: cannot register pe_add/dispatch threads\n");
                     exit(EXIT_FAILURE);
                 }
             }

@@ -20,6 +20,12 @@
  * A variant this CPU, OS or build can't run is reported as skipped, never
  * called.
  *
+ * Threads: dispatch again on a pool of n workers (bench_pool: made once by
+ * peak_threadpool_create), pe_table/dispatch/seq_len:<n>/d_model:<d>/
+ * threads:<n> (n from bench_thread_counts: 1 and 2 by default) at
+ * 5000 x 512, 4096 x 768 and 65536 x 512 (128 MiB): the speedup is
+ * threads:2 over threads:1 of one run.
+ *
  * Before timing, every run fills the output with NaN, runs once and checks
  * the table (all entries finite and in [-1, 1], sampled entries against
  * double sin/cos of the exact angle); a wrong or unfinished kernel is
@@ -93,6 +99,9 @@ static const pe_variant pe_variants[] = {
 static const int64_t pe_shapes[][2] = {{5000, 512}, {50, 512},   {128, 768}, {512, 768},
                                        {1024, 768}, {2048, 768}, {4096, 768}};
 
+/* The thread variants' shapes. */
+static const int64_t pe_thread_shapes[][2] = {{5000, 512}, {4096, 768}, {65536, 512}};
+
 #define PE_CHECK_TOL 2e-3
 
 /* NULL if v can run here, else why not. */
@@ -133,8 +142,9 @@ static const char *pe_unavailable(const pe_variant *v)
     return "unknown variant";
 }
 
+/* pool: dispatch's (NULL: this thread). */
 static peak_status pe_run(const pe_variant *v, float *out, size_t n_pos, size_t d_model,
-                          float *div)
+                          float *div, const peak_threadpool *pool)
 {
     static const peak_pe_params params = PEAK_PE_PARAMS_DEFAULT;
     switch (v->impl) {
@@ -143,7 +153,7 @@ static peak_status pe_run(const pe_variant *v, float *out, size_t n_pos, size_t 
                                            &params);
         return PEAK_OK;
     case PE_DISPATCH:
-        return peak_pe_table(out, n_pos, d_model, 0, NULL, NULL);
+        return peak_pe_table(out, n_pos, d_model, 0, NULL, pool);
     case PE_LIBM:
         bench_pe_table_libm(out, n_pos, d_model, div);
         return PEAK_OK;
@@ -232,11 +242,11 @@ static void *pe_alloc(size_t bytes)
 
 /* The body of one run, given its buffers. */
 static void pe_measure(gb_state *st, const pe_variant *v, float *out, float *div, size_t n_pos,
-                       size_t d_model)
+                       size_t d_model, const peak_threadpool *pool)
 {
     for (size_t k = 0; k < n_pos * d_model; k++)
         out[k] = NAN;
-    const peak_status s = pe_run(v, out, n_pos, d_model, div);
+    const peak_status s = pe_run(v, out, n_pos, d_model, div, pool);
     if (s != PEAK_OK) {
         gb_skip_with_error(st, peak_status_string(s));
         return;
@@ -250,7 +260,7 @@ static void pe_measure(gb_state *st, const pe_variant *v, float *out, float *div
         gb_set_label(st, peak_isa_name(peak_isa_active()));
 
     while (gb_keep_running(st)) {
-        pe_run(v, out, n_pos, d_model, div);
+        pe_run(v, out, n_pos, d_model, div, pool);
         gb_do_not_optimize(out);
     }
 
@@ -259,7 +269,7 @@ static void pe_measure(gb_state *st, const pe_variant *v, float *out, float *div
     gb_set_bytes_processed(st, gb_iterations(st) * elems * (int64_t)sizeof(float));
 }
 
-static void bench_pe_table(gb_state *st, void *user)
+static void pe_table_body(gb_state *st, void *user, const peak_threadpool *pool)
 {
     const pe_variant *v = user;
     const size_t n_pos = (size_t)gb_range(st, 0);
@@ -273,11 +283,26 @@ static void bench_pe_table(gb_state *st, void *user)
     float *out = pe_alloc(n_pos * d_model * sizeof(float));
     float *div = pe_alloc(BENCH_PE_DIV_LEN(d_model) * sizeof(float));
     if (out != NULL && div != NULL)
-        pe_measure(st, v, out, div, n_pos, d_model);
+        pe_measure(st, v, out, div, n_pos, d_model, pool);
     else
         gb_skip_with_error(st, "out of memory");
     free(div);
     free(out);
+}
+
+static void bench_pe_table(gb_state *st, void *user)
+{
+    pe_table_body(st, user, NULL);
+}
+
+/* .../threads:<n>: argument 2 */
+static void bench_pe_table_threads(gb_state *st, void *user)
+{
+    const peak_threadpool *pool = bench_pool((size_t)gb_range(st, 2));
+    if (pool)
+        pe_table_body(st, user, pool);
+    else
+        gb_skip_with_error(st, "no pool: peak_threadpool_create failed (built without pthreadpool?)");
 }
 
 void bench_register_pe_table(void)
@@ -302,4 +327,21 @@ void bench_register_pe_table(void)
             }
         }
     }
+    static const char *const thread_names[] = {"seq_len", "d_model", "threads"};
+    const pe_variant *dispatch = NULL;
+    for (size_t i = 0; i < sizeof pe_variants / sizeof pe_variants[0]; i++)
+        if (pe_variants[i].impl == PE_DISPATCH)
+            dispatch = &pe_variants[i];
+    const int64_t *threads;
+    const size_t n_threads = bench_thread_counts(&threads);
+    for (size_t s = 0; s < sizeof pe_thread_shapes / sizeof pe_thread_shapes[0]; s++)
+        for (size_t t = 0; t < n_threads; t++) {
+            const int64_t args[3] = {pe_thread_shapes[s][0], pe_thread_shapes[s][1], threads[t]};
+            gb_bench *b = gb_register("pe_table/dispatch", bench_pe_table_threads, (void *)dispatch);
+            b = gb_arg_names(gb_args(b, args, 3), thread_names, 3);
+            if (gb_use_real_time(gb_unit(b, GB_MICROSECOND)) == NULL) {
+                fprintf(stderr, "bench_peak: cannot register pe_table/dispatch threads\n");
+                exit(EXIT_FAILURE);
+            }
+        }
 }

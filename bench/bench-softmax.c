@@ -27,6 +27,13 @@
  *                         primitive has no mask; that write is not timed.
  * A variant that cannot run here is reported as skipped, never called.
  *
+ * Threads: dispatch again on a pool of n workers (bench_pool: made once by
+ * peak_threadpool_create), softmax/dispatch/heads:<H>/L:<L>/causal:<0|1>/
+ * threads:<n> (n from bench_thread_counts: 1 and 2 by default) at H 12,
+ * L 512, 1024 and 4096 and H 8, L 2048: the speedup is threads:2 over
+ * threads:1 of one run; the memory-bound floor at the same thread count is
+ * memcpy/bytes:<n>/threads:<n> (bench-limits.c).
+ *
  * Before timing, every variant runs once and four rows of its output are
  * checked against a double-precision softmax (1e-5 absolute); a wrong
  * result is skipped with the failing entry instead of timed.
@@ -74,6 +81,8 @@ static const sm_variant sm_variants[] = {
 /* {heads, L} */
 static const int64_t sm_shapes[][2] = {{8, 128},  {8, 512},  {8, 1024},  {8, 2048},
                                        {12, 128}, {12, 512}, {12, 1024}, {12, 4096}};
+/* The thread variants' shapes, {heads, L}, each full and causal. */
+static const int64_t sm_thread_shapes[][2] = {{12, 512}, {12, 1024}, {8, 2048}, {12, 4096}};
 /* The scalar tier is not timed on more scores than this (seconds a call). */
 #define SM_SCALAR_MAX ((size_t)1 << 27)
 #define SM_CHECK_TOL 1e-5
@@ -85,6 +94,7 @@ typedef struct sm_case {
     int causal;
     float *x, *y;
     peak_softmax_desc desc;
+    const peak_threadpool *pool; /* dispatch: the thread variants' pool */
 #if PEAK_BENCH_ONEDNN
     dnnl_engine_t engine;
     dnnl_stream_t stream;
@@ -191,7 +201,7 @@ static void sm_run(const sm_case *c)
         peak_kernels_for(c->v->isa)->softmax(c->y, c->x, &c->desc);
         break;
     case SM_DISPATCH:
-        peak_softmax(c->y, c->x, &c->desc, NULL);
+        peak_softmax(c->y, c->x, &c->desc, c->pool);
         break;
     case SM_EXPF_LOOP:
         bench_softmax_expf_loop(c->y, c->x, c->rows, c->L, c->causal);
@@ -285,11 +295,12 @@ static void sm_prepare_and_measure(gb_state *st, sm_case *c)
     sm_measure(st, c);
 }
 
-static void bench_softmax(gb_state *st, void *user)
+static void softmax_body(gb_state *st, void *user, const peak_threadpool *pool)
 {
     sm_case c;
     memset(&c, 0, sizeof c);
     c.v = user;
+    c.pool = pool;
     c.heads = (size_t)gb_range(st, 0);
     c.L = (size_t)gb_range(st, 1);
     c.rows = c.heads * c.L;
@@ -318,6 +329,21 @@ static void bench_softmax(gb_state *st, void *user)
     free(c.x);
 }
 
+static void bench_softmax(gb_state *st, void *user)
+{
+    softmax_body(st, user, NULL);
+}
+
+/* .../threads:<n>: argument 3 */
+static void bench_softmax_threads(gb_state *st, void *user)
+{
+    const peak_threadpool *pool = bench_pool((size_t)gb_range(st, 3));
+    if (pool)
+        softmax_body(st, user, pool);
+    else
+        gb_skip_with_error(st, "no pool: peak_threadpool_create failed (built without pthreadpool?)");
+}
+
 void bench_register_softmax(void)
 {
     static const char *const arg_names[] = {"heads", "L", "causal"};
@@ -341,4 +367,24 @@ void bench_register_softmax(void)
             }
         }
     }
+    static const char *const thread_names[] = {"heads", "L", "causal", "threads"};
+    const sm_variant *dispatch = NULL;
+    for (size_t i = 0; i < sizeof sm_variants / sizeof sm_variants[0]; i++)
+        if (sm_variants[i].impl == SM_DISPATCH)
+            dispatch = &sm_variants[i];
+    const int64_t *threads;
+    const size_t n_threads = bench_thread_counts(&threads);
+    for (size_t l = 0; l < sizeof sm_thread_shapes / sizeof sm_thread_shapes[0]; l++)
+        for (int64_t causal = 0; causal <= 1; causal++)
+            for (size_t t = 0; t < n_threads; t++) {
+                const int64_t args[4] = {sm_thread_shapes[l][0], sm_thread_shapes[l][1], causal,
+                                         threads[t]};
+                gb_bench *b = gb_register("softmax/dispatch", bench_softmax_threads,
+                                          (void *)dispatch);
+                b = gb_arg_names(gb_args(b, args, 4), thread_names, 4);
+                if (gb_use_real_time(gb_unit(b, GB_MICROSECOND)) == NULL) {
+                    fprintf(stderr, "bench_peak: cannot register softmax/dispatch threads\n");
+                    exit(EXIT_FAILURE);
+                }
+            }
 }

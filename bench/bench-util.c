@@ -62,6 +62,78 @@ int bench_cpu_avx2(void)
 #endif
 }
 
+size_t bench_thread_counts(const int64_t **counts)
+{
+    static int64_t list[16] = {1, 2};
+    static size_t n;
+    if (!n) {
+        n = 2;
+        const char *env = getenv("PEAK_BENCH_THREADS");
+        if (env && *env) {
+            size_t k = 0;
+            char *end;
+            for (const char *p = env; *p && k < sizeof list / sizeof list[0]; p = end) {
+                const long t = strtol(p, &end, 10);
+                if (end == p || t < 1 || t > 4096)
+                    break;
+                list[k++] = t;
+                if (*end == ',')
+                    end++;
+            }
+            n = k ? k : 2;
+            if (!k)
+                list[0] = 1, list[1] = 2;
+        }
+    }
+    *counts = list;
+    return n;
+}
+
+const peak_threadpool *bench_pool(size_t threads)
+{
+    /* One pool per thread count, kept (and its threads parked) until exit. */
+    static struct {
+        size_t threads;
+        peak_threadpool *pool;
+    } made[16];
+    for (size_t k = 0; k < sizeof made / sizeof made[0]; k++) {
+        if (made[k].pool && made[k].threads == threads)
+            return made[k].pool;
+        if (!made[k].pool) {
+            if (peak_threadpool_create(threads, &made[k].pool) != PEAK_OK)
+                return NULL;
+            made[k].threads = threads;
+            return made[k].pool;
+        }
+    }
+    return NULL;
+}
+
+typedef struct bench_copy {
+    char *dst;
+    const char *src;
+    size_t bytes, step;
+} bench_copy;
+
+static void bench_copy_part(void *arg, size_t t)
+{
+    const bench_copy *c = arg;
+    const size_t lo = t * c->step < c->bytes ? t * c->step : c->bytes;
+    const size_t hi = lo + c->step < c->bytes ? lo + c->step : c->bytes;
+    memcpy(c->dst + lo, c->src + lo, hi - lo);
+}
+
+void bench_memcpy_on(void *dst, const void *src, size_t bytes, const peak_threadpool *pool)
+{
+    const size_t parts = peak_threadpool_workers(pool);
+    if (parts <= 1 || !pool->run) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    bench_copy c = {dst, src, bytes, ((bytes + parts - 1) / parts + 63) & ~(size_t)63};
+    pool->run(pool->ctx, bench_copy_part, &c, parts);
+}
+
 void *bench_alloc(size_t bytes)
 {
     return aligned_alloc(64, (bytes + 63) / 64 * 64);

@@ -39,7 +39,12 @@ void bench_register_pe_add(void);
 
 /* Registers the machine's limits measured in the same run (bench-limits.c):
    memcpy/bytes:<n>, read/bytes:<n>, write/bytes:<n> (bandwidth in and out
-   of cache) and fma_peak/<tier> (one core's FP32 FMA rate). */
+   of cache), memcpy/bytes:<n>/threads:<t> (the copy split over t threads)
+   and fma_peak/<tier> (one core's FP32 FMA rate). */
+
+/* Every family also registers thread variants: its dispatch variant (and
+   memcpy, where the family has one) on a pool of t workers, the same name
+   and arguments with /threads:<t> appended (bench_thread_counts). */
 void bench_register_limits(void);
 
 /* ---- shared helpers (bench-util.c) --------------------------------------- */
@@ -57,6 +62,21 @@ const char *bench_tier_unavailable(peak_isa isa);
    of libgcc rather than of the dispatcher under test: for the baselines. */
 int bench_cpu_avx512(void);
 int bench_cpu_avx2(void);
+/* ---- thread variants ------------------------------------------------------ */
+
+/* The thread counts the thread variants are registered at (names ending
+   /threads:<n>): 1 and 2, or the comma-separated list in the environment
+   variable PEAK_BENCH_THREADS (e.g. "1,2,4,8" on a larger machine).
+   Returns how many; *counts points at them. */
+size_t bench_thread_counts(const int64_t **counts);
+/* The pool of `threads` workers the thread variants run on, made once by
+   peak_threadpool_create() and kept for the process; NULL if it cannot be
+   made (a library built without pthreadpool). */
+const peak_threadpool *bench_pool(size_t threads);
+/* memcpy split into one 64-byte aligned part per worker of pool, each
+   part a task of pool->run (NULL, or one worker: a plain memcpy). */
+void bench_memcpy_on(void *dst, const void *src, size_t bytes, const peak_threadpool *pool);
+
 /* 64-byte aligned, like a framework's tensor allocator; free() it. */
 void *bench_alloc(size_t bytes);
 /* n scores as attention would give them: roughly normal (a sum of four
