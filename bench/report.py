@@ -4,8 +4,13 @@ into the comparison report: bench/results/<cpu>.md and .json, and PNG plots.
 
 Usage (bench/report.sh runs it; it can also be re-run on kept raw files):
   /usr/bin/python3 bench/report.py --bench BENCH.json [--accuracy ACC.json]
-      [--torch TORCH.json] [--out-dir bench/results] [--readme README.md]
+      [--torch TORCH.json] [--peers PEERS.json] [--replay REPLAY.json]
+      [--out-dir bench/results] [--readme README.md]
       [--command "sh bench/report.sh"] [--note TEXT]
+
+--peers: bench/peers-bench.py's JSON (PyTorch 2.x and ONNX Runtime at 1 and
+2 threads); --replay: bench_replay --format=json (the simulated thread
+scaling).  Either may be missing: its section then says so.
 
 Medians over the repetitions, with min-max; every ratio is taken between
 medians of the same run.  Throughputs come from one model per family (the
@@ -19,6 +24,7 @@ This file is the entry point; the work is in the modules beside it:
   report_model.py   derived figures: throughputs, roofline, goals, units
   report_tables.py  the markdown: bench/results/<cpu>.md, the README block
   report_plots.py   the PNG plots (matplotlib)
+  report_peers.py   the PyTorch 2.x / ONNX Runtime tables and the thread scaling
 """
 
 import argparse
@@ -26,8 +32,10 @@ import json
 import os
 import sys
 
-from report_data import cpu_info, cpu_slug, load_accuracy, load_bench, load_torch, merge
+from report_data import (cpu_info, cpu_slug, load_accuracy, load_bench, load_torch, merge,
+                         split_threads)
 from report_model import TRANSCENDENTAL_FLOPS, add_throughputs, annotate_limits, goal_rows
+from report_peers import load_peers, load_replay, md_sections, peer_goal_rows, plot_scaling
 from report_plots import write_plots
 from report_tables import (context_lines, md_report, md_summary, readme_block, summary_rows,
                            update_readme)
@@ -38,6 +46,8 @@ def main(argv):
     p.add_argument("--bench", required=True)
     p.add_argument("--accuracy")
     p.add_argument("--torch")
+    p.add_argument("--peers", help="bench/peers-bench.py's JSON")
+    p.add_argument("--replay", help="bench_replay --format=json's output")
     p.add_argument("--out-dir", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--readme")
     p.add_argument("--command", default="sh bench/report.sh")
@@ -50,6 +60,7 @@ def main(argv):
     acc = load_accuracy(args.accuracy)
     torch_doc = load_torch(args.torch)
     results, limits = merge(runs, torch_doc, args.clock)
+    bench_threads = split_threads(results)  # the /threads:<n> variants: the scaling table
     add_throughputs(results)
     annotate_limits(results, limits)
     cpu = cpu_info()
@@ -62,6 +73,14 @@ def main(argv):
 
     md = md_report(ctx_lines, cpu, slug, args.command, rows, limits, results, goals, acc,
                    torch_doc, pngs)
+    peers_doc, replay_doc = load_peers(args.peers), load_replay(args.replay)
+    peers_md, scaling, workers = md_sections(peers_doc, args.peers, replay_doc, args.replay,
+                                             bench_threads)
+    pngs.update(plot_scaling(scaling, workers, args.out_dir, slug))
+    if "scaling" in pngs:
+        peers_md += [f"![scaling]({pngs['scaling']})", ""]
+    at = md.index("## Accuracy") if "## Accuracy" in md else len(md)
+    md[at:at] = peers_md
     md_path = os.path.join(args.out_dir, f"{slug}.md")
     with open(md_path, "w", encoding="utf-8") as f:
         f.write("\n".join(md))
@@ -70,7 +89,10 @@ def main(argv):
            else None, "command": args.command, "limits": limits, "summary": rows,
            "results": results, "accuracy": (acc or {}).get("entries", []) +
            ((torch_doc or {}).get("accuracy", [])), "plots": pngs, "goals": goals,
-           "model": {"transcendental_flops": TRANSCENDENTAL_FLOPS}}
+           "model": {"transcendental_flops": TRANSCENDENTAL_FLOPS},
+           "peers": peers_doc, "peer_goals": peer_goal_rows(peers_doc),
+           "replay": replay_doc, "scaling": {"workers": workers, "rows": scaling},
+           "bench_threads": bench_threads}
     json_path = os.path.join(args.out_dir, f"{slug}.json")
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, sort_keys=True)

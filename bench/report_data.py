@@ -90,18 +90,26 @@ def clock_times(slot, clock):
 
 def merge(runs, torch_doc, clock):
     """results[family][shape][variant] = entry; limits = measured ceilings.
-    clock: which time the medians use, "cpu" or "real"."""
+    clock: which time the medians use, "cpu" or "real".  bench_peak's thread
+    variants (shapes ending /threads:<n>) always use wall-clock time (CPU
+    time is the calling thread's alone); split_threads() takes them out of
+    results, and their memcpy floors go to limits["bandwidth_threads"]."""
     results = {}
-    limits = {"bandwidth": {}, "fma_peak": {}}
+    limits = {"bandwidth": {}, "fma_peak": {}, "bandwidth_threads": {}}
     for name, slot in runs.items():
         family, variant, shape = split_name(name)
+        threads = shape_args(shape).get("threads")
         if family in ("memcpy", "read", "write"):
             if slot["times"]:
                 n = shape_args(shape)["bytes"]
                 moved = n * (2 if family == "memcpy" else 1)
-                bw = [moved / t for t in clock_times(slot, clock)]
-                limits["bandwidth"].setdefault(family, {})[str(n)] = {
-                    "median_Bps": median(bw), "min_Bps": min(bw), "max_Bps": max(bw)}
+                bw = [moved / t for t in clock_times(slot, "real" if threads else clock)]
+                stats = {"median_Bps": median(bw), "min_Bps": min(bw), "max_Bps": max(bw)}
+                if threads:
+                    limits["bandwidth_threads"].setdefault(family, {}).setdefault(
+                        str(n), {})[str(threads)] = stats
+                else:
+                    limits["bandwidth"].setdefault(family, {})[str(n)] = stats
             continue
         if family == "fma_peak":
             if slot["counters"].get("GFLOPs"):
@@ -115,7 +123,9 @@ def merge(runs, torch_doc, clock):
         if "error" in slot and not slot["times"]:
             e["skipped"] = slot["error"]
         else:
-            e.update(stats_from_times(clock_times(slot, clock)))
+            e.update(stats_from_times(clock_times(slot, "real" if threads else clock)))
+            if threads:
+                e["clock"] = "real"
             e["real"] = stats_from_times(slot["times"])
             e["cpu_over_real"] = median([c / t for c, t in zip(slot["cpu"], slot["times"])])
             if slot["label"]:
@@ -129,6 +139,24 @@ def merge(runs, torch_doc, clock):
             e["cpu_over_real"] = r["cpu"]["median_s"] / r["real"]["median_s"]
             results.setdefault(family, {}).setdefault(shape, {})[variant] = e
     return results, limits
+
+
+def split_threads(results):
+    """Takes bench_peak's thread variants out of results (their shapes end
+    /threads:<n>): returns {family: {shape without threads: {n: entry}}}
+    for the dispatch variant, which is what they run."""
+    threads = {}
+    for family, shapes in results.items():
+        for shape in [s for s in shapes if "threads" in shape_args(s)]:
+            variants = shapes.pop(shape)
+            n = shape_args(shape)["threads"]
+            base = "/".join(p for p in shape.split("/") if not p.startswith("threads:"))
+            e = variants.get("dispatch")
+            if e is not None:
+                threads.setdefault(family, {}).setdefault(base, {})[n] = e
+    for family in [f for f, s in results.items() if not s]:
+        del results[family]
+    return threads
 
 
 

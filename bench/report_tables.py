@@ -189,7 +189,8 @@ def context_lines(ctx, cpu, results, torch_doc, notes, clock):
                 for e in v.values()), default=1)
     context_lines = [
         f"- CPU: {cpu_line}",
-        f"- run: {when}, host load average at start {load}; one thread everywhere",
+        f"- run: {when}, host load average at start {load}; one thread everywhere except "
+        "where a thread count is named (the thread scaling and PyTorch 2.x sections)",
         f"- peak {ctx.get('peak_version', '?')}, dispatch tier {ctx.get('peak_isa_active', '?')}"
         f"; Google Benchmark {ctx.get('library_build_type', '?')} build (Debian's)",
         f"- medians of {reps} repetitions (interleaved at random), min - max beside them; "
