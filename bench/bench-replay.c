@@ -5,9 +5,12 @@
  * For each shape below, the public call is made with a peak_work_intercept
  * (kernels/schedule/parallel.h) set: every work the call hands to the
  * runner comes here instead, and each of its items is run on the calling
- * thread, alone, and timed (clock_gettime(CLOCK_MONOTONIC); the item is run
- * --repeat times, 5 by default, with the work's scratch slot 0, and the
- * median is its cost).  The items' costs are then replayed through the
+ * thread, alone, and timed (clock_gettime(CLOCK_THREAD_CPUTIME_ID), the
+ * calling thread's CPU time, as bench/report.sh times bench_peak: on a
+ * loaded machine a wall-clock time also counts the time other processes
+ * held the core, and on a quiet one the two agree; --clock=wall takes
+ * CLOCK_MONOTONIC.  The item is run --repeat times, 5 by default, with
+ * the work's scratch slot 0, and the median is its cost).  The items' costs are then replayed through the
  * runner's own scheduling -- greedy list scheduling in item order,
  * peak_schedule_makespan -- for N = 1, 2, 4, 8, 16, 32, 64, 128, 192
  * workers, as peak_work_run would run them: a work runs inline (one task)
@@ -36,24 +39,30 @@
  * gives the target machine's aggregate bandwidth (then BW(N) = X GB/s for
  * N beyond this machine's CPUs, an assumption the output repeats).  On a
  * 2-core machine that is N = 1 and 2 only: the no-limit column is the
- * prediction, the bw column a check of it where it can be made.
+ * prediction, the bw column a check of it where it can be made.  A BW(N)
+ * below BW(1) means the other CPUs were busy (a loaded machine): the
+ * output then says that the bw column means nothing in this run.
  *
  * Usage: bench_replay [--format=table|json] [--filter=REGEX] [--repeat=N]
- *                     [--timing=median|first] [--overhead-us=X]
- *                     [--bw-gbs=X] [--no-bandwidth] [--list]
+ *                     [--timing=median|first] [--clock=cpu|wall]
+ *                     [--overhead-us=X] [--bw-gbs=X] [--no-bandwidth] [--list]
  * --filter keeps the shapes whose name matches the (POSIX extended) regex.
  *
  * JSON (--format=json; bench/report*.py reads it), one object:
  *   program        "bench_replay"
  *   peak_version, isa            the library and its active tier
  *   cpus           online CPUs of this machine
- *   repeat, timing               as given ("median" or "first")
+ *   loadavg        the 1-minute load average at the start (-1 unknown)
+ *   repeat, timing, clock        as given ("median" or "first"; "cpu"
+ *                                or "wall")
  *   overhead_ns    the modelled cost of one pooled work (0: none)
  *   bw_gbs_target  --bw-gbs, or null
  *   workers        [1, 2, 4, ..., 192]: the N of every "predicted" entry
  *   assumptions    [strings]: the list above, as this run applied it
  *   bandwidth      [{copy_bytes, threads, gbs}]: every BW(N) measured
  *                  (gbs counts bytes read and written), [] if none
+ *   bandwidth_busy true if a BW(N) came out below BW(1) (busy CPUs: the
+ *                  speedup_bw figures of this run mean nothing)
  *   shapes         [{
  *     name         "<family>/<arg>:<value>/..." (the arguments below)
  *     family       attention, softmax, layernorm, pe_table, exp,
@@ -163,13 +172,21 @@ static const shape shapes[] = {
 /* ---- options -------------------------------------------------------------- */
 
 static struct {
-    int json, first, bandwidth, list;
+    int json, first, bandwidth, list, cpu_clock;
     size_t repeat;
     double overhead_ns, bw_gbs; /* bw_gbs 0: not given */
     const char *filter;
-} opt = {0, 0, 1, 0, 5, 0.0, 0.0, NULL};
+} opt = {0, 0, 1, 0, 1, 5, 0.0, 0.0, NULL};
 
 static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(opt.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* Bandwidth is always wall-clock time: the copy runs on several threads. */
+static double wall_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -355,13 +372,13 @@ static double bandwidth(size_t copy_bytes, size_t threads)
         copy_job j = {dst, src, copy_bytes, threads};
         double t[7];
         for (size_t k = 0; k < 8; k++) { /* the first faults and warms */
-            const double t0 = now_ns();
+            const double t0 = wall_ns();
             if (threads == 1)
                 copy_part(&j, 0);
             else
                 bw_pools[threads]->run(bw_pools[threads]->ctx, copy_part, &j, threads);
             if (k)
-                t[k - 1] = now_ns() - t0;
+                t[k - 1] = wall_ns() - t0;
         }
         qsort(t, 7, sizeof *t, cmp_double); /* the best: a ceiling, noise only slows */
         gbs = 2.0 * (double)copy_bytes / t[0];
@@ -371,6 +388,23 @@ static double bandwidth(size_t copy_bytes, size_t threads)
     if (gbs > 0.0 && n_bw_done < sizeof bw_done / sizeof bw_done[0])
         bw_done[n_bw_done++] = (bw_rec){copy_bytes, threads, gbs};
     return gbs;
+}
+
+/* Whether some BW(N), N > 1, came out below BW(1) of the same copy. */
+static int bandwidth_busy(void)
+{
+    for (size_t k = 0; k < n_bw_done; k++)
+        for (size_t j = 0; j < n_bw_done; j++)
+            if (bw_done[k].copy_bytes == bw_done[j].copy_bytes && bw_done[j].threads == 1 &&
+                bw_done[k].threads > 1 && bw_done[k].gbs < bw_done[j].gbs)
+                return 1;
+    return 0;
+}
+
+static double load_average(void)
+{
+    double l[1];
+    return getloadavg(l, 1) == 1 ? l[0] : -1.0;
 }
 
 /* ---- the calls ------------------------------------------------------------- */
@@ -667,7 +701,7 @@ static void json_num(double x)
         printf("%.6g", x);
 }
 
-static const char *assumptions[8];
+static const char *assumptions[10];
 static size_t n_assumptions;
 
 static void set_assumptions(void)
@@ -680,6 +714,10 @@ static void set_assumptions(void)
     assumptions[n_assumptions++] =
         opt.first ? "items timed once each (their first run)"
                   : "items timed warm (median of repeated runs: data in cache as far as it fits)";
+    assumptions[n_assumptions++] =
+        opt.cpu_clock ? "times are the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID)"
+                      : "times are wall-clock (CLOCK_MONOTONIC): on a loaded machine the longer "
+                        "runs also count time other processes held the core";
     if (opt.overhead_ns > 0.0)
         snprintf(over, sizeof over, "each pooled work costs %.0f ns to wake and join the pool",
                  opt.overhead_ns);
@@ -707,8 +745,10 @@ static void print_json_head(void)
 {
     printf("{\n  \"program\": \"bench_replay\",\n  \"peak_version\": \"%s\",\n  \"isa\": \"%s\",\n",
            peak_version(), peak_isa_name(peak_isa_active()));
-    printf("  \"cpus\": %zu,\n  \"repeat\": %zu,\n  \"timing\": \"%s\",\n  \"overhead_ns\": ",
-           n_cpus, opt.repeat, opt.first ? "first" : "median");
+    printf("  \"cpus\": %zu,\n  \"loadavg\": %.2f,\n  \"repeat\": %zu,\n  \"timing\": \"%s\",\n"
+           "  \"clock\": \"%s\",\n  \"overhead_ns\": ",
+           n_cpus, load_average(), opt.repeat, opt.first ? "first" : "median",
+           opt.cpu_clock ? "cpu" : "wall");
     json_num(opt.overhead_ns);
     printf(",\n  \"bw_gbs_target\": ");
     json_num(opt.bw_gbs > 0.0 ? opt.bw_gbs : -1.0);
@@ -768,9 +808,11 @@ static void print_table_head(void)
 {
     printf("bench_replay: predicted speedup T(1)/T(N) of peak's scheduling, from every work "
            "item timed alone on one core\n");
-    printf("peak %s, %s, %zu CPUs here, items: %s of %zu run%s\n", peak_version(),
-           peak_isa_name(peak_isa_active()), n_cpus, opt.first ? "first" : "median",
-           opt.repeat, opt.repeat == 1 ? "" : "s");
+    printf("peak %s, %s, %zu CPUs here (load average %.2f), items: %s of %zu run%s, %s "
+           "clock\n",
+           peak_version(), peak_isa_name(peak_isa_active()), n_cpus, load_average(),
+           opt.first ? "first" : "median", opt.repeat, opt.repeat == 1 ? "" : "s",
+           opt.cpu_clock ? "CPU-time" : "wall");
     printf("assumptions:\n");
     for (size_t k = 0; k < n_assumptions; k++)
         printf("  - %s\n", assumptions[k]);
@@ -829,8 +871,8 @@ static int usage(const char *bad)
     fprintf(stderr,
             "bench_replay: unknown or bad argument '%s'\n"
             "usage: bench_replay [--format=table|json] [--filter=REGEX] [--repeat=N]\n"
-            "                    [--timing=median|first] [--overhead-us=X] [--bw-gbs=X]\n"
-            "                    [--no-bandwidth] [--list]\n",
+            "                    [--timing=median|first] [--clock=cpu|wall] [--overhead-us=X]\n"
+            "                    [--bw-gbs=X] [--no-bandwidth] [--list]\n",
             bad);
     return 2;
 }
@@ -855,6 +897,10 @@ int main(int argc, char **argv)
             opt.first = 0;
         else if (strcmp(a, "--timing=first") == 0)
             opt.first = 1;
+        else if (strcmp(a, "--clock=wall") == 0)
+            opt.cpu_clock = 0;
+        else if (strcmp(a, "--clock=cpu") == 0)
+            opt.cpu_clock = 1;
         else if (strncmp(a, "--overhead-us=", 14) == 0) {
             opt.overhead_ns = strtod(a + 14, &end) * 1e3;
             if (*end || !(opt.overhead_ns >= 0.0))
@@ -920,13 +966,17 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < n_bw_done; k++)
             printf("%s\n    {\"copy_bytes\": %zu, \"threads\": %zu, \"gbs\": %.4g}",
                    k ? "," : "", bw_done[k].copy_bytes, bw_done[k].threads, bw_done[k].gbs);
-        printf("%s]\n}\n", n_bw_done ? "\n  " : "");
+        printf("%s],\n  \"bandwidth_busy\": %s\n}\n", n_bw_done ? "\n  " : "",
+               bandwidth_busy() ? "true" : "false");
     } else if (matched && !opt.list && n_bw_done) {
         printf("\nmemcpy bandwidth measured here (bytes read + written):\n");
         for (size_t k = 0; k < n_bw_done; k++)
             printf("  %9.1f MiB copied on %zu thread%s: %6.2f GB/s\n",
                    (double)bw_done[k].copy_bytes / (1 << 20), bw_done[k].threads,
                    bw_done[k].threads == 1 ? "" : "s", bw_done[k].gbs);
+        if (bandwidth_busy())
+            printf("WARNING: a copy on several threads was slower than on one: the other CPUs "
+                   "were busy, and the bw rows of this run mean nothing.\n");
     }
     for (size_t k = 0; k <= MAX_WORKERS; k++)
         peak_threadpool_destroy(bw_pools[k]);
