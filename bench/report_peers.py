@@ -264,9 +264,18 @@ def md_scaling(rows, workers, replay_doc, replay_path):
                 " (bench/report.sh runs bench_replay --format=json when the build has it, "
                 "or give --replay FILE); its columns appear when it is there."]
     else:
+        extra = ""
+        if replay_doc.get("clock"):
+            extra += f", {replay_doc['clock']} clock"
+        if replay_doc.get("loadavg") is not None:
+            extra += f", load average {replay_doc['loadavg']:.2f}"
+        if replay_doc.get("bandwidth_busy"):
+            extra += "; a copy on several threads ran slower than on one (busy CPUs): the bw " \
+                     "caps are unreliable"
         out += ["", f"Simulated by bench_replay (peak {replay_doc.get('peak_version', '?')}, "
                 f"{replay_doc.get('isa', '?')}, {replay_doc.get('cpus', '?')} CPUs here, items "
-                f"timed {replay_doc.get('timing', '?')} of {replay_doc.get('repeat', '?')}): "
+                f"timed {replay_doc.get('timing', '?')} of {replay_doc.get('repeat', '?')}"
+                f"{extra}): "
                 "T(1) / T(N) of peak's scheduling replayed from every work item timed alone "
                 "on one core; \"bw\": capped by the memcpy bandwidth measured on N threads "
                 "where it differs.  Its assumptions:", ""]
