@@ -223,11 +223,11 @@ static void acc_pe_table(void)
         const peak_kernels *k = tier_kernels(&tiers[t]);
         if (!k)
             continue;
-        k->pe_table(out, PE_D, PE_NPOS, PE_D, 0, &exact_mode);
+        k->pe_table(out, PE_D, PE_NPOS, PE_D, 0, &exact_mode, 0, PEAK_PE_FREQ_END, false);
         pe_score(tiers[t].name, out, exact, NULL, NULL);
         char name[64];
         snprintf(name, sizeof name, "%s_torch_f32", tiers[t].name);
-        k->pe_table(out, PE_D, PE_NPOS, PE_D, 0, &torch_mode);
+        k->pe_table(out, PE_D, PE_NPOS, PE_D, 0, &torch_mode, 0, PEAK_PE_FREQ_END, false);
         pe_score(name, out, exact, NULL, "peak's PyTorch-float32 mode");
     }
     bench_pe_div_term(div, PE_D);
@@ -392,7 +392,7 @@ static void acc_softmax(void)
                 const peak_kernels *k = tier_kernels(&tiers[t]);
                 if (!k)
                     continue;
-                k->softmax(y, x, &d);
+                k->softmax(y, x, &d, 0, d.batch * d.heads * d.q_len, false);
                 sm_score(tiers[t].name, shape, y, want, n, NULL);
             }
             bench_softmax_expf_loop(y, x, rows, L, causal);
@@ -498,7 +498,7 @@ static void acc_softmax_wide(void)
                     const peak_kernels *kt = tier_kernels(&tiers[t]);
                     if (!kt)
                         continue;
-                    kt->softmax(y, x, &d);
+                    kt->softmax(y, x, &d, 0, rows, false);
                     for (size_t k = 0; k < n; k++)
                         acc_add_normal(&acc[t], y[k], want[k]);
                 }
@@ -608,7 +608,8 @@ static void acc_embed_pe_add(void)
             if (!k)
                 continue;
             memcpy(out, x0, n * sizeof(float));
-            k->pe_add(out, EP_S * EP_D, EP_D, EP_B, EP_S, EP_D, 0, fly ? NULL : pe, &params);
+            k->pe_add(out, EP_S * EP_D, EP_D, EP_B, EP_S, EP_D, 0, fly ? NULL : pe, &params, 0,
+                      PEAK_PE_FREQ_END);
             err_acc a = {0};
             acc_rows(&a, out, want, EP_B * EP_S, EP_D);
             char sh[96];
@@ -661,7 +662,7 @@ static void acc_layernorm(void)
         if (!k)
             continue;
         k->add_layernorm(y, (ptrdiff_t)d, NULL, 0, x, (ptrdiff_t)d, r, (ptrdiff_t)d, gamma, beta,
-                         rows, d, eps);
+                         rows, d, eps, 0, false);
         err_acc a = {0};
         acc_rows(&a, y, want, rows, d);
         emit("layernorm", tiers[ti].name, shape, &a, -1.0, "ULP of the row's max |y|");

@@ -90,7 +90,8 @@ static void pa_run(const pa_case *c, float *x)
     const ptrdiff_t bs = (ptrdiff_t)(c->seq * c->d), ld = (ptrdiff_t)c->d;
     switch (c->v->impl) {
     case PA_TIER:
-        peak_kernels_for(c->v->isa)->pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, &params);
+        peak_kernels_for(c->v->isa)->pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, &params, 0,
+                                            PEAK_PE_FREQ_END);
         break;
     case PA_DISPATCH:
         peak_pe_add(x, bs, ld, c->batch, c->seq, c->d, 0, pe, c->seq, NULL, c->pool);

@@ -38,6 +38,7 @@
 #include "gbench-shim.h"
 
 #include "internal.h"
+#include "pe-table.h" /* peak_pe_streams: a whole table in one kernel call */
 #include "peak.h"
 
 #include <math.h>
@@ -149,8 +150,9 @@ static peak_status pe_run(const pe_variant *v, float *out, size_t n_pos, size_t 
     static const peak_pe_params params = PEAK_PE_PARAMS_DEFAULT;
     switch (v->impl) {
     case PE_TIER:
-        peak_kernels_for(v->isa)->pe_table(out, (ptrdiff_t)d_model, n_pos, d_model, 0,
-                                           &params);
+        peak_kernels_for(v->isa)->pe_table(out, (ptrdiff_t)d_model, n_pos, d_model, 0, &params,
+                                           0, PEAK_PE_FREQ_END,
+                                           peak_pe_streams(n_pos, d_model, &params));
         return PEAK_OK;
     case PE_DISPATCH:
         return peak_pe_table(out, n_pos, d_model, 0, NULL, pool);

@@ -44,6 +44,7 @@
 
 #include "internal.h"
 #include "peak.h"
+#include "softmax.h" /* peak_softmax_streams: every row in one kernel call */
 
 #include <math.h>
 #include <stdio.h>
@@ -198,7 +199,8 @@ static void sm_run(const sm_case *c)
 {
     switch (c->v->impl) {
     case SM_TIER:
-        peak_kernels_for(c->v->isa)->softmax(c->y, c->x, &c->desc);
+        peak_kernels_for(c->v->isa)->softmax(c->y, c->x, &c->desc, 0, c->rows,
+                                             peak_softmax_streams(&c->desc));
         break;
     case SM_DISPATCH:
         peak_softmax(c->y, c->x, &c->desc, c->pool);

@@ -261,7 +261,8 @@ peak_embed_fly_wide(float *out, ptrdiff_t ld_out, const int32_t *ids, const int6
         float *o = out + (ptrdiff_t)t * ld_out;
         if (pos[t] < 0)
             continue;
-        PEAK_EMBEDDING_PE_TABLE(o, ld_out, 1, d->d_model, (size_t)pos[t], &d->pe_params);
+        PEAK_EMBEDDING_PE_TABLE(o, ld_out, 1, d->d_model, (size_t)pos[t], &d->pe_params, 0,
+                                PEAK_PE_FREQ_END, false);
         peak_embedding_row(o, peak_embedding_row_of(d, ids[t]), d->scale, o, d->d_model, false,
                            NULL);
     }
@@ -288,7 +289,8 @@ peak_embed_fly_seq(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64
         const size_t n = n_tokens - t0 < PEAK_PE_ROWS_MAX ? n_tokens - t0 : PEAK_PE_ROWS_MAX;
         peak_embedding_fly f = {
             out + (ptrdiff_t)t0 * ld_out, ld_out, ids + t0, pos + t0, n, d, scratch, ld_s};
-        PEAK_EMBEDDING_PE_ROWS(scratch, sr, ld_s, n, pos + t0, 0, d->d_model, &d->pe_params,
+        PEAK_EMBEDDING_PE_ROWS(scratch, sr, ld_s, n, pos + t0, 0, d->d_model, &d->pe_params, 0,
+                               PEAK_PE_FREQ_END,
                                stream ? peak_embed_fly_sink_stream : peak_embed_fly_sink, &f);
     }
 }
@@ -324,15 +326,30 @@ peak_embed_pe_run(float *out, ptrdiff_t ld_out, const int32_t *ids, const int64_
 
 /* ---- x[b, s, :] += PE(pos0 + s, :) ------------------------------------- */
 
+/* The columns [c0, c1) of every row. */
 static inline __attribute__((always_inline)) void
-peak_pe_add_table_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
-                      size_t seq_len, size_t d_model, size_t pos0, const float *pe)
+peak_pe_add_table_cols(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                       size_t seq_len, size_t d_model, size_t pos0, const float *pe, size_t c0,
+                       size_t c1)
 {
     for (size_t s = 0; s < seq_len; s++) {
-        const float *row = pe + (pos0 + s) * d_model;
+        const float *row = pe + (pos0 + s) * d_model + c0;
         for (size_t b = 0; b < batch; b++)
-            peak_pe_add_row(x + (ptrdiff_t)b * batch_stride + (ptrdiff_t)s * ld_x, row, d_model);
+            peak_pe_add_row(x + (ptrdiff_t)b * batch_stride + (ptrdiff_t)s * ld_x + c0, row,
+                            c1 - c0);
     }
+}
+
+static inline __attribute__((always_inline)) void
+peak_pe_add_table_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
+                      size_t seq_len, size_t d_model, size_t pos0, const float *pe,
+                      const peak_pe_params *params, size_t f0, size_t f1)
+{
+    size_t cols[2][2];
+    const size_t parts = peak_pe_part_cols(f0, f1, d_model, params->layout, cols);
+    for (size_t k = 0; k < parts; k++)
+        peak_pe_add_table_cols(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe,
+                               cols[k][0], cols[k][1]);
 }
 
 /* The sink: one PE segment serves every batch entry. */
@@ -350,7 +367,8 @@ static void peak_pe_add_fly_sink(void *ctx, size_t s0, size_t s1, size_t c0, siz
 /* false (nothing done) when d_model is wider than the scratch block. */
 static inline __attribute__((always_inline)) bool
 peak_pe_add_fly_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
-                    size_t seq_len, size_t d_model, size_t pos0, const peak_pe_params *params)
+                    size_t seq_len, size_t d_model, size_t pos0, const peak_pe_params *params,
+                    size_t f0, size_t f1)
 {
     const size_t ld_s = peak_embedding_scratch_ld(d_model);
     if (ld_s > PEAK_EMBEDDING_SCRATCH)
@@ -360,7 +378,7 @@ peak_pe_add_fly_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t bat
     for (size_t s0 = 0; s0 < seq_len; s0 += PEAK_PE_ROWS_MAX) {
         const size_t n = seq_len - s0 < PEAK_PE_ROWS_MAX ? seq_len - s0 : PEAK_PE_ROWS_MAX;
         peak_pe_add_fly f = {x + (ptrdiff_t)s0 * ld_x, batch_stride, ld_x, batch, scratch, ld_s};
-        PEAK_EMBEDDING_PE_ROWS(scratch, sr, ld_s, n, NULL, pos0 + s0, d_model, params,
+        PEAK_EMBEDDING_PE_ROWS(scratch, sr, ld_s, n, NULL, pos0 + s0, d_model, params, f0, f1,
                                peak_pe_add_fly_sink, &f);
     }
     return true;
@@ -369,13 +387,16 @@ peak_pe_add_fly_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t bat
 /* peak_pe_add (peak_pe_add_fn in internal.h). */
 static inline __attribute__((always_inline)) void
 peak_pe_add_run(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch, size_t seq_len,
-                size_t d_model, size_t pos0, const float *pe, const peak_pe_params *params)
+                size_t d_model, size_t pos0, const float *pe, const peak_pe_params *params,
+                size_t f0, size_t f1)
 {
     assert(x && batch > 0 && seq_len > 0 && d_model > 0 && (size_t)ld_x >= d_model);
     if (pe)
-        peak_pe_add_table_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe);
-    else if (!peak_pe_add_fly_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params))
-        peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params);
+        peak_pe_add_table_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, params,
+                              f0, f1);
+    else if (!peak_pe_add_fly_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params,
+                                  f0, f1))
+        peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params, f0, f1);
 }
 
 /* ---- the kernels of the including tier (kernels.inc) ---- */
@@ -389,9 +410,9 @@ void PEAK_TIER_FN(peak_f32_embed_pe)(float *out, ptrdiff_t ld_out, const int32_t
 
 void PEAK_TIER_FN(peak_f32_pe_add)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
                            size_t seq_len, size_t d_model, size_t pos0, const float *pe,
-                           const peak_pe_params *params)
+                           const peak_pe_params *params, size_t f0, size_t f1)
 {
-    peak_pe_add_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, params);
+    peak_pe_add_run(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, params, f0, f1);
 }
 
 #endif /* PEAK_EMBEDDING_BODY_H */

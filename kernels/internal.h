@@ -2,8 +2,12 @@
  * internal.h - what the kernels, the dispatcher and the tests share.
  *
  * Public functions live in kernels/dispatch/api.c: they validate every
- * argument, then call one slot of the active peak_kernels row.  Kernels may
- * therefore assume valid, non-overlapping arguments and only assert().
+ * argument, then hand the call to its family's scheduler
+ * (schedule/schedule.h), which cuts it into work items and runs the slots
+ * of the active peak_kernels row on them.  Kernels may therefore assume
+ * valid, non-overlapping arguments and only assert(); a kernel computes the
+ * part of a call it is given (rows, positions, elements), and what depends
+ * on the whole call (streaming stores, for one) arrives as an argument.
  *
  * Kernel symbols are peak_f32_<family>__<isa> ("what__how", as XNNPACK): the
  * family says what is computed, the suffix which instruction set computes it.
@@ -64,15 +68,31 @@ static inline void peak_store_in_order(void)
 
 /* ---- kernel signatures (arguments already validated) -------------------- */
 
-/* Rows pos0 .. pos0+n_pos-1 of the table into out (row stride ld_out).
-   params is never NULL. */
-typedef void (*peak_pe_table_fn)(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
-                                 size_t pos0, const peak_pe_params *params);
+/* The sinusoid kernels take a part of the row: the columns of frequencies
+   f0 .. f1-1 (f0 a multiple of PEAK_PE_CHUNK, pe-table.h; f1 beyond the
+   row's last frequency, such as PEAK_PE_FREQ_END, means to its end), so
+   that the scheduler can cut a call by columns as well as by positions
+   (schedule/schedule-pe.c: a part of the rows would redo the per-call
+   sincos tables).  The padding column of an odd split d_model belongs to
+   the part that reaches the row's end.  A kernel does not loop beyond the
+   positions and frequencies it is given. */
+#define PEAK_PE_FREQ_END SIZE_MAX
 
-/* x[b,s,:] += PE(pos0+s,:); pe == NULL: on the fly. */
+/* Rows pos0 .. pos0+n_pos-1 of the table into out (row stride ld_out), the
+   columns of frequencies [f0, f1).  params is never NULL.  stream: the
+   whole public call's table is large (peak_pe_streams in pe-table.h):
+   write it with non-temporal stores where aligned vectors allow, fenced
+   before the kernel returns. */
+typedef void (*peak_pe_table_fn)(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
+                                 size_t pos0, const peak_pe_params *params, size_t f0, size_t f1,
+                                 bool stream);
+
+/* x[b,s,:] += PE(pos0+s,:) in the columns of frequencies [f0, f1) (see
+   above); pe == NULL: on the fly.  params is never NULL (with a table, only
+   its layout is read, to find a part's columns). */
 typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
                                size_t seq_len, size_t d_model, size_t pos0, const float *pe,
-                               const peak_pe_params *params);
+                               const peak_pe_params *params, size_t f0, size_t f1);
 
 /* Positions are resolved by the caller (schedule/schedule-embedding.c)
    into pos[t] (int64, >= 0, or -1 for "no PE", the fairseq pad token).  A call covers batch sequences of
@@ -81,13 +101,18 @@ typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
    a plain run of tokens, seq_stride unused).  Sharing lets a tier read a PE
    row once for the whole batch.  stream: the whole public call's output is
    large (peak_embedding_streams in embedding.h), so write it with non-temporal
-   stores where aligned vectors allow; the caller decides because it may
-   split one large call into many small kernel calls. */
+   stores where aligned vectors allow, fenced before the kernel returns; the
+   scheduler decides because it cuts one large call into many work items. */
 typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                  const int64_t *pos, size_t n_tokens, size_t batch,
                                  size_t seq_stride, const peak_embed_desc *desc, bool stream);
 
-typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc);
+/* Rows row0 .. row0+rows-1 of desc, the rows numbered in memory order of
+   [b, h, i] (row (b*heads + h)*q_len + i); desc->scale is resolved (never
+   0).  stream: the whole public call is large (peak_softmax_streams in
+   softmax.h): non-temporal stores, fenced before the kernel returns. */
+typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc,
+                                size_t row0, size_t rows, bool stream);
 
 /* y[j] = e^x[j] (peak_exp), or 2^x[j] for x[j] <= 1 as the attention kernels
    compute it (exp2: for the tests and benchmarks); y may equal x. */
@@ -99,10 +124,17 @@ typedef void (*peak_attention_fn)(float *o, const float *q, const float *k, cons
                                   const peak_attention_desc *desc, void *workspace);
 typedef size_t (*peak_attention_workspace_fn)(const peak_attention_desc *desc);
 
+/* The rows at y, sum, x and r (a scheduler's item: its first row there).
+   rows_after: rows of the call that follow them at the same strides, whose
+   x and r the kernel may prefetch (a hint, as within its own rows).
+   stream: the whole public call is large (peak_layernorm_streams in
+   layernorm.h): non-temporal stores where a row is aligned, fenced before
+   the kernel returns. */
 typedef void (*peak_add_layernorm_fn)(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                       const float *x, ptrdiff_t ld_x, const float *r,
                                       ptrdiff_t ld_r, const float *gamma, const float *beta,
-                                      size_t rows, size_t d_model, float eps);
+                                      size_t rows, size_t d_model, float eps, size_t rows_after,
+                                      bool stream);
 
 
 /* ---- the kernels, per tier: kernels.inc --------------------------------- */

@@ -266,10 +266,9 @@ static inline peak_layernorm_stats layernorm_stats(const peak_layernorm_row *w, 
 /* The rows, pass 2 of each row run with pass 1 of the next (layernorm.h,
    "Pipelining"); rows the statistics leave to the reference go there. */
 static inline __attribute__((always_inline)) void layernorm_run(const peak_layernorm_args *a,
-                                                                float eps)
+                                                                float eps, bool stream)
 {
     assert(a->y && a->x && a->rows > 0 && a->d_model > 0 && eps >= 0.0f);
-    const bool stream = peak_layernorm_streams(a->rows, a->d_model);
     peak_layernorm_row cur = peak_layernorm_row_at(a, 0);
     float shift = layernorm_guess(&cur);
     double d1, d2;
@@ -293,15 +292,16 @@ static inline __attribute__((always_inline)) void layernorm_run(const peak_layer
         layernorm_norm(&cur, st, stream);
 }
 
-/* peak_add_layernorm (peak.h), arguments validated: a tier's kernel. */
+/* peak_add_layernorm's rows (peak.h), arguments validated: a tier's
+   kernel. */
 static inline void layernorm_rows(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                   const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
                                   const float *gamma, const float *beta, size_t rows,
-                                  size_t d_model, float eps)
+                                  size_t d_model, float eps, size_t rows_after, bool stream)
 {
-    const peak_layernorm_args a = {y, ld_y, sum,   ld_sum, x,    ld_x,
-                                   r, ld_r, gamma, beta,   rows, d_model};
-    layernorm_run(&a, eps);
+    const peak_layernorm_args a = {y,     ld_y, sum,  ld_sum, x,       ld_x,      r,
+                                   ld_r,  gamma, beta, rows,  d_model, rows_after};
+    layernorm_run(&a, eps, stream);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     peak_vf_stream_fence();
 }
@@ -311,9 +311,10 @@ static inline void layernorm_rows(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_
 void PEAK_TIER_FN(peak_f32_add_layernorm)(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
                                   const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
                                   const float *gamma, const float *beta, size_t rows,
-                                  size_t d_model, float eps)
+                                  size_t d_model, float eps, size_t rows_after, bool stream)
 {
-    layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps);
+    layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps,
+                   rows_after, stream);
 }
 
 #endif /* PEAK_LAYERNORM_BODY_H */

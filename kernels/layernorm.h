@@ -39,12 +39,19 @@
  * idle and a burst of stores with no new reads: 0.6-0.7x memcpy's
  * bandwidth out of cache, against 0.9-1.0x pipelined (doc/perf-notes.md).
  * Row t+1's statistics do not depend on whether its pass 1 ran fused: the
- * accumulation order is the same.
+ * accumulation order is the same.  So a row's bits do not depend on where
+ * the scheduler (schedule/schedule-layernorm.c) cuts a call into items of
+ * rows, though an item's first row runs pass 1 alone and its last row
+ * pass 2 alone: that costs the pipelining of one row an item.
  *
  * Prefetch: the fused loop prefetches x and r of row t+1+PEAK_LAYERNORM_PREFETCH_ROWS,
  * a line per 16 floats of each, spreading the requests over the loop (a
  * burst of a row's prefetches at once stalls on the line fill buffers):
  * 0.7-0.9x of memcpy without it, 0.9-1.0x with it (doc/perf-notes.md).
+ * It runs on past an item's last row into the call's next rows
+ * (rows_after): 1024 x 768 in items of 32 rows took 295 us with the
+ * prefetch stopping at each item's end, 281 us with it running on (277
+ * as one kernel call).
  */
 #ifndef PEAK_LAYERNORM_H
 #define PEAK_LAYERNORM_H
@@ -60,8 +67,9 @@
 
 /* Rows ahead whose operands are prefetched. */
 #define PEAK_LAYERNORM_PREFETCH_ROWS 2
-/* Outputs of at least this many bytes are written with non-temporal stores
-   (pass 2, y and sum, rows that start on a vector boundary): without them
+/* Calls whose output reaches this many bytes are written with non-temporal
+   stores (pass 2, y and sum, rows that start on a vector boundary; the
+   scheduler decides for the whole call, peak_layernorm_streams): without them
    every line of y is first read for ownership, a fourth memory stream
    beside x, r and the write-back.  Measured: ~10% faster at 65536 x 512
    (128 MiB), but ~30% slower at 4096 x 512 (8 MiB), where y stays in the
@@ -122,6 +130,8 @@ static inline peak_layernorm_stats peak_layernorm_finish(float shift, double d1,
     return st;
 }
 
+/* Whether a call of rows x d_model streams (asked by the scheduler, for the
+   whole call). */
 static inline bool peak_layernorm_streams(size_t rows, size_t d_model)
 {
     return rows * d_model * sizeof(float) >= PEAK_LAYERNORM_STREAM_BYTES;
@@ -139,12 +149,13 @@ typedef struct peak_layernorm_args {
     ptrdiff_t ld_r;
     const float *gamma, *beta;
     size_t rows, d_model;
+    size_t rows_after; /* of the call, after these: prefetched, not computed */
 } peak_layernorm_args;
 
 static inline peak_layernorm_row peak_layernorm_row_at(const peak_layernorm_args *a, size_t t)
 {
     const ptrdiff_t pt = (ptrdiff_t)t, pa = pt + PEAK_LAYERNORM_PREFETCH_ROWS;
-    const bool ahead = t + PEAK_LAYERNORM_PREFETCH_ROWS < a->rows;
+    const bool ahead = t + PEAK_LAYERNORM_PREFETCH_ROWS < a->rows + a->rows_after;
     peak_layernorm_row w = {a->y + pt * a->ld_y,
                             a->sum ? a->sum + pt * a->ld_sum : NULL,
                             a->x + pt * a->ld_x,

@@ -236,16 +236,18 @@ static inline void pe_emit_torch(float *row, float pf, const float *wf, size_t i
 
 #include "pe-table-driver.h"
 
-/* The table kernel: streaming stores for a large EXACT table (pe-table.h's
-   peak_pe_streams), weakly ordered, so fenced before return. */
+/* The table kernel: streaming stores where the scheduler asks for them (a
+   large EXACT table, pe-table.h's peak_pe_streams), weakly ordered, so
+   fenced before return. */
 static inline void pe_table(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
-                            size_t pos0, const peak_pe_params *params)
+                            size_t pos0, const peak_pe_params *params, size_t f0, size_t f1,
+                            bool stream)
 {
-    if (peak_pe_streams(n_pos, d_model, params)) {
-        peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, 1);
+    if (stream) {
+        peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, f0, f1, 1);
         peak_vf_stream_fence();
     } else {
-        peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, 0);
+        peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, f0, f1, 0);
     }
 }
 
@@ -258,16 +260,18 @@ void PEAK_TIER_FN(peak_pe_sincos_chunk)(const double *x, double *s, double *c)
 
 void PEAK_TIER_FN(peak_pe_rows)(float *scratch, size_t scratch_rows, size_t ld_scratch,
                         size_t n_rows, const int64_t *pos, size_t pos0, size_t d_model,
-                        const peak_pe_params *params, peak_pe_sink_fn sink, void *ctx)
+                        const peak_pe_params *params, size_t f0, size_t f1,
+                        peak_pe_sink_fn sink, void *ctx)
 {
-    peak_pe_rows_run(scratch, scratch_rows, ld_scratch, n_rows, pos, pos0, d_model, params, sink,
-                     ctx);
+    peak_pe_rows_run(scratch, scratch_rows, ld_scratch, n_rows, pos, pos0, d_model, params, f0,
+                     f1, sink, ctx);
 }
 
 void PEAK_TIER_FN(peak_f32_pe_table)(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
-                             size_t pos0, const peak_pe_params *params)
+                             size_t pos0, const peak_pe_params *params, size_t f0, size_t f1,
+                             bool stream)
 {
-    pe_table(out, ld_out, n_pos, d_model, pos0, params);
+    pe_table(out, ld_out, n_pos, d_model, pos0, params, f0, f1, stream);
 }
 
 #endif /* PEAK_PE_TABLE_BODY_H */

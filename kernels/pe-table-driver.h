@@ -17,6 +17,10 @@
  *
  * pe-table-body.h defines them for the SIMD tiers, common/pe-ref.c for the
  * scalar one: the same drivers, hence the same rows, blocks and offsets.
+ *
+ * Both take a part of the row, the frequencies [f0, f1) (internal.h,
+ * PEAK_PE_FREQ_END): column chunk outermost, a part is a run of the
+ * chunks, each computed exactly as in the whole row.
  */
 #ifndef PEAK_PE_TABLE_DRIVER_H
 #define PEAK_PE_TABLE_DRIVER_H
@@ -48,6 +52,17 @@ static inline size_t peak_pe_chunk_freqs(peak_pe_tables *tab, size_t i0, size_t 
     return nc;
 }
 
+/* The frequencies [f0, f1) of a row of n_freq: where the chunk loop stops,
+   after filling (for a part that starts past the first chunk) the first
+   chunk's lo[], which every later chunk's frequencies reuse. */
+static inline size_t peak_pe_part_start(peak_pe_tables *tab, size_t f0, size_t f1, size_t n_freq,
+                                        size_t d_model, const peak_pe_params *params)
+{
+    if (f0 > 0 && f0 < n_freq)
+        peak_pe_chunk_freqs(tab, 0, n_freq, d_model, params);
+    return f1 < n_freq ? f1 : n_freq;
+}
+
 /* sin/cos of the chunk's angles at position (or offset) p into s, c. */
 static inline __attribute__((always_inline)) void
 peak_pe_sincos_at(peak_pe_tables *tab, size_t p, double *s, double *c)
@@ -55,6 +70,14 @@ peak_pe_sincos_at(peak_pe_tables *tab, size_t p, double *s, double *c)
     for (size_t j = 0; j < PEAK_PE_CHUNK; j++)
         tab->x[j] = (double)p * tab->w[j];
     pe_sincos_chunk(tab->x, s, c);
+}
+
+/* Whether a part ending at frequency f1 writes the padding column of an
+   odd split d_model (internal.h: the part that reaches the row's end). */
+static inline int peak_pe_has_pad(size_t f1, size_t d_model, peak_pe_layout layout)
+{
+    return layout != PEAK_PE_INTERLEAVED && (d_model & 1) &&
+           f1 >= peak_pe_n_freq(d_model, layout);
 }
 
 /* Rows' padding column of an odd split d_model: n rows, ld apart. */
@@ -72,14 +95,16 @@ static inline void peak_pe_zero_last_col(float *out, ptrdiff_t ld, size_t n, siz
 /* always_inline so that each tier's arithmetic is inlined into its copy. */
 static inline __attribute__((always_inline)) void
 peak_pe_table_run(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model, size_t pos0,
-                  const peak_pe_params *params, int stream)
+                  const peak_pe_params *params, size_t f0, size_t f1, int stream)
 {
     const peak_pe_layout layout = params->layout;
     const size_t n_freq = peak_pe_n_freq(d_model, layout);
-    peak_pe_zero_last_col(out, ld_out, n_pos, d_model, layout);
+    if (peak_pe_has_pad(f1, d_model, layout))
+        peak_pe_zero_last_col(out, ld_out, n_pos, d_model, layout);
 
     peak_pe_tables tab;
-    for (size_t i0 = 0; i0 < n_freq; i0 += PEAK_PE_CHUNK) {
+    const size_t stop = peak_pe_part_start(&tab, f0, f1, n_freq, d_model, params);
+    for (size_t i0 = f0; i0 < stop; i0 += PEAK_PE_CHUNK) {
         const size_t nc = peak_pe_chunk_freqs(&tab, i0, n_freq, d_model, params);
 
         if (params->mode == PEAK_PE_TORCH_F32) {
@@ -147,17 +172,17 @@ peak_pe_sink_chunk(peak_pe_sink_fn sink, void *ctx, size_t t0, size_t t1, size_t
 }
 
 /* scratch: scratch_rows rows of d_model floats, ld_scratch apart.  pos ==
-   NULL: row t is at position pos0 + t. */
+   NULL: row t is at position pos0 + t.  The frequencies [f0, f1). */
 static inline __attribute__((always_inline)) void
 peak_pe_rows_run(float *scratch, size_t scratch_rows, size_t ld_scratch, size_t n_rows,
                  const int64_t *pos, size_t pos0, size_t d_model, const peak_pe_params *params,
-                 peak_pe_sink_fn sink, void *ctx)
+                 size_t f0, size_t f1, peak_pe_sink_fn sink, void *ctx)
 {
     const peak_pe_layout layout = params->layout;
     const size_t n_freq = peak_pe_n_freq(d_model, layout);
     const int torch = params->mode == PEAK_PE_TORCH_F32;
 
-    if (layout != PEAK_PE_INTERLEAVED && (d_model & 1)) {
+    if (peak_pe_has_pad(f1, d_model, layout)) {
         peak_pe_zero_last_col(scratch, (ptrdiff_t)ld_scratch, scratch_rows, d_model, layout);
         for (size_t t0 = 0; t0 < n_rows; t0 += scratch_rows)
             sink(ctx, t0, n_rows - t0 < scratch_rows ? n_rows : t0 + scratch_rows, d_model - 1,
@@ -165,7 +190,8 @@ peak_pe_rows_run(float *scratch, size_t scratch_rows, size_t ld_scratch, size_t 
     }
 
     peak_pe_tables tab;
-    for (size_t i0 = 0; i0 < n_freq; i0 += PEAK_PE_CHUNK) {
+    const size_t stop = peak_pe_part_start(&tab, f0, f1, n_freq, d_model, params);
+    for (size_t i0 = f0; i0 < stop; i0 += PEAK_PE_CHUNK) {
         const size_t nc = peak_pe_chunk_freqs(&tab, i0, n_freq, d_model, params);
         uint64_t have_k = 0;    /* offsets k already in sk/ck */
         size_t base = SIZE_MAX; /* the block whose sincos is in sb/cb */

@@ -115,7 +115,37 @@ static inline size_t peak_pe_n_freq(size_t d_model, peak_pe_layout layout)
     return layout == PEAK_PE_INTERLEAVED ? (d_model + 1) / 2 : d_model / 2;
 }
 
-/* Whether a SIMD tier should use streaming stores for this call. */
+/* The columns of the frequencies [f0, f1) of a row (internal.h,
+   PEAK_PE_FREQ_END) as up to two ranges [cols[k][0], cols[k][1]), their
+   number returned: the whole row is one, a part of an interleaved row one
+   (its sines and cosines alternate), a part of a split row two (its sines,
+   then its cosines, with the padding column of an odd d_model if the part
+   reaches the end). */
+static inline size_t peak_pe_part_cols(size_t f0, size_t f1, size_t d_model,
+                                       peak_pe_layout layout, size_t cols[2][2])
+{
+    const size_t n_freq = peak_pe_n_freq(d_model, layout);
+    const size_t stop = f1 < n_freq ? f1 : n_freq;
+    if (f0 == 0 && stop == n_freq) {
+        cols[0][0] = 0;
+        cols[0][1] = d_model;
+        return 1;
+    }
+    if (layout == PEAK_PE_INTERLEAVED) {
+        cols[0][0] = 2 * f0;
+        cols[0][1] = 2 * stop < d_model ? 2 * stop : d_model;
+        return 1;
+    }
+    cols[0][0] = f0;
+    cols[0][1] = stop;
+    cols[1][0] = d_model / 2 + f0;
+    cols[1][1] = stop == n_freq ? d_model : d_model / 2 + stop;
+    return 2;
+}
+
+/* Whether a call's table is large enough for streaming stores (on the SIMD
+   tiers): the scheduler asks, for the whole call, and passes the answer to
+   every part it cuts the call into. */
 static inline int peak_pe_streams(size_t n_pos, size_t d_model, const peak_pe_params *params)
 {
     return params->mode == PEAK_PE_EXACT && d_model >= 64 &&
@@ -176,18 +206,19 @@ typedef void (*peak_pe_sink_fn)(void *ctx, size_t t0, size_t t1, size_t c0, size
 
 /* Each SIMD tier's instance of the rows driver (pe-table-driver.h, with
    the tier's sincos and emit): scratch holds scratch_rows rows of d_model
-   floats, ld_scratch apart; pos == NULL: row t is at position pos0 + t. */
+   floats, ld_scratch apart; pos == NULL: row t is at position pos0 + t;
+   the columns of frequencies [f0, f1) (internal.h, PEAK_PE_FREQ_END). */
 PEAK_INTERNAL void peak_pe_rows__avx2(float *scratch, size_t scratch_rows, size_t ld_scratch,
                                       size_t n_rows, const int64_t *pos, size_t pos0,
-                                      size_t d_model, const peak_pe_params *params,
-                                      peak_pe_sink_fn sink, void *ctx);
+                                      size_t d_model, const peak_pe_params *params, size_t f0,
+                                      size_t f1, peak_pe_sink_fn sink, void *ctx);
 PEAK_INTERNAL void peak_pe_rows__avx512(float *scratch, size_t scratch_rows, size_t ld_scratch,
                                         size_t n_rows, const int64_t *pos, size_t pos0,
-                                        size_t d_model, const peak_pe_params *params,
-                                        peak_pe_sink_fn sink, void *ctx);
+                                        size_t d_model, const peak_pe_params *params, size_t f0,
+                                        size_t f1, peak_pe_sink_fn sink, void *ctx);
 PEAK_INTERNAL void peak_pe_rows__neon(float *scratch, size_t scratch_rows, size_t ld_scratch,
                                       size_t n_rows, const int64_t *pos, size_t pos0,
-                                      size_t d_model, const peak_pe_params *params,
-                                      peak_pe_sink_fn sink, void *ctx);
+                                      size_t d_model, const peak_pe_params *params, size_t f0,
+                                      size_t f1, peak_pe_sink_fn sink, void *ctx);
 
 #endif /* PEAK_PE_TABLE_H */

@@ -428,26 +428,29 @@ static inline void peak_softmax_group(const peak_softmax_row *rows, size_t n, bo
                : peak_softmax_group_steps(rows, n, false, false);
 }
 
-/* peak_softmax on this tier: the groups of softmax.h's walk, then the
-   fence that orders streaming stores before the caller (or another thread
-   it signals) reads y. */
-static inline void peak_softmax_run(float *y, const float *x, const peak_softmax_desc *d)
+/* Rows row0 .. row0+rows-1 on this tier: the groups of softmax.h's walk,
+   then the fence that orders streaming stores before the caller (or
+   another thread it signals) reads y. */
+static inline void peak_softmax_run(float *y, const float *x, const peak_softmax_desc *d,
+                                    size_t row0, size_t rows, bool stream)
 {
     _Alignas(64) float scratch[PEAK_SOFTMAX_SCRATCH_KEYS];
-    peak_softmax_walk w = peak_softmax_walk_start(y, x, d, scratch);
-    peak_softmax_row rows[PEAK_SOFTMAX_GROUP];
+    peak_softmax_walk w = peak_softmax_walk_start(y, x, d, scratch, row0, rows, stream);
+    peak_softmax_row group[PEAK_SOFTMAX_GROUP];
     size_t n;
-    while ((n = peak_softmax_next_group(&w, rows)) != 0)
-        peak_softmax_group(rows, n, w.stream);
+    while ((n = peak_softmax_next_group(&w, group)) != 0)
+        peak_softmax_group(group, n, w.stream);
     peak_vf_stream_fence();
 }
 
 /* ---- the kernel of the including tier (kernels.inc) ---- */
 
-void PEAK_TIER_FN(peak_f32_softmax)(float *y, const float *x, const peak_softmax_desc *desc)
+void PEAK_TIER_FN(peak_f32_softmax)(float *y, const float *x, const peak_softmax_desc *desc,
+                                    size_t row0, size_t rows, bool stream)
 {
     assert(y && x && desc);
-    peak_softmax_run(y, x, desc);
+    assert(row0 + rows <= desc->batch * desc->heads * desc->q_len);
+    peak_softmax_run(y, x, desc, row0, rows, stream);
 }
 
 #endif /* PEAK_SOFTMAX_BODY_H */

@@ -1,6 +1,7 @@
 /*
  * softmax.h - what the SIMD softmax tiers share apart from arithmetic:
- * walking the rows of a peak_softmax_desc, resolving each row's mask with
+ * walking a range of the rows of a peak_softmax_desc (the scheduler's work
+ * item, schedule/schedule-softmax.c), resolving each row's mask with
  * mask.h (so every tier sees exactly the scalar reference's visible set),
  * and filling the rare rows whose result is not computed but decided (no
  * finite maximum, a visible NaN or +inf).  ISA-free: the steps and their
@@ -26,7 +27,9 @@
  * buffer on the stack that stays in L1, and steps 4 and 5 write y with
  * non-temporal stores, which skip reading every line of y from memory
  * before overwriting it: a third less memory traffic for a kernel that,
- * at that size, waits on memory.
+ * at that size, waits on memory.  Whether a call streams depends on the
+ * whole call's size, so the scheduler decides it (peak_softmax_streams) and
+ * every item of the call follows.
  *
  * Accuracy: every probability of at least FLT_MIN within 4 ulp of the
  * exact softmax of the float scores, relative however small (peak.h).
@@ -81,6 +84,11 @@
  * dependent latencies (max reduction, exponentials, sum reduction,
  * division), and interleaving independent rows lets the core overlap them
  * (1.4x faster than one row at a time for rows of 128 keys, AVX-512).
+ * A row's bits do not depend on its group: every step is the row's own
+ * (the fused scaling and next row's sum add in the sum's own order,
+ * softmax-body.h); the scheduler still cuts a call at multiples of the
+ * group size (peak_softmax_group_rows), so a call's groups are the same
+ * however it is cut.
  */
 #ifndef PEAK_SOFTMAX_H
 #define PEAK_SOFTMAX_H
@@ -128,17 +136,27 @@ typedef struct peak_softmax_row {
 #define PEAK_SOFTMAX_STREAM_BYTES ((size_t)16 << 20)
 #define PEAK_SOFTMAX_SCRATCH_KEYS 4096
 
-/* Whether d's output is streamed.  Its size cannot overflow: y's rows do
-   not overlap (api.c), so they fit in y's extent, which fits in a
-   ptrdiff_t. */
+/* Whether d's output is streamed: the scheduler asks, for the whole call.
+   Its size cannot overflow: y's rows do not overlap (api.c), so they fit
+   in y's extent, which fits in a ptrdiff_t. */
 static inline bool peak_softmax_streams(const peak_softmax_desc *d)
 {
     return d->k_len <= PEAK_SOFTMAX_SCRATCH_KEYS &&
            d->batch * d->heads * d->q_len * d->k_len > PEAK_SOFTMAX_STREAM_BYTES / sizeof(float);
 }
 
-/* The rows of d in memory order of [b, h, i], a group at a time
-   (peak_softmax_next_group), and the row [b, h, i] that comes next. */
+/* Rows a group takes: as many as fit the scratch buffer (streamed) or the
+   group's L1 budget, 1 to PEAK_SOFTMAX_GROUP. */
+static inline size_t peak_softmax_group_rows(const peak_softmax_desc *d, bool stream)
+{
+    const size_t fit = stream ? PEAK_SOFTMAX_SCRATCH_KEYS / d->k_len
+                              : PEAK_SOFTMAX_GROUP_BYTES / (2 * sizeof(float) * d->k_len);
+    return fit < 1 ? 1 : fit > PEAK_SOFTMAX_GROUP ? PEAK_SOFTMAX_GROUP : fit;
+}
+
+/* Rows row0 .. row0+rows-1 of d in memory order of [b, h, i], a group at a
+   time (peak_softmax_next_group): the row [b, h, i] that comes next and
+   how many are left. */
 typedef struct peak_softmax_walk {
     float *y;
     const float *x;
@@ -148,16 +166,25 @@ typedef struct peak_softmax_walk {
     size_t per_group;
     float scale;
     size_t b, h, i;
+    size_t left;
 } peak_softmax_walk;
 
 static inline peak_softmax_walk peak_softmax_walk_start(float *y, const float *x,
-                                                        const peak_softmax_desc *d, float *scratch)
+                                                        const peak_softmax_desc *d, float *scratch,
+                                                        size_t row0, size_t rows, bool stream)
 {
-    peak_softmax_walk w = {y, x, d, scratch, peak_softmax_streams(d), 1, 1.0f, 0, 0, 0};
-    const size_t fit = w.stream ? PEAK_SOFTMAX_SCRATCH_KEYS / d->k_len
-                                : PEAK_SOFTMAX_GROUP_BYTES / (2 * sizeof(float) * d->k_len);
-    w.per_group = fit < 1 ? 1 : fit > PEAK_SOFTMAX_GROUP ? PEAK_SOFTMAX_GROUP : fit;
-    w.scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale;
+    const size_t bh = row0 / d->q_len;
+    peak_softmax_walk w = {.y = y,
+                           .x = x,
+                           .d = d,
+                           .scratch = scratch,
+                           .stream = stream,
+                           .per_group = peak_softmax_group_rows(d, stream),
+                           .scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale,
+                           .b = bh / d->heads,
+                           .h = bh % d->heads,
+                           .i = row0 % d->q_len,
+                           .left = rows};
     return w;
 }
 
@@ -181,19 +208,21 @@ static inline void peak_softmax_row_at(const peak_softmax_walk *w, size_t n, pea
 }
 
 /* The next group of up to per_group consecutive rows into rows; their
-   number, 0 when every row has been. */
+   number, 0 when every row of the walk has been. */
 static inline size_t peak_softmax_next_group(peak_softmax_walk *w, peak_softmax_row *rows)
 {
     const peak_softmax_desc *d = w->d;
     size_t n = 0;
-    for (; w->b < d->batch; w->b++, w->h = 0)
-        for (; w->h < d->heads; w->h++, w->i = 0)
-            for (; w->i < d->q_len; w->i++) {
-                if (n == w->per_group)
-                    return n;
-                peak_softmax_row_at(w, n, &rows[n]);
-                n++;
-            }
+    for (; n < w->per_group && w->left > 0; n++, w->left--) {
+        peak_softmax_row_at(w, n, &rows[n]);
+        if (++w->i < d->q_len)
+            continue;
+        w->i = 0;
+        if (++w->h < d->heads)
+            continue;
+        w->h = 0;
+        w->b++;
+    }
     return n;
 }
 

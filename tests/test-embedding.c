@@ -41,7 +41,8 @@ static float *pe_row(size_t pos, size_t d, const peak_pe_params *params)
     float *row = malloc(d * sizeof *row);
     if (!row)
         abort();
-    peak_kernels_for(PEAK_ISA_SCALAR)->pe_table(row, (ptrdiff_t)d, 1, d, pos, params);
+    peak_kernels_for(PEAK_ISA_SCALAR)->pe_table(row, (ptrdiff_t)d, 1, d, pos, params, 0,
+                                                PEAK_PE_FREQ_END, false);
     return row;
 }
 

@@ -279,7 +279,7 @@ START_TEST(extreme_rows_as_the_reference)
     ck_assert_int_eq(peak_add_layernorm(y, N, NULL, 0, x, N, NULL, 0, NULL, NULL, 1, N, 0.0f, NULL),
                      PEAK_OK);
     peak_kernels_for(PEAK_ISA_SCALAR)->add_layernorm(want, N, NULL, 0, x, N, NULL, 0, NULL, NULL,
-                                                     1, N, 0.0f);
+                                                     1, N, 0.0f, 0, false);
     if (_i == 2)
         peak_test_ftz_restore(csr);
     for (size_t j = 0; j < N; j++)

@@ -327,7 +327,8 @@ static peak_status pe_call(peak_tester_problem *p)
     if (!c->gap)
         return peak_pe_table(e->out, c->rows, c->n, e->o.pos0, &e->prm, NULL);
     peak_kernels_for(peak_isa_active())
-        ->pe_table(e->out, (ptrdiff_t)(c->n + c->gap), c->rows, c->n, e->o.pos0, &e->prm);
+        ->pe_table(e->out, (ptrdiff_t)(c->n + c->gap), c->rows, c->n, e->o.pos0, &e->prm, 0,
+                   PEAK_PE_FREQ_END, peak_pe_streams(c->rows, c->n, &e->prm));
     return PEAK_OK;
 }
 

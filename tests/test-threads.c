@@ -213,23 +213,25 @@ static int run_api(const inputs *in, outputs *out, size_t first)
 /* Every family straight through one tier's row of the table. */
 static void run_tier(const peak_kernels *kern, const inputs *in, outputs *out)
 {
-    kern->pe_table(out->pe, D, PE_POS, D, in->pos0, &in->prm);
+    kern->pe_table(out->pe, D, PE_POS, D, in->pos0, &in->prm, 0, PEAK_PE_FREQ_END, false);
     memcpy(out->pe_add, in->x_pe_add, sizeof out->pe_add);
-    kern->pe_add(out->pe_add, PA_S * D, D, PA_B, PA_S, D, in->pos0, NULL, &in->prm);
+    kern->pe_add(out->pe_add, PA_S * D, D, PA_B, PA_S, D, in->pos0, NULL, &in->prm, 0,
+                 PEAK_PE_FREQ_END);
     peak_embed_desc ed = embed_desc(in);
     int64_t pos[EM_T];
     for (size_t t = 0; t < EM_T; t++)
         pos[t] = (int64_t)(in->pos0 + t % 4);
     kern->embed_pe(out->embed, D, in->ids, pos, EM_T, 1, 0, &ed, false);
     peak_softmax_desc sd = softmax_desc(in);
-    kern->softmax(out->softmax, in->scores, &sd);
+    kern->softmax(out->softmax, in->scores, &sd, 0, sd.batch * sd.heads * sd.q_len, false);
     kern->exp(out->exp, in->ex, EX_N);
     peak_attention_desc ad = attention_desc(out->lse);
     void *ws = workspace(kern->attention_workspace(&ad));
     kern->attention(out->attention, in->q, in->k, in->v, &ad, ws);
     free(ws);
     kern->add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D, in->layernorm_x, LN_D,
-                        in->layernorm_r, LN_D, in->gamma, in->beta, LN_R, LN_D, 1e-5f);
+                        in->layernorm_r, LN_D, in->gamma, in->beta, LN_R, LN_D, 1e-5f, 0,
+                        false);
 }
 
 static pthread_barrier_t barrier;

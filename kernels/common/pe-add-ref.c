@@ -8,6 +8,7 @@
  * >= 1 rules out.
  */
 #include "common/pe-ref.h"
+#include "pe-table.h" /* peak_pe_part_cols */
 
 /* Columns of PE produced per window: 1 KiB of stack, and a window this wide
    keeps the per-call cost of peak_pe_cols (one pow per call) small next to
@@ -28,15 +29,19 @@ static void add_window_to_batch(float *x_s, ptrdiff_t batch_stride, size_t batch
 }
 
 void peak_pe_add_ref(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
-                     size_t seq_len, size_t d_model, size_t pos0, const peak_pe_params *params)
+                     size_t seq_len, size_t d_model, size_t pos0, const peak_pe_params *params,
+                     size_t f0, size_t f1)
 {
     float window[PE_ADD_WINDOW];
+    size_t cols[2][2];
+    const size_t parts = peak_pe_part_cols(f0, f1, d_model, params->layout, cols);
     for (size_t s = 0; s < seq_len; s++) {
         float *x_s = x + (ptrdiff_t)s * ld_x;
-        for (size_t c0 = 0; c0 < d_model; c0 += PE_ADD_WINDOW) {
-            const size_t n = d_model - c0 < PE_ADD_WINDOW ? d_model - c0 : PE_ADD_WINDOW;
-            peak_pe_cols(window, pos0 + s, c0, n, d_model, params);
-            add_window_to_batch(x_s + c0, batch_stride, batch, window, n);
-        }
+        for (size_t k = 0; k < parts; k++)
+            for (size_t c0 = cols[k][0], end = cols[k][1]; c0 < end; c0 += PE_ADD_WINDOW) {
+                const size_t n = end - c0 < PE_ADD_WINDOW ? end - c0 : PE_ADD_WINDOW;
+                peak_pe_cols(window, pos0 + s, c0, n, d_model, params);
+                add_window_to_batch(x_s + c0, batch_stride, batch, window, n);
+            }
     }
 }

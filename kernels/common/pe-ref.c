@@ -189,10 +189,16 @@ static void pe_emit_torch(float *row, float pf, const float *wf, size_t i0, size
 
 #include "pe-table-driver.h"
 
+void peak_pe_table_part_ref(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
+                            size_t pos0, const peak_pe_params *params, size_t f0, size_t f1)
+{
+    peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, f0, f1, 0);
+}
+
 void peak_pe_table_ref(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model, size_t pos0,
                        const peak_pe_params *params)
 {
-    peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, 0);
+    peak_pe_table_part_ref(out, ld_out, n_pos, d_model, pos0, params, 0, PEAK_PE_FREQ_END);
 }
 
 void peak_pe_row(float *row, size_t pos, size_t d_model, const peak_pe_params *params)

@@ -45,10 +45,14 @@ PEAK_INTERNAL void peak_pe_sincos_slow(double x, double *s, double *c);
    aligned). */
 PEAK_INTERNAL void peak_pe_sincos_chunk_ref(const double *x, double *s, double *c);
 
-/* The table kernel in plain C (the scalar tier's peak_f32_pe_table__scalar):
-   rows pos0 .. pos0+n_pos-1 into out, row stride ld_out. */
+/* The table in plain C: rows pos0 .. pos0+n_pos-1 into out, row stride
+   ld_out; the part of the columns of frequencies [f0, f1) (internal.h,
+   PEAK_PE_FREQ_END) is the scalar tier's peak_f32_pe_table__scalar. */
 PEAK_INTERNAL void peak_pe_table_ref(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
                                      size_t pos0, const peak_pe_params *params);
+PEAK_INTERNAL void peak_pe_table_part_ref(float *out, ptrdiff_t ld_out, size_t n_pos,
+                                          size_t d_model, size_t pos0,
+                                          const peak_pe_params *params, size_t f0, size_t f1);
 
 /* Writes exactly the bits of row `pos` of peak_pe_table(..., params) into
    row[0 .. d_model): for the on-the-fly PE of peak_pe_add/peak_embed_pe.
@@ -64,13 +68,14 @@ PEAK_INTERNAL void peak_pe_row(float *row, size_t pos, size_t d_model,
 PEAK_INTERNAL void peak_pe_cols(float *dst, size_t pos, size_t c0, size_t n, size_t d_model,
                                 const peak_pe_params *params);
 
-/* x[b, s, :] += PE(pos0 + s, :), PE computed on the fly a column window at a
-   time into the stack (no heap buffer, any d_model): the scalar tier's
-   peak_pe_add without a table, and the SIMD tiers' fallback for rows wider
-   than their scratch block.  One float add per element, so the bits are
-   those of any tier's x + PE. */
+/* x[b, s, :] += PE(pos0 + s, :) in the columns of frequencies [f0, f1)
+   (internal.h), PE computed on the fly a column window at a time into the
+   stack (no heap buffer, any d_model): the scalar tier's peak_pe_add
+   without a table, and the SIMD tiers' fallback for rows wider than their
+   scratch block.  One float add per element, so the bits are those of any
+   tier's x + PE. */
 PEAK_INTERNAL void peak_pe_add_ref(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
                                    size_t batch, size_t seq_len, size_t d_model, size_t pos0,
-                                   const peak_pe_params *params);
+                                   const peak_pe_params *params, size_t f0, size_t f1);
 
 #endif /* PEAK_COMMON_PE_REF_H */

@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 #include "common/pe-ref.h"
+#include "pe-table.h" /* peak_pe_part_cols */
 
 #include <assert.h>
 
@@ -32,17 +33,19 @@ static void add_to_batch(float *x_s, ptrdiff_t batch_stride, size_t batch, const
 
 void peak_f32_pe_add__scalar(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t batch,
                              size_t seq_len, size_t d_model, size_t pos0, const float *pe,
-                             const peak_pe_params *params)
+                             const peak_pe_params *params, size_t f0, size_t f1)
 {
-    assert(x && batch > 0 && seq_len > 0 && d_model > 0 && (size_t)ld_x >= d_model);
+    assert(x && batch > 0 && seq_len > 0 && d_model > 0 && (size_t)ld_x >= d_model && params);
     if (!pe) {
-        assert(params);
-        peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params);
+        peak_pe_add_ref(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, params, f0, f1);
         return;
     }
+    size_t cols[2][2];
+    const size_t parts = peak_pe_part_cols(f0, f1, d_model, params->layout, cols);
     for (size_t s = 0; s < seq_len; s++)
-        add_to_batch(x + (ptrdiff_t)s * ld_x, batch_stride, batch, pe + (pos0 + s) * d_model,
-                     d_model);
+        for (size_t k = 0; k < parts; k++)
+            add_to_batch(x + (ptrdiff_t)s * ld_x + cols[k][0], batch_stride, batch,
+                         pe + (pos0 + s) * d_model + cols[k][0], cols[k][1] - cols[k][0]);
 }
 
 /* ---- out = E[id] * scale + PE ----------------------------------------------- */

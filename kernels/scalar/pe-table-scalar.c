@@ -13,8 +13,11 @@ void peak_pe_sincos_chunk__scalar(const double *x, double *s, double *c)
     peak_pe_sincos_chunk_ref(x, s, c);
 }
 
+/* stream is ignored: the reference has no non-temporal stores. */
 void peak_f32_pe_table__scalar(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model,
-                               size_t pos0, const peak_pe_params *params)
+                               size_t pos0, const peak_pe_params *params, size_t f0, size_t f1,
+                               bool stream)
 {
-    peak_pe_table_ref(out, ld_out, n_pos, d_model, pos0, params);
+    (void)stream;
+    peak_pe_table_part_ref(out, ld_out, n_pos, d_model, pos0, params, f0, f1);
 }

@@ -128,28 +128,30 @@ static void softmax_one_row(const softmax_row *r)
     row_normalise(r, m, row_sum(r, m));
 }
 
-void peak_f32_softmax__scalar(float *y, const float *x, const peak_softmax_desc *desc)
+/* stream is ignored: the reference has no non-temporal stores. */
+void peak_f32_softmax__scalar(float *y, const float *x, const peak_softmax_desc *desc,
+                              size_t row0, size_t rows, bool stream)
 {
+    (void)stream;
     assert(y && x && desc);
     const peak_softmax_desc *d = desc;
+    assert(row0 + rows <= d->batch * d->heads * d->q_len);
     const peak_mask *mask = &d->mask;
     softmax_row r;
     r.k_len = d->k_len;
     /* api.c documents 0 as "no scaling"; resolve it here too so a direct
        kernel call means the same. */
     r.scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale;
-    for (size_t b = 0; b < d->batch; b++) {
-        for (size_t h = 0; h < d->heads; h++) {
-            for (size_t i = 0; i < d->q_len; i++) {
-                r.x = x + (ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)h * d->x_stride[1] +
-                      (ptrdiff_t)i * d->x_stride[2];
-                r.y = y + (ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)h * d->y_stride[1] +
-                      (ptrdiff_t)i * d->y_stride[2];
-                r.keys = peak_mask_keys(mask, b, i, d->q_len, d->k_len);
-                r.keep = peak_mask_keep_row(mask, b, h, i);
-                r.bias = peak_mask_bias_row(mask, b, h, i);
-                softmax_one_row(&r);
-            }
-        }
+    for (size_t row = row0; row < row0 + rows; row++) {
+        const size_t i = row % d->q_len, h = row / d->q_len % d->heads;
+        const size_t b = row / d->q_len / d->heads;
+        r.x = x + (ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)h * d->x_stride[1] +
+              (ptrdiff_t)i * d->x_stride[2];
+        r.y = y + (ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)h * d->y_stride[1] +
+              (ptrdiff_t)i * d->y_stride[2];
+        r.keys = peak_mask_keys(mask, b, i, d->q_len, d->k_len);
+        r.keep = peak_mask_keep_row(mask, b, h, i);
+        r.bias = peak_mask_bias_row(mask, b, h, i);
+        softmax_one_row(&r);
     }
 }

@@ -38,8 +38,19 @@ static inline int64_t pos_next(pos_walk *w)
     return (int64_t)(d->pos0 + (size_t)d->padding_idx + 1 + w->non_pad++);
 }
 
+/* The walk from token t0 on; non_pad: with fairseq numbering, the non-pad
+   tokens of t0's sequence before t0 (a scheduler's item starts there). */
+static inline pos_walk pos_walk_at(const peak_embed_desc *d, const int32_t *ids, size_t t0,
+                                   size_t non_pad)
+{
+    const size_t in_seq = d->seq_len ? t0 % d->seq_len : t0;
+    pos_walk w = {d, ids, t0, in_seq, in_seq ? non_pad : 0};
+    return w;
+}
+
 /* Runs a peak_embed_pe call that api.c has validated on the active kernel
-   row: resolves the positions and splits the tokens into kernel calls. */
+   row: resolves the positions and cuts the tokens into work items of
+   kernel calls. */
 PEAK_INTERNAL void peak_schedule_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids,
                                           size_t n_tokens, const peak_embed_desc *desc,
                                           const peak_threadpool *pool);

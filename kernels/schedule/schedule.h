@@ -21,6 +21,12 @@ PEAK_INTERNAL void peak_schedule_pe_add(float *x, ptrdiff_t batch_stride, ptrdif
                                         const float *pe, const peak_pe_params *params,
                                         const peak_threadpool *pool);
 
+/* The cost model of n_pos consecutive rows of the sinusoid table's columns
+   of n_freq frequencies, in nanoseconds on one core (schedule-pe.c): for
+   the schedulers that compute PE rows themselves (the embedding's). */
+PEAK_INTERNAL double peak_schedule_pe_rows_ns(size_t n_pos, size_t n_freq,
+                                              const peak_pe_params *params);
+
 PEAK_INTERNAL void peak_schedule_softmax(float *y, const float *x, const peak_softmax_desc *desc,
                                          const peak_threadpool *pool);
 
