@@ -245,11 +245,13 @@ typedef void (*peak_task_fn)(void *arg, size_t task);
  * @par Nesting
  * A peak call made inside a task that peak is running (on any pool) runs
  * on that task's thread without using a pool: it completes, it does not
- * deadlock, and its bytes are those of any other call.  A pool's `run`
- * must not be entered from one of its own tasks unless the pool allows it:
- * in particular pthreadpool's parallelize is not reentrant, so a task
- * that the caller gives a pthreadpool directly must not call peak with
- * that same pthreadpool.
+ * deadlock, and its bytes are those of any other call.  The pools below
+ * also run inline a `run` entered from one of their own tasks, so a task
+ * the caller runs through their `run` may call peak with the same pool.
+ * A pool of the caller's own must allow that itself if its tasks call
+ * peak with it.  pthreadpool's parallelize is not reentrant: a task the
+ * caller gives a pthreadpool directly (not through the adapter's `run`)
+ * must not call peak with an adapter of that same pthreadpool.
  *
  * @par Stack
  * Each task runs kernels, so each of the pool's threads needs the stack

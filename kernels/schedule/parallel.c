@@ -136,10 +136,37 @@ static size_t pp_workers(void *ctx)
     return pthreadpool_get_threads_count((pthreadpool_t)ctx);
 }
 
+/* The pthreadpool whose task (given through pp_run) this thread is
+   running, if any.  A run entered again from one of those tasks -- the
+   caller's task calling peak with the same pool (peak.h, "Nesting") --
+   runs its tasks right there, one after another: pthreadpool_parallelize
+   is not reentrant and would wait forever on its own lock. */
+static _Thread_local const void *running_in;
+
+typedef struct pp_task {
+    const void *pool;
+    peak_task_fn fn;
+    void *arg;
+} pp_task;
+
+static void pp_task_run(void *arg, size_t task)
+{
+    const pp_task *t = arg;
+    const void *outer = running_in;
+    running_in = t->pool;
+    t->fn(t->arg, task);
+    running_in = outer;
+}
+
 static void pp_run(void *ctx, peak_task_fn fn, void *arg, size_t n_tasks)
 {
-    /* Same signature as pthreadpool_task_1d_t: void (*)(void *, size_t). */
-    pthreadpool_parallelize_1d((pthreadpool_t)ctx, (pthreadpool_task_1d_t)fn, arg, n_tasks, 0);
+    if (running_in == ctx) {
+        for (size_t t = 0; t < n_tasks; t++)
+            fn(arg, t);
+        return;
+    }
+    pp_task t = {ctx, fn, arg};
+    pthreadpool_parallelize_1d((pthreadpool_t)ctx, pp_task_run, &t, n_tasks, 0);
 }
 
 peak_threadpool peak_threadpool_from_pthreadpool(struct pthreadpool *pthreadpool)
