@@ -54,6 +54,7 @@
 
 #include "internal.h"
 #include "peak.h"
+#include "schedule/schedule.h"
 
 #include <float.h>
 #include <math.h>
@@ -742,10 +743,11 @@ static void acc_attention_shape(size_t Lq, size_t Lk, int causal)
         const peak_kernels *kern = tier_kernels(&tiers[ti]);
         if (!kern)
             continue;
-        void *ws = aligned_alloc(64, (kern->attention_workspace(&d) + 64) / 64 * 64);
+        void *ws =
+            aligned_alloc(64, (peak_schedule_attention_workspace(kern, &d, 1) + 64) / 64 * 64);
         if (!ws)
             continue;
-        kern->attention(o, q, k, v, &d, ws);
+        peak_schedule_attention(kern, o, q, k, v, &d, ws, 1, NULL);
         free(ws);
         err_acc a = {0};
         acc_rows(&a, o, want, Lq * H, AT_DH);

@@ -9,8 +9,9 @@
  *   Lq = 50, Lk = 512; decode H = 8, Lq = 1, Lk = 2048 with K/V warm, and
  *   cold (rotating through copies of K/V larger than the last-level cache).
  * Names: attention/<variant>/H:<h>/Lq:<n>/Lk:<n>/causal:<0|1>/cold:<0|1>.
- * Variants: scalar, avx2, avx512 (one tier through peak_kernels_for(), its
- * workspace allocated once), dispatch (peak_attention with a caller
+ * Variants: scalar, avx2, avx512 (one tier's kernels, peak_kernels_for(),
+ * through the attention scheduler on one worker, its workspace allocated
+ * once), dispatch (peak_attention with a caller
  * workspace), openblas (per head: S = Q K^T by cblas_sgemm, peak_softmax in
  * place with the scale and the mask, O = P V by cblas_sgemm; one thread).
  * Counters: GFLOPs = 4 Lq Lk Dh H per call (two matrix products of 2 Lq Lk
@@ -34,6 +35,7 @@
 
 #include "internal.h"
 #include "peak.h"
+#include "schedule/schedule.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -132,8 +134,8 @@ static void attention_run(attention_case *c)
 {
     switch (c->v->impl) {
     case ATTENTION_TIER:
-        peak_kernels_for(c->v->isa)->attention(c->o, c->q, attention_k(c), attention_v(c), &c->d,
-                                               c->ws);
+        peak_schedule_attention(peak_kernels_for(c->v->isa), c->o, c->q, attention_k(c),
+                                attention_v(c), &c->d, c->ws, 1, NULL);
         break;
     case ATTENTION_DISPATCH:
         peak_attention(c->o, c->q, attention_k(c), attention_v(c), &c->d, c->ws, c->ws_bytes,
@@ -245,7 +247,7 @@ static const char *attention_setup(attention_case *c, gb_state *st)
     c->o = attention_alloc(d->q_len * H * ATTENTION_DH * sizeof(float));
     c->kv = attention_alloc(c->n_copies * 2 * c->kv_floats * sizeof(float));
     if (c->v->impl == ATTENTION_TIER)
-        c->ws_bytes = peak_kernels_for(c->v->isa)->attention_workspace(d);
+        c->ws_bytes = peak_schedule_attention_workspace(peak_kernels_for(c->v->isa), d, 1);
     else if (peak_attention_workspace_size(d, c->pool, &c->ws_bytes) != PEAK_OK)
         return "workspace size";
     c->ws = attention_alloc(c->ws_bytes ? c->ws_bytes : 64);

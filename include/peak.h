@@ -715,23 +715,26 @@ typedef struct peak_attention_desc {
 
 /**
  * @brief Bytes of scratch memory peak_attention() needs for desc on the
- *        active tier (to be 64-byte aligned).
+ *        active tier with pool's workers (to be 64-byte aligned).
  *
  * The answer depends on the tier (query it again after peak_isa_force()),
- * on Lk and head_dim / v_head_dim, and on the SIMD tiers on whether a kv
- * head has more than 64 query rows (Lq * heads / kv_heads): see
- * peak_attention() for the sizes.  Query it for each shape; a workspace
- * sized for decode (Lq = 1) is too small for a prefill.
+ * on the pool's number of workers (peak_threadpool_workers(): one slot of
+ * scratch each, so a workspace sized for NULL is too small for a pool of
+ * 8 and gets PEAK_ERR_WORKSPACE), on Lk and head_dim / v_head_dim, and on
+ * the SIMD tiers on whether a kv head has more than 64 query rows
+ * (Lq * heads / kv_heads) and whether the call is split over its keys:
+ * see peak_attention() for the sizes.  Query it for each shape and pool; a
+ * workspace sized for decode (Lq = 1) is too small for a prefill.
  * Where the size does not fit in a size_t (only for shapes no buffer can
  * hold: on the SIMD tiers a head_dim or v_head_dim beyond 2^54, on the
- * scalar tier Lk + v_head_dim beyond 2^61 with zero key strides), bytes
- * receives the
- * sentinel SIZE_MAX rounded down to 64, which no allocator can satisfy:
- * peak_attention() with a NULL workspace then returns PEAK_ERR_NO_MEMORY.
+ * scalar tier Lk + v_head_dim beyond 2^61 with zero key strides; or a pool
+ * of that many workers), bytes receives the sentinel SIZE_MAX rounded down
+ * to 64, which no allocator can satisfy: peak_attention() with a NULL
+ * workspace then returns PEAK_ERR_NO_MEMORY.
  * @param desc        as for peak_attention() (validated the same way).
- * @param[out] bytes  receives the size.
  * @param pool     the caller's thread pool, or NULL (this thread only):
  *                  see peak_threadpool.
+ * @param[out] bytes  receives the size.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL desc or bytes, and the descriptor
  *   errors of peak_attention() (sizes, strides, scale, mask);
@@ -757,16 +760,32 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * or the mask's arrays (checked; extents, so tensors that interleave in one
  * buffer without sharing an element are rejected too).
  *
- * Workspace by tier: scalar 8 (Lk + Dv) bytes.  AVX2, AVX-512 and NEON
- * (fused, flash-style: 64 query rows x 64 keys per tile): 256 Dh' +
- * 512 Dv' + 256 (Dh + Dv) + ~35 KiB for one tile, with Dh', Dv' rounded up
- * to 16 -- 114 KiB for Dh = Dv = 64, 355 KiB for 256; and when a kv head
- * has more than 64 query rows (Lq * H / kv_heads > 64), the K and V rows
- * its query blocks share, packed once: 4 (Dh' + Dv') bytes per key for the
- * first keys, Lk rounded up to 64, up to 2 MiB -- 1.1 MiB in all for
- * Dh = 64 and L = 2048, 2.1 MiB for any L >= 4096 at Dh = 64, 2.3 MiB at
- * Dh = Dv = 256 (the one-tile part grows with Dh, Dv beyond that: 3.3 MiB
- * at 1024).  No other memory is used, whatever Lq and Lk.
+ * Threads: the call is cut, by its shapes alone, into parts -- blocks of
+ * 64 query rows of one (batch, kv head), heaviest first; on the SIMD tiers
+ * decode-like calls also by their keys (split-KV, below) -- that run on
+ * the pool's workers; O and lse are the same bytes with no pool or any
+ * pool (peak_threadpool).
+ *
+ * Workspace: a shared part, then one slot per worker of the pool (1 for
+ * NULL), each rounded up to 64 bytes.  A slot, by tier: scalar 64 +
+ * 8 (Lk + Dv) bytes.  AVX2, AVX-512 and NEON (fused, flash-style: 64 query
+ * rows x 64 keys per tile): 64 + 256 Dh' + 512 Dv' + 256 (Dh + Dv) +
+ * ~35 KiB for one tile, with Dh', Dv' rounded up to 16 -- 114 KiB for
+ * Dh = Dv = 64, 355 KiB for 256; and when a kv head has more than 64 query
+ * rows (Lq * H / kv_heads > 64), the K and V rows its query blocks share,
+ * packed once per worker: 4 (Dh' + Dv') bytes per key for the first keys,
+ * Lk rounded up to 64, up to 2 MiB -- 1.1 MiB a slot for Dh = 64 and
+ * L = 2048, 2.1 MiB for any L >= 4096 at Dh = 64, 2.3 MiB at Dh = Dv = 256
+ * (the one-tile part grows with Dh, Dv beyond that: 3.3 MiB at 1024).
+ * The shared part is 0 except for split-KV: on the SIMD tiers a call whose
+ * kv heads have at most 64 query rows each (decode, a short query against
+ * a long cache) and whose work is modelled above ~80 us is cut into key
+ * chunks of equal length (a multiple of 64 keys, at least 128, aiming at
+ * 2048 parts), whose partial O and lse are merged through their lse as
+ * peak_attention_merge() does: 4 (Dv + 1) bytes per query row and chunk
+ * plus 16 per chunk, at most ~4 MiB -- 2.1 MiB for a decode step of 32
+ * heads over 32768 keys (256 chunks), 133 KiB for 8 heads over 8192 (64).
+ * No other memory is used, whatever Lq and Lk.
  *
  * Accuracy, against the attention of the given floats computed exactly:
  * the scalar tier rounds once; AVX2, AVX-512 and NEON form the scores in
@@ -777,7 +796,8 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * The running sums over keys are folded into a second level every 1024
  * keys, so long rows stay within the bound: measured <= 1.3e-6 * max|V|
  * for V = 1 +- 0.01 up to Lk = 262144, tiled and decode (without the fold
- * it was 1.1e-5 at Lk = 65536).
+ * it was 1.1e-5 at Lk = 65536).  A split-KV call's chunks are each within
+ * these bounds and their merge (in double, rounded once) keeps them.
  * lse within 4e-6 * (1 + |lse|).  These bounds need sum_d |q_d k_d| and
  * max|V| times the number of visible keys below FLT_MAX: the SIMD tiers
  * form q . k in float before scaling and accumulate P V in float, so beyond
@@ -790,11 +810,12 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * @param v         V: [B, Lk, kv_heads, Dv] with v_stride.
  * @param desc      sizes, strides, scale, mask and the optional lse.
  * @param workspace NULL (then the library allocates and frees it inside the
- *                  call) or at least peak_attention_workspace_size() bytes,
- *                  64-byte aligned.
+ *                  call) or at least peak_attention_workspace_size() bytes
+ *                  for the same pool, 64-byte aligned.
  * @param workspace_size  bytes at workspace (ignored when it is NULL).
  * @param pool     the caller's thread pool, or NULL (this thread only):
- *                  see peak_threadpool.
+ *                  see peak_threadpool.  The workspace must hold a slot
+ *                  for each of its workers.
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
  *   not dividing heads, a negative stride, a stride that makes O's rows
@@ -802,16 +823,103 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  *   Q, K, V or a mask array, a workspace not 64-byte aligned;
  *   PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the 2^40 limits of
  *   peak_mask, an extent whose byte offset overflows ptrdiff_t;
- *   PEAK_ERR_WORKSPACE for a too small workspace (checked before the
- *   workspace's overlap);
+ *   PEAK_ERR_WORKSPACE for a too small workspace, one sized for fewer
+ *   workers than the pool's included (checked before the workspace's
+ *   overlap);
  *   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails.
  * @threadsafety Reentrant: concurrent calls are safe with distinct outputs
- *   and distinct workspaces (one per thread).
- * @source Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head).
+ *   and distinct workspaces (one per call, whatever its pool).
+ * @source Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head);
+ *   split-KV: Dao et al. 2023, Flash-Decoding.
  */
 PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
                                     const peak_attention_desc *desc, void *workspace,
                                     size_t workspace_size, const peak_threadpool *pool);
+
+/** @brief Sizes and strides of a peak_attention_merge() call; start from
+    PEAK_ATTENTION_MERGE_DESC_DEFAULT.  Strides are in elements. */
+typedef struct peak_attention_merge_desc {
+    size_t batch;      /**< B. */
+    size_t heads;      /**< H: query heads. */
+    size_t q_len;      /**< Lq. */
+    size_t v_head_dim; /**< Dv: length of an output row. */
+    /** Strides of the output O for the [b, i, h] indices, as
+        peak_attention_desc's o_stride; the last (d) is contiguous. */
+    ptrdiff_t o_stride[3];
+    ptrdiff_t lse_stride[3];      /**< Strides of the output lse for [b, h, i]. */
+    ptrdiff_t part_o_stride[3];   /**< Strides of every o_parts[p], for [b, i, h]. */
+    ptrdiff_t part_lse_stride[3]; /**< Strides of every lse_parts[p], for [b, h, i]. */
+} peak_attention_merge_desc;
+
+/** @brief Zero sizes and strides: set them all. */
+#define PEAK_ATTENTION_MERGE_DESC_DEFAULT                                        \
+    {0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}}
+
+/**
+ * @brief Merges n_parts partial attention results -- the same queries
+ *        against disjoint sets of keys, each with its log-sum-exp, as
+ *        peak_attention() gives them -- into the attention against all of
+ *        those keys.  Per row (b, i, h), the parts taken in the fixed order
+ *        p = 0 .. n_parts-1:
+ *        M = max_p lse_p,  w_p = e^(lse_p - M),
+ *        O = sum_p w_p O_p / sum_p w_p,  lse = M + log(sum_p w_p).
+ *
+ * This is what spreads a long context over processes or devices (ring or
+ * context parallelism): each computes the attention of all queries against
+ * its share of the keys, with lse, and one merge gives the result of a
+ * single call over all keys.  peak_attention() merges its own split-KV
+ * chunks with this code.
+ *
+ * A part with lse_p = -inf (the row saw none of its keys) contributes
+ * nothing, and its O row is not read; when every part has -inf the row gets
+ * O = 0 and lse = -inf, as peak_attention() gives a fully masked row.  A
+ * NaN or +inf lse_p makes the row's O and lse NaN (a poisoned row stays
+ * so); a NaN in an O_p whose lse_p is finite reaches the row, as a visible
+ * key's NaN V does in peak_attention().
+ *
+ * In place: o may be o_parts[0] with part_o_stride equal to o_stride, and
+ * lse may be lse_parts[0] with part_lse_stride equal to lse_stride (a
+ * running result: merge {acc, new} into acc).  Otherwise the extents of O
+ * and lse must not meet each other or any part (checked, as
+ * peak_attention() checks its outputs), and the rows of O and of lse must
+ * not overlap one another.
+ *
+ * Accuracy: the sums are formed in double and rounded once, so O is within
+ * 1 ULP of the exact weighted mean of the given floats (plus n_parts *
+ * 2^-52 * max_p |O_p|), and lse within 1 ULP of M + log(sum_p w_p).
+ * Merging parts that peak_attention() computed over disjoint key sets
+ * therefore gives peak_attention() over their union within its own bounds:
+ * O is a convex combination of the parts, so their errors carry over,
+ * plus 2^-24 * |O|; lse moves by at most the parts' largest lse error.
+ * @param[out] o     O: [B, Lq, H, Dv] at o + b*o_stride[0] + i*o_stride[1]
+ *                   + h*o_stride[2] + d.
+ * @param[out] lse   optional [B, H, Lq] at lse + b*lse_stride[0] +
+ *                   h*lse_stride[1] + i*lse_stride[2] (natural log); NULL:
+ *                   not written.
+ * @param o_parts    n_parts pointers, each an O_p [B, Lq, H, Dv] with
+ *                   part_o_stride.
+ * @param lse_parts  n_parts pointers, each an lse_p [B, H, Lq] with
+ *                   part_lse_stride, as peak_attention_desc's lse.
+ * @param n_parts    number of parts (1 copies, with the rules above).
+ * @param desc       sizes and strides.
+ * @param pool       the caller's thread pool, or NULL (this thread only):
+ *                   see peak_threadpool.  The bytes are the same either way.
+ * @return PEAK_OK, or an error (below); on an error nothing is written.
+ * @errors PEAK_ERR_INVALID_ARG for NULL o, o_parts, lse_parts or desc, a
+ *   NULL o_parts[p] or lse_parts[p], n_parts 0, a zero size, a negative
+ *   stride, a stride that makes the rows of O or lse overlap, O or lse
+ *   meeting each other or a part other than in place as above;
+ *   PEAK_ERR_OUT_OF_RANGE for an extent whose byte offset overflows
+ *   ptrdiff_t.
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
+ * @source Rabe and Staats 2021 (attention over key chunks, merged through
+ *   their maxima and sums); Dao et al. 2023, Flash-Decoding (split-KV);
+ *   Liu et al. 2023, Ring Attention.
+ */
+PEAK_API peak_status peak_attention_merge(float *o, float *lse, const float *const *o_parts,
+                                          const float *const *lse_parts, size_t n_parts,
+                                          const peak_attention_merge_desc *desc,
+                                          const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
 /* Residual add + LayerNorm                                                   */

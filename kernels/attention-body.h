@@ -3,7 +3,8 @@
  * the vector vocabulary (simd/f32-<isa>.h): the tile path's online softmax
  * (masked scores and their max, the exponentials and their sum, the
  * rescale of the accumulator) and row packing, the row path's dot product
- * and exponentials, and the tier's two entry points (PEAK_TIER_FN).
+ * and exponentials, and the tier's three kernels (PEAK_TIER_FN): its
+ * geometry and cost model, the block kernel and the rows kernel.
  *
  * A tier's file includes its exponentials (<isa>/exp-<isa>.h, which
  * include its vocabulary), sets PEAK_ATTENTION_VW (= PEAK_VF_LANES),
@@ -21,7 +22,9 @@
  *     (peak_vf_load_first: nothing past the row is read) (AVX-512); 0
  *     (default): one float at a time;
  *   PEAK_ATTENTION_HAS_ROW_DOT_EXP  the tier defines isa_dot and
- *     isa_row_exp itself (NEON: four dot chains, a scalar tail).
+ *     isa_row_exp itself (NEON: four dot chains, a scalar tail);
+ *   PEAK_ATTENTION_TILE_NS, _ROW_NS, _KV_NS  the cost model the scheduler
+ *     balances parts with (below).
  *
  * The contracts: attention-isa.h.  Each function keeps the operations and
  * their order per lane of the per-ISA code it replaces, so every tier
@@ -204,15 +207,48 @@ static float isa_row_exp(float *s, float m, size_t n)
 
 /* ---- the tier's kernels ---------------------------------------------------- */
 
-size_t PEAK_TIER_FN(peak_f32_attention_workspace)(const peak_attention_desc *desc)
+/* The cost model (peak_attention_geometry), ns per element of Dh + Dv.
+   Measured on Zen 3 (AVX2): the tile path runs ~60 GFLOP/s, 2 FLOPs per
+   element and row; a decode step (Lk 2048, 8 heads, K/V in L3) ~0.24 ns
+   per element, most of it reading K and V.  AVX-512 and NEON are not
+   measured here: the same numbers (only their ratios and the 20 us inline
+   threshold use them). */
+#ifndef PEAK_ATTENTION_TILE_NS
+#define PEAK_ATTENTION_TILE_NS 0.033
+#endif
+#ifndef PEAK_ATTENTION_ROW_NS
+#define PEAK_ATTENTION_ROW_NS 0.06
+#endif
+#ifndef PEAK_ATTENTION_KV_NS
+#define PEAK_ATTENTION_KV_NS 0.18
+#endif
+
+void PEAK_TIER_FN(peak_f32_attention_geometry)(const peak_attention_desc *desc,
+                                               peak_attention_geometry *g)
 {
-    return attention_tiles_workspace(desc);
+    g->block_rows = PEAK_ATTENTION_BQ;
+    g->row_path_rows = PEAK_ATTENTION_VW / 2;
+    g->row_states = PEAK_ATTENTION_ROW_STATES;
+    g->key_tile = PEAK_ATTENTION_BC;
+    g->split_keys = true;
+    g->tile_ns = PEAK_ATTENTION_TILE_NS;
+    g->row_ns = PEAK_ATTENTION_ROW_NS;
+    g->kv_ns = PEAK_ATTENTION_KV_NS;
+    g->slot_bytes = attention_slot_bytes(desc);
 }
 
-void PEAK_TIER_FN(peak_f32_attention)(float *o, const float *q, const float *k, const float *v,
-                                      const peak_attention_desc *desc, void *workspace)
+void PEAK_TIER_FN(peak_f32_attention_block)(float *o, const float *q, const float *k,
+                                            const float *v, const peak_attention_desc *desc,
+                                            const peak_attention_part *part, void *slot)
 {
-    attention_tiles_run(o, q, k, v, desc, workspace);
+    attention_block_run(o, q, k, v, desc, part, slot);
+}
+
+void PEAK_TIER_FN(peak_f32_attention_rows)(float *o, const float *q, const float *k,
+                                           const float *v, const peak_attention_desc *desc,
+                                           const peak_attention_part *part, void *slot)
+{
+    attention_rows_run(o, q, k, v, desc, part, slot);
 }
 
 #endif /* PEAK_ATTENTION_BODY_H */

@@ -1,9 +1,9 @@
 /*
- * attention-decode.h - the row path (part of attention.h; include that, not
- * this): kv heads with fewer than PEAK_ATTENTION_VW / 2 query rows (decode,
- * a small MQA group, a kv head's last few rows) are vectorised along
- * head_dim instead of rows, several kv heads' rows walking the keys in step
- * (attention_rows_run).  Also attention_lse, the log-sum-exp of a finished
+ * attention-decode.h - the row path, the rows kernel (part of attention.h;
+ * include that, not this): parts of fewer than PEAK_ATTENTION_VW / 2 query
+ * rows per kv head (decode, a small MQA group, a kv head's last few rows)
+ * are vectorised along head_dim instead of rows, several kv heads' rows
+ * walking the keys in step (attention_rows_run).  Also attention_lse, the log-sum-exp of a finished
  * row, which the tile path's finish uses too.  Expects the fold interval
  * (attention-tile.h), the row addresses (attention-block.h), attention_ws
  * and the row path's micro-kernels isa_dot, isa_row_exp, isa_row_pv.
@@ -130,39 +130,58 @@ static inline float attention_lse(float m, float l)
    pass per head over every row. */
 #define PEAK_ATTENTION_ROW_STATES 32
 
-/* Rows first .. first + rows - 1 of each of kv heads kvh0 .. kvh0 + nkvh - 1
-   (nkvh * rows <= PEAK_ATTENTION_ROW_STATES) by the row path, into O and lse. */
-static inline void attention_rows_run(const peak_attention_desc *d, const attention_ws *w, float *o,
-                                      const float *q, const float *k, const float *v, size_t b,
-                                      size_t kvh0, size_t nkvh, size_t first, size_t rows)
+/* Starts row state *r: row R of kv head kvh, its key range narrowed to
+   the part's keys [klo, khi), its sums empty, its first keys requested. */
+static inline void attention_row_begin(attention_row_state *r, const peak_attention_desc *d,
+                                       const attention_ws *w, const float *q, const float *k,
+                                       const float *v, size_t b, size_t kvh, size_t R, size_t klo,
+                                       size_t khi, size_t n)
 {
     const size_t group = d->heads / d->kv_heads, ldacc = attention_round16(d->v_head_dim);
+    const peak_key_range kr = peak_mask_keys(&d->mask, b, R / group, d->q_len, d->kv_len);
+    r->head = kvh * group + R % group;
+    r->pos = R / group;
+    r->q = attention_q_row(q, d, b, r->head, r->pos);
+    r->k = k + (ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)kvh * d->k_stride[2];
+    r->v = v + (ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)kvh * d->v_stride[2];
+    r->keep = peak_mask_keep_row(&d->mask, b, r->head, r->pos);
+    r->bias = peak_mask_bias_row(&d->mask, b, r->head, r->pos);
+    r->lo = kr.lo > klo ? kr.lo : klo;
+    r->hi = kr.hi < khi ? kr.hi : khi;
+    if (r->lo > r->hi)
+        r->lo = r->hi;
+    r->m = -INFINITY;
+    r->l = 0.0f;
+    r->acc = w->vpack + n * ldacc;
+    r->acc2 = w->vpack + (PEAK_ATTENTION_ROW_STATES + n) * ldacc;
+    memset(r->acc, 0, ldacc * sizeof(float));
+    memset(r->acc2, 0, ldacc * sizeof(float));
+    r->m2 = -INFINITY;
+    r->l2 = 0.0f;
+    r->tiles = 0;
+    for (size_t key = r->lo; key < r->lo + PEAK_ATTENTION_BC; key++)
+        attention_prefetch_key(d, r, key);
+}
+
+/* The rows kernel: rows first .. first + rows - 1 of each of kv heads kvh
+   .. kvh + nkvh - 1 (nkvh * rows <= PEAK_ATTENTION_ROW_STATES) by the row
+   path, against the part's keys, into O and lse.  Tiles are aligned to
+   multiples of PEAK_ATTENTION_BC whatever the rows' ranges, so a row's
+   result does not depend on the rows it walks with. */
+static inline void attention_rows_run(float *o, const float *q, const float *k, const float *v,
+                                      const peak_attention_desc *d,
+                                      const peak_attention_part *part, void *slot)
+{
+    assert(o && q && k && v && d && part && slot);
+    assert(part->nkvh * part->rows <= PEAK_ATTENTION_ROW_STATES);
+    const attention_ws ws = attention_ws_carve(slot, d), *w = &ws;
+    const size_t b = part->b;
     attention_row_state st[PEAK_ATTENTION_ROW_STATES];
     size_t n = 0, lo = SIZE_MAX, hi = 0;
-    for (size_t kvh = kvh0; kvh < kvh0 + nkvh; kvh++)
-        for (size_t R = first; R < first + rows; R++, n++) {
+    for (size_t kvh = part->kvh; kvh < part->kvh + part->nkvh; kvh++)
+        for (size_t R = part->first; R < part->first + part->rows; R++, n++) {
             attention_row_state *r = &st[n];
-            const peak_key_range kr = peak_mask_keys(&d->mask, b, R / group, d->q_len, d->kv_len);
-            r->head = kvh * group + R % group;
-            r->pos = R / group;
-            r->q = attention_q_row(q, d, b, r->head, r->pos);
-            r->k = k + (ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)kvh * d->k_stride[2];
-            r->v = v + (ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)kvh * d->v_stride[2];
-            r->keep = peak_mask_keep_row(&d->mask, b, r->head, r->pos);
-            r->bias = peak_mask_bias_row(&d->mask, b, r->head, r->pos);
-            r->lo = kr.lo;
-            r->hi = kr.hi;
-            r->m = -INFINITY;
-            r->l = 0.0f;
-            r->acc = w->vpack + n * ldacc;
-            r->acc2 = w->vpack + (PEAK_ATTENTION_ROW_STATES + n) * ldacc;
-            memset(r->acc, 0, ldacc * sizeof(float));
-            memset(r->acc2, 0, ldacc * sizeof(float));
-            r->m2 = -INFINITY;
-            r->l2 = 0.0f;
-            r->tiles = 0;
-            for (size_t key = r->lo; key < r->lo + PEAK_ATTENTION_BC; key++)
-                attention_prefetch_key(d, r, key);
+            attention_row_begin(r, d, w, q, k, v, b, kvh, R, part->key_lo, part->key_hi, n);
             if (r->lo < r->hi) {
                 lo = r->lo < lo ? r->lo : lo;
                 hi = r->hi > hi ? r->hi : hi;

@@ -1,11 +1,14 @@
 /*
- * attention-workspace.h - the attention driver's scratch (part of
- * attention.h; include that, not this).  Holds attention_ws, the regions
- * carved from the caller's workspace, their sizes (attention_ws_floats,
- * attention_tiles_workspace: what peak_attention_workspace_size reports for
- * a tier) and attention_ws_carve, plus how many of a kv head's tiles the
- * tile cache keeps (attention_cache_tiles).  Expects PEAK_ATTENTION_BQ and
- * PEAK_ATTENTION_BC from the including tier file.
+ * attention-workspace.h - a worker's scratch (part of attention.h; include
+ * that, not this).  The scheduler (schedule/schedule-attention.c) gives
+ * every worker a slot of its own; this file holds attention_ws, the regions
+ * carved from a slot after its head (peak_attention_slot, internal.h),
+ * their sizes (attention_ws_floats, attention_slot_bytes: the per-worker
+ * part of peak_attention_workspace_size) and attention_ws_carve, plus how
+ * many of a kv head's tiles the slot's tile cache keeps
+ * (attention_cache_tiles) and attention_cache_claim, which empties the
+ * cache when a part of another (batch, kv head) arrives.  Expects
+ * PEAK_ATTENTION_BQ and PEAK_ATTENTION_BC from the including tier file.
  */
 #ifndef PEAK_ATTENTION_WORKSPACE_H
 #define PEAK_ATTENTION_WORKSPACE_H
@@ -13,8 +16,9 @@
 #error "include attention.h, which includes this after its prerequisites"
 #endif
 
-/* Scratch, carved from the caller's 64-byte aligned workspace. */
+/* Scratch, carved from a worker's 64-byte aligned slot. */
 typedef struct attention_ws {
+    peak_attention_slot *slot; /* the head: whose tiles the cache holds */
     float *qt;    /* Q^T [head_dim][BQ]                       */
     float *st;    /* S^T, then P^T, [BC][BQ]                  */
     float *bt;    /* B^T [BC][BQ] (masked tiles only)         */
@@ -33,10 +37,14 @@ typedef struct attention_ws {
     size_t cache_tiles;
 } attention_ws;
 
-/* Bytes of packed K and V kept per kv head, at most: the tiles of 4096 keys
-   of Dh = Dv = 64, a core's L2 on current servers.  Beyond it a block packs
-   its tiles itself, as without the cache. */
+/* Bytes of packed K and V a worker keeps for its kv head, at most: the
+   tiles of 4096 keys of Dh = Dv = 64, a core's L2 on current servers.
+   Beyond it a block packs its tiles itself, as without the cache. */
 #define PEAK_ATTENTION_CACHE_BYTES ((size_t)2 << 20)
+
+_Static_assert(sizeof(peak_attention_slot) <= PEAK_ATTENTION_SLOT_HEAD &&
+                   PEAK_ATTENTION_SLOT_HEAD % 64 == 0,
+               "the slot head keeps the regions after it 64-byte aligned");
 
 static inline size_t attention_round16(size_t n)
 {
@@ -80,21 +88,23 @@ static inline size_t attention_ws_floats(const peak_attention_desc *d)
            attention_round16(dmax) + ptrs + tile + ct * tile + attention_round16(ct);
 }
 
-/* The workspace: O(BQ * (head_dim + v_head_dim + 2 BC)) floats for the
-   tiles, plus at most PEAK_ATTENTION_CACHE_BYTES of packed K and V; independent of
-   Lq beyond that. */
-static inline size_t attention_tiles_workspace(const peak_attention_desc *d)
+/* A worker's slot: its head, O(BQ * (head_dim + v_head_dim + 2 BC))
+   floats for the tiles, plus at most PEAK_ATTENTION_CACHE_BYTES of packed
+   K and V; independent of Lq beyond that.  A 64-byte multiple, so that
+   the slots that follow one another stay aligned. */
+static inline size_t attention_slot_bytes(const peak_attention_desc *d)
 {
     const size_t n = attention_ws_floats(d);
-    if (n == 0 || n > SIZE_MAX / sizeof(float))
+    if (n == 0 || n > (SIZE_MAX - PEAK_ATTENTION_SLOT_HEAD - 63) / sizeof(float))
         return SIZE_MAX & ~(size_t)63;
-    return n * sizeof(float);
+    return (PEAK_ATTENTION_SLOT_HEAD + n * sizeof(float) + 63) & ~(size_t)63;
 }
 
-static inline attention_ws attention_ws_carve(void *workspace, const peak_attention_desc *d)
+static inline attention_ws attention_ws_carve(void *slot, const peak_attention_desc *d)
 {
-    float *p = (float *)workspace;
+    float *p = (float *)(void *)((char *)slot + PEAK_ATTENTION_SLOT_HEAD);
     attention_ws w;
+    w.slot = (peak_attention_slot *)slot;
     w.qt = p;
     p += attention_round16(d->head_dim * PEAK_ATTENTION_BQ);
     w.st = p;
@@ -129,6 +139,20 @@ static inline attention_ws attention_ws_carve(void *workspace, const peak_attent
     p += w.cache_tiles * PEAK_ATTENTION_BC * attention_round16(d->v_head_dim);
     w.cache_n = (uint32_t *)(void *)p;
     return w;
+}
+
+/* Makes the slot's tile cache that of (b, kvh): kept if it is already,
+   else emptied.  The scheduler orders a kv head's parts together, so a
+   worker's next part is mostly of the kv head it has packed. */
+static inline void attention_cache_claim(const attention_ws *w, size_t b, size_t kvh)
+{
+    peak_attention_slot *s = w->slot;
+    if (s->valid && s->b == b && s->kvh == kvh)
+        return;
+    memset(w->cache_n, 0, w->cache_tiles * sizeof *w->cache_n);
+    s->valid = 1;
+    s->b = b;
+    s->kvh = kvh;
 }
 
 #endif /* PEAK_ATTENTION_WORKSPACE_H */

@@ -1,9 +1,12 @@
 /*
  * attention.h - the tile driver shared by the AVX2, AVX-512 and NEON
- * attention kernels (peak_attention in peak.h).  Everything here is plain C: block
- * planning, the masks, Q packing, the rare exact paths and the final
- * division.  The including file supplies the vector micro-kernels and the
- * tile sizes, then includes this header and calls attention_tiles_run():
+ * attention kernels (peak_attention in peak.h).  Everything here is plain
+ * C: the masks, Q packing, the rare exact paths, the final division and a
+ * worker's scratch.  The including file supplies the vector micro-kernels
+ * and the tile sizes, then includes this header; attention-body.h defines
+ * the tier's three kernels from it: its geometry (sizes and cost model),
+ * the block kernel (attention_block_run) and the rows kernel
+ * (attention_rows_run).
  *
  *   PEAK_ATTENTION_VW  lanes per vector;   PEAK_ATTENTION_BQ  query rows per block (a multiple
  *   of PEAK_ATTENTION_VW, at most 64);     PEAK_ATTENTION_BC  keys per tile;
@@ -15,7 +18,15 @@
  *   isa_row_pv) per ISA and take the rest, written once over the vector
  *   vocabulary, from attention-body.h, included after this header.
  *
- * Design.  Flash-style: per kv head, blocks of PEAK_ATTENTION_BQ query rows -- the
+ * Design.  The kernels compute parts of a call, never the whole: the
+ * ISA-free scheduler (schedule/schedule-attention.c) cuts a call into
+ * parts -- a block of rows of one (batch, kv head), or the row path's rows
+ * of a few kv heads, against all keys or, for decode and other calls of
+ * few rows, against one chunk of them (split-KV, merged through the lse)
+ * -- and runs them on the caller's pool, each with the scratch slot of the
+ * worker that runs it.  A part's result depends on the part alone, so the
+ * bytes are the same at any thread count.
+ * Flash-style: per kv head, blocks of PEAK_ATTENTION_BQ query rows -- the
  * rows of every query head sharing that kv head (GQA), position-major, so
  * that decode and MQA fill a block too -- stream over tiles of PEAK_ATTENTION_BC
  * keys with an online softmax (running max m and sum l per row, one
@@ -27,10 +38,12 @@
  * softmax over keys is element-wise across the vectors of a tile (no
  * horizontal reductions), and the per-row rescale is one multiply per
  * accumulator vector.  K and V tiles are copied contiguously first (any
- * strides), and a kv head's whole tiles are kept for its next blocks (the
- * tile cache, up to PEAK_ATTENTION_CACHE_BYTES).  Decode -- a kv head with fewer
- * than PEAK_ATTENTION_VW / 2 rows -- takes the row path instead, vectorised along
- * head_dim, several kv heads' rows walking the keys in step.
+ * strides), and a kv head's whole tiles are kept in the worker's slot for
+ * the next blocks it runs of that kv head (the tile cache, up to
+ * PEAK_ATTENTION_CACHE_BYTES, tagged with its (batch, kv head)).  Decode --
+ * a kv head with fewer than PEAK_ATTENTION_VW / 2 rows -- takes the row
+ * path instead, vectorised along head_dim, several kv heads' rows walking
+ * the keys in step.
  *
  * Masks.  Each row's structural key range comes from mask.h.  A tile no
  * active row can see is skipped; rows whose vectors see nothing of the
@@ -50,14 +63,15 @@
  *
  * The pieces, in the order they are included (each one's head comment
  * says what it holds and what it needs from the ones before it):
- *   attention-workspace.h  the scratch regions, their sizes and carving;
+ *   attention-workspace.h  a worker's scratch: regions, sizes, carving,
+ *                          the tile cache's tag;
  *   attention-isa.h        the tier's micro-kernels and their contracts;
  *   attention-block.h      a block of query rows, its set-up, row addresses;
  *   attention-mask.h       a tile through the masks: B^T, dead keys;
  *   attention-tile.h       one tile: packing (the tile cache), products;
- *   attention-decode.h     the row path (decode);
- *   attention-loop.h       attention_tiles_run: the loop over blocks and
- *                          tiles, folding, prefetching, the finish.
+ *   attention-decode.h     the row path (decode): the rows kernel;
+ *   attention-loop.h       attention_block_run, the block kernel: the loop
+ *                          over tiles, folding, prefetching, the finish.
  */
 #ifndef PEAK_ATTENTION_H
 #define PEAK_ATTENTION_H

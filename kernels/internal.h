@@ -118,11 +118,64 @@ typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_des
    compute it (exp2: for the tests and benchmarks); y may equal x. */
 typedef void (*peak_exp_fn)(float *y, const float *x, size_t n);
 
-/* desc has kv_heads, v_head_dim and scale already resolved (no zeros).
-   workspace holds peak_attention_workspace_size() bytes, 64-byte aligned. */
-typedef void (*peak_attention_fn)(float *o, const float *q, const float *k, const float *v,
-                                  const peak_attention_desc *desc, void *workspace);
-typedef size_t (*peak_attention_workspace_fn)(const peak_attention_desc *desc);
+/* Attention (peak_attention): the scheduler (schedule/schedule-attention.c)
+   cuts a call into parts and runs a tier's block or rows kernel on each,
+   with the scratch of the worker that runs it.  desc has kv_heads,
+   v_head_dim and scale resolved (no zeros).  The rows of kv head kvh are
+   numbered position-major: row R < heads / kv_heads * q_len is query head
+   kvh * group + R % group at position R / group (group = heads /
+   kv_heads), so that a block of rows holds the heads of a GQA group. */
+
+/* One part: rows first .. first + rows - 1 of each of kv heads kvh ..
+   kvh + nkvh - 1 of batch b, against keys [key_lo, key_hi) only (inside
+   it, each row's mask still applies).  Its O rows and lse go where desc
+   says (o_stride, lse, lse_stride): the call's own outputs, or a split-KV
+   partial's, which the scheduler merges through the lse.  next_* name the
+   part that follows in the call's order (next_b == SIZE_MAX: none), whose
+   Q rows and first keys a kernel may prefetch; only a hint. */
+typedef struct peak_attention_part {
+    size_t b, kvh, nkvh, first, rows;
+    size_t key_lo, key_hi;
+    size_t next_b, next_kvh, next_first, next_key_lo;
+} peak_attention_part;
+
+/* What a tier tells the scheduler for a call. */
+typedef struct peak_attention_geometry {
+    size_t block_rows;    /* rows of a block kernel's part, at most */
+    size_t row_path_rows; /* parts of fewer rows per kv head take the rows
+                             kernel (0: never) */
+    size_t row_states;    /* nkvh * rows of a rows kernel's part, at most */
+    size_t key_tile;      /* keys per tile: split-KV chunks are multiples */
+    bool split_keys;      /* parts over chunks of the keys may be merged
+                             (false: the tier rounds once, the scalar one) */
+    /* The cost model, in ns per element of (Dh + Dv): a query row against
+       a key on the tile path (tile_ns) and on the row path (row_ns), and
+       a K and V row the row path reads (kv_ns, once per kv head). */
+    double tile_ns, row_ns, kv_ns;
+    size_t slot_bytes;    /* scratch per worker (64-byte multiple, at least
+                             PEAK_ATTENTION_SLOT_HEAD); SIZE_MAX & ~63 when
+                             it does not fit in a size_t */
+} peak_attention_geometry;
+
+/* The first bytes of every worker's scratch slot: which (batch, kv head)
+   the packed K/V tiles kept there belong to (valid 0: none).  The
+   scheduler zeroes it before a call's parts run, so that nothing of an
+   earlier call is taken; within a call a hit only skips a copy, so which
+   worker ran what before never changes a bit. */
+typedef struct peak_attention_slot {
+    size_t valid, b, kvh;
+} peak_attention_slot;
+#define PEAK_ATTENTION_SLOT_HEAD 64
+
+typedef void (*peak_attention_geometry_fn)(const peak_attention_desc *desc,
+                                           peak_attention_geometry *geometry);
+/* The tile path: one kv head (nkvh 1), row_path_rows <= rows <=
+   block_rows.  slot: slot_bytes, 64-byte aligned, its head as above. */
+typedef void (*peak_attention_block_fn)(float *o, const float *q, const float *k, const float *v,
+                                        const peak_attention_desc *desc,
+                                        const peak_attention_part *part, void *slot);
+/* The row path: nkvh * rows <= row_states, rows < row_path_rows. */
+typedef peak_attention_block_fn peak_attention_rows_fn;
 
 /* The rows at y, sum, x and r (a scheduler's item: its first row there).
    rows_after: rows of the call that follow them at the same strides, whose

@@ -20,6 +20,7 @@
  * before the threads start, so the first calls really are the first.
  */
 #include "test-util.h"
+#include "schedule/schedule.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -226,8 +227,8 @@ static void run_tier(const peak_kernels *kern, const inputs *in, outputs *out)
     kern->softmax(out->softmax, in->scores, &sd, 0, sd.batch * sd.heads * sd.q_len, false);
     kern->exp(out->exp, in->ex, EX_N);
     peak_attention_desc ad = attention_desc(out->lse);
-    void *ws = workspace(kern->attention_workspace(&ad));
-    kern->attention(out->attention, in->q, in->k, in->v, &ad, ws);
+    void *ws = workspace(peak_schedule_attention_workspace(kern, &ad, 1));
+    peak_schedule_attention(kern, out->attention, in->q, in->k, in->v, &ad, ws, 1, NULL);
     free(ws);
     kern->add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D, in->layernorm_x, LN_D,
                         in->layernorm_r, LN_D, in->gamma, in->beta, LN_R, LN_D, 1e-5f, 0,

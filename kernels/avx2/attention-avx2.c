@@ -182,6 +182,6 @@ static void isa_row_pv(float *acc, float alpha, const float *p, const float *con
         row_pv_cols(acc, alpha, p, vp, n, c0, dv);
 }
 
-/* The online softmax, row packing, isa_dot, isa_row_exp and the entry
-   points: attention-body.h. */
+/* The online softmax, row packing, isa_dot, isa_row_exp and the kernels:
+   attention-body.h. */
 #include "attention-body.h"

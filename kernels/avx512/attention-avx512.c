@@ -193,6 +193,6 @@ static void isa_row_pv(float *acc, float alpha, const float *p, const float *con
 
 /* The online softmax, row packing (a row's last dv % 16 floats as one
    masked load and a whole-vector store), isa_dot, isa_row_exp and the
-   entry points: attention-body.h. */
+   kernels: attention-body.h. */
 #define PEAK_ATTENTION_PACK_VECTOR_TAIL 1
 #include "attention-body.h"

@@ -313,7 +313,8 @@ peak_status peak_attention_workspace_size(const peak_attention_desc *desc,
     peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
-    *bytes = peak_schedule_attention_workspace(&d, peak_threadpool_workers(pool));
+    *bytes = peak_schedule_attention_workspace(peak_active_kernels(), &d,
+                                               peak_threadpool_workers(pool));
     return PEAK_OK;
 }
 
@@ -329,7 +330,11 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
-    size_t need = peak_schedule_attention_workspace(&d, peak_threadpool_workers(pool));
+    /* One plan, with one count of the pool's workers, for the size and
+       the run: the workspace holds a slot for each. */
+    peak_attention_plan plan;
+    peak_schedule_attention_plan(&plan, peak_active_kernels(), &d, peak_threadpool_workers(pool));
+    const size_t need = plan.bytes;
     if (workspace && (uintptr_t)workspace % 64)
         return PEAK_ERR_INVALID_ARG;
     /* The size first: a workspace of at least `need` bytes is one whose
@@ -345,8 +350,71 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
         if (!owned)
             return PEAK_ERR_NO_MEMORY;
     }
-    peak_schedule_attention(o, q, k, v, &d, ws, pool);
+    peak_schedule_attention_run(&plan, o, q, k, v, ws, pool);
     free(owned);
+    return PEAK_OK;
+}
+
+/* ---- merging partial attention results -------------------------------------- */
+
+static peak_status merge_shapes(const peak_attention_merge_desc *d, const float *lse)
+{
+    if (!d->batch || !d->heads || !d->q_len || !d->v_head_dim)
+        return PEAK_ERR_INVALID_ARG;
+    if (!strides_nonneg(d->o_stride, 3) || !strides_nonneg(d->lse_stride, 3) ||
+        !strides_nonneg(d->part_o_stride, 3) || !strides_nonneg(d->part_lse_stride, 3))
+        return PEAK_ERR_INVALID_ARG;
+    const size_t nq[3] = {d->batch, d->q_len, d->heads}, nl[3] = {d->batch, d->heads, d->q_len};
+    if (!extent_fits(nq, d->o_stride, 3, d->v_head_dim) ||
+        !extent_fits(nq, d->part_o_stride, 3, d->v_head_dim) ||
+        (lse && !extent_fits(nl, d->lse_stride, 3, 1)) ||
+        !extent_fits(nl, d->part_lse_stride, 3, 1))
+        return PEAK_ERR_OUT_OF_RANGE;
+    if (!rows_apart(nq, d->o_stride, 3, d->v_head_dim) ||
+        (lse && !rows_apart(nl, d->lse_stride, 3, 1)))
+        return PEAK_ERR_INVALID_ARG;
+    return PEAK_OK;
+}
+
+/* An output and part p's tensor of the same kind: apart, or the same
+   elements (p == 0, same pointer and strides: in place). */
+static int merge_part_ok(span out, const void *out_p, const ptrdiff_t *out_st, span part,
+                         const void *part_p, const ptrdiff_t *part_st, size_t p)
+{
+    if (p == 0 && out_p == part_p && memcmp(out_st, part_st, 3 * sizeof *out_st) == 0)
+        return 1;
+    return !spans_meet(out, part);
+}
+
+peak_status peak_attention_merge(float *o, float *lse, const float *const *o_parts,
+                                 const float *const *lse_parts, size_t n_parts,
+                                 const peak_attention_merge_desc *desc,
+                                 const peak_threadpool *pool)
+{
+    if (!o || !o_parts || !lse_parts || !desc || !n_parts)
+        return PEAK_ERR_INVALID_ARG;
+    for (size_t p = 0; p < n_parts; p++)
+        if (!o_parts[p] || !lse_parts[p])
+            return PEAK_ERR_INVALID_ARG;
+    const peak_attention_merge_desc *d = desc;
+    peak_status s = merge_shapes(d, lse);
+    if (s != PEAK_OK)
+        return s;
+    const size_t nq[3] = {d->batch, d->q_len, d->heads}, nl[3] = {d->batch, d->heads, d->q_len};
+    const span so = tensor_span(o, nq, d->o_stride, 3, d->v_head_dim, sizeof(float));
+    const span sl = tensor_span(lse, nl, d->lse_stride, 3, 1, sizeof(float));
+    if (spans_meet(so, sl))
+        return PEAK_ERR_INVALID_ARG;
+    for (size_t p = 0; p < n_parts; p++) {
+        const span po = tensor_span(o_parts[p], nq, d->part_o_stride, 3, d->v_head_dim,
+                                    sizeof(float));
+        const span pl = tensor_span(lse_parts[p], nl, d->part_lse_stride, 3, 1, sizeof(float));
+        if (!merge_part_ok(so, o, d->o_stride, po, o_parts[p], d->part_o_stride, p) ||
+            spans_meet(so, pl) || spans_meet(sl, po) ||
+            !merge_part_ok(sl, lse, d->lse_stride, pl, lse_parts[p], d->part_lse_stride, p))
+            return PEAK_ERR_INVALID_ARG;
+    }
+    peak_schedule_attention_merge(o, lse, o_parts, lse_parts, n_parts, d, pool);
     return PEAK_OK;
 }
 

@@ -231,7 +231,7 @@ static void isa_row_pv(float *acc, float alpha, const float *p, const float *con
 
 /* The online softmax (its running max FMAXNM, which drops a NaN score:
    the sum catches it; the exponentials two keys a step into two sums),
-   row packing and the entry points: attention-body.h. */
+   row packing and the kernels: attention-body.h. */
 #define PEAK_ATTENTION_MAX(a, b) vmaxnmq_f32(a, b)
 #define PEAK_ATTENTION_EXP_PAIRS 1
 #define PEAK_ATTENTION_HAS_ROW_DOT_EXP 1

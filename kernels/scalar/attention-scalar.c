@@ -3,7 +3,8 @@
  * tier is tested against (peak_attention in peak.h).
  *
  * One query row at a time, the textbook way: all scores of the row into the
- * workspace, then the max, the exponentials and P.V.  Everything after the
+ * worker's scratch, then the max, the exponentials and P.V.  The scheduler
+ * gives the kernel blocks of rows (schedule/schedule-attention.c).  Everything after the
  * float inputs is double (dot products, scale, bias, exp, the row sum, the
  * P.V accumulator), so the result is the exact attention of the given
  * floats up to ~1e-15 relative before the final rounding to float, and no
@@ -22,8 +23,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The scratch layout: scores[kv_len] then acc[v_head_dim], all double (the
-   workspace is 64-byte aligned, so both arrays are naturally aligned). */
+/* A worker's scratch after the slot head: scores[kv_len] then
+   acc[v_head_dim], all double (the slot is 64-byte aligned, so both arrays
+   are naturally aligned). */
 typedef struct attention_scratch {
     double *scores;
     double *acc;
@@ -41,17 +43,6 @@ typedef struct attention_row {
     const float *bias;
     peak_key_range keys;
 } attention_row;
-
-size_t peak_f32_attention_workspace__scalar(const peak_attention_desc *desc)
-{
-    assert(desc);
-    const size_t n = desc->kv_len + desc->v_head_dim;
-    /* Too big to allocate: a size no allocator can satisfy, rounded down to
-       64 so that a caller rounding it up to the alignment cannot wrap. */
-    if (n < desc->kv_len || n > SIZE_MAX / sizeof(double))
-        return SIZE_MAX & ~(size_t)63;
-    return n * sizeof(double);
-}
 
 static double dot(const float *a, const float *b, size_t n)
 {
@@ -116,6 +107,15 @@ static void row_fill(const attention_row *r, size_t dv, float value, float lse)
         *r->lse = lse;
 }
 
+/* Narrows the row's keys to a part's [lo, hi). */
+static void row_clip(attention_row *r, size_t lo, size_t hi)
+{
+    r->keys.lo = r->keys.lo > lo ? r->keys.lo : lo;
+    r->keys.hi = r->keys.hi < hi ? r->keys.hi : hi;
+    if (r->keys.lo > r->keys.hi)
+        r->keys.lo = r->keys.hi;
+}
+
 static void attention_one_row(const attention_row *r, const peak_attention_desc *d,
                               const attention_scratch *w)
 {
@@ -138,7 +138,7 @@ static void attention_one_row(const attention_row *r, const peak_attention_desc 
 }
 
 /* Points r at the operands of (b, h, i); the K/V pointers only depend on
-   (b, h) and are set by the caller. */
+   (b, kv head) and are set by the caller. */
 static void row_locate(attention_row *r, const float *q, float *o, const peak_attention_desc *d,
                        size_t b, size_t h, size_t i)
 {
@@ -154,30 +154,66 @@ static void row_locate(attention_row *r, const float *q, float *o, const peak_at
     r->bias = peak_mask_bias_row(&d->mask, b, h, i);
 }
 
-void peak_f32_attention__scalar(float *o, const float *q, const float *k, const float *v,
-                                const peak_attention_desc *desc, void *workspace)
+/* The slot after its head: 8 (Lk + Dv) bytes, or the sentinel SIZE_MAX
+   rounded down to 64 (no allocator can satisfy it, and a caller rounding
+   it up to the alignment cannot wrap) when that does not fit. */
+static size_t slot_bytes(const peak_attention_desc *d)
 {
-    assert(o && q && k && v && desc);
+    const size_t n = d->kv_len + d->v_head_dim;
+    if (n < d->kv_len || n > (SIZE_MAX - PEAK_ATTENTION_SLOT_HEAD - 63) / sizeof(double))
+        return SIZE_MAX & ~(size_t)63;
+    return (PEAK_ATTENTION_SLOT_HEAD + n * sizeof(double) + 63) & ~(size_t)63;
+}
+
+/* Rows are independent here (one at a time, rounded once), so any cut of
+   them gives the same bytes; keys are never split, so that the reference
+   keeps its single rounding.  Blocks of 16 rows: a row of Lk = 512 keys at
+   Dh = 64 is ~0.1 ms here (~1 ns per element in double), so the parts stay
+   well above the runner's per-item cost while a decode step of 8 heads
+   still has 8 of them. */
+void peak_f32_attention_geometry__scalar(const peak_attention_desc *desc,
+                                         peak_attention_geometry *g)
+{
+    g->block_rows = 16;
+    g->row_path_rows = 0;
+    g->row_states = 1;
+    g->key_tile = 1;
+    g->split_keys = false;
+    g->tile_ns = g->row_ns = 1.0;
+    g->kv_ns = 0.0;
+    g->slot_bytes = slot_bytes(desc);
+}
+
+void peak_f32_attention_block__scalar(float *o, const float *q, const float *k, const float *v,
+                                      const peak_attention_desc *desc,
+                                      const peak_attention_part *part, void *slot)
+{
+    assert(o && q && k && v && desc && part && slot);
     const peak_attention_desc *d = desc;
     assert(d->kv_heads > 0 && d->heads % d->kv_heads == 0);
     /* scale != 0 in its bits (api.c), but a subnormal scale compares
        equal to 0 under DAZ, so only finiteness is asserted. */
     assert(d->v_head_dim > 0 && isfinite(d->scale));
-    assert(workspace); /* 8 (Lk + Dv) > 0 bytes: api.c always passes one */
-    const attention_scratch w = {(double *)workspace, (double *)workspace + d->kv_len};
-    const size_t group = d->heads / d->kv_heads;
+    double *scratch = (double *)(void *)((char *)slot + PEAK_ATTENTION_SLOT_HEAD);
+    const attention_scratch w = {scratch, scratch + d->kv_len};
+    const size_t group = d->heads / d->kv_heads, b = part->b;
     attention_row r;
     r.k_ld = d->k_stride[1];
     r.v_ld = d->v_stride[1];
-    for (size_t b = 0; b < d->batch; b++) {
-        for (size_t h = 0; h < d->heads; h++) {
-            const ptrdiff_t kvh = (ptrdiff_t)(h / group);
-            r.k = k + (ptrdiff_t)b * d->k_stride[0] + kvh * d->k_stride[2];
-            r.v = v + (ptrdiff_t)b * d->v_stride[0] + kvh * d->v_stride[2];
-            for (size_t i = 0; i < d->q_len; i++) {
-                row_locate(&r, q, o, d, b, h, i);
-                attention_one_row(&r, d, &w);
-            }
+    for (size_t kvh = part->kvh; kvh < part->kvh + part->nkvh; kvh++) {
+        r.k = k + (ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)kvh * d->k_stride[2];
+        r.v = v + (ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)kvh * d->v_stride[2];
+        for (size_t R = part->first; R < part->first + part->rows; R++) {
+            row_locate(&r, q, o, d, b, kvh * group + R % group, R / group);
+            row_clip(&r, part->key_lo, part->key_hi);
+            attention_one_row(&r, d, &w);
         }
     }
+}
+
+void peak_f32_attention_rows__scalar(float *o, const float *q, const float *k, const float *v,
+                                     const peak_attention_desc *desc,
+                                     const peak_attention_part *part, void *slot)
+{
+    peak_f32_attention_block__scalar(o, q, k, v, desc, part, slot);
 }

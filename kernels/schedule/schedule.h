@@ -39,13 +39,57 @@ PEAK_INTERNAL void peak_schedule_add_layernorm(float *y, ptrdiff_t ld_y, float *
                                                const float *beta, size_t rows, size_t d_model,
                                                float eps, const peak_threadpool *pool);
 
-/* Bytes of workspace peak_attention needs for d (resolved) with `workers`
-   workers on the active tier. */
-PEAK_INTERNAL size_t peak_schedule_attention_workspace(const peak_attention_desc *d,
-                                                       size_t workers);
+/* A peak_attention call cut into parts (schedule-attention.c): its
+   kernels, geometry and cost, how it is cut and what workspace it needs.
+   The fields are schedule-attention.c's; api.c reads bytes. */
+typedef struct peak_attention_plan {
+    const peak_kernels *kern;
+    peak_attention_geometry g;
+    const peak_attention_desc *d; /* the call's, resolved; outlives the plan */
+    size_t workers;               /* slots in the workspace */
+    size_t bytes;                 /* the workspace: shared region, then the slots */
+    double total_ns;              /* the cost model's whole call */
+    size_t group, group_rows;
+    bool rows_only;               /* every kv head by the rows kernel */
+    size_t bundle;                /* kv heads per part (rows_only) */
+    size_t units;                 /* parts per batch and chunk */
+    size_t blocks;                /* per kv head (not rows_only) */
+    bool reverse;                 /* a kv head's blocks last first */
+    size_t chunks, chunk_keys;    /* split-KV: chunks per unit (1: not split) */
+    size_t items;
+    /* the run's operands, and split-KV's partials in the workspace:
+       [B, Lq, H, chunks, Dv] and [B, H, Lq, chunks] */
+    float *o;
+    const float *q, *k, *v;
+    float *po, *plse;
+    peak_attention_desc pd;
+} peak_attention_plan;
 
-PEAK_INTERNAL void peak_schedule_attention(float *o, const float *q, const float *k,
-                                           const float *v, const peak_attention_desc *d,
-                                           void *workspace, const peak_threadpool *pool);
+/* Plans a call: d resolved, `workers` the pool's count (a slot each). */
+PEAK_INTERNAL void peak_schedule_attention_plan(peak_attention_plan *plan,
+                                                const peak_kernels *kern,
+                                                const peak_attention_desc *d, size_t workers);
+
+/* Runs a plan on plan->bytes of workspace (64-byte aligned). */
+PEAK_INTERNAL void peak_schedule_attention_run(peak_attention_plan *plan, float *o,
+                                               const float *q, const float *k, const float *v,
+                                               void *workspace, const peak_threadpool *pool);
+
+/* The two in one, for the tests and benchmarks that name a tier's
+   kernels: the workspace bytes, and a call on it (the same workers). */
+PEAK_INTERNAL size_t peak_schedule_attention_workspace(const peak_kernels *kern,
+                                                       const peak_attention_desc *d,
+                                                       size_t workers);
+PEAK_INTERNAL void peak_schedule_attention(const peak_kernels *kern, float *o, const float *q,
+                                           const float *k, const float *v,
+                                           const peak_attention_desc *d, void *workspace,
+                                           size_t workers, const peak_threadpool *pool);
+
+/* peak_attention_merge, validated (schedule-merge.c); also split-KV's
+   second phase. */
+PEAK_INTERNAL void peak_schedule_attention_merge(float *o, float *lse, const float *const *o_parts,
+                                                 const float *const *lse_parts, size_t n_parts,
+                                                 const peak_attention_merge_desc *desc,
+                                                 const peak_threadpool *pool);
 
 #endif /* PEAK_SCHEDULE_H */
