@@ -12,6 +12,8 @@
  */
 #include "tester.h"
 
+#include "schedule/schedule.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -815,6 +817,350 @@ START_TEST(decode_long_cache)
 }
 END_TEST
 
+/* ---- split-KV: decode cut over its keys -------------------------------------- */
+
+/* The chunks the scheduler cuts a call's keys into on this tier
+   (kernels/schedule/schedule-attention.c; 1: not split). */
+static size_t split_chunks(const peak_attention_desc *desc)
+{
+    peak_attention_desc d = *desc;
+    d.kv_heads = d.kv_heads ? d.kv_heads : d.heads;
+    d.v_head_dim = d.v_head_dim ? d.v_head_dim : d.head_dim;
+    d.scale = d.scale != 0.0f ? d.scale : (float)(1.0 / sqrt((double)d.head_dim));
+    peak_attention_plan plan;
+    peak_schedule_attention_plan(&plan, peak_active_kernels(), &d, 1);
+    return plan.chunks;
+}
+
+/* A decode step of a batch-1 model over a long cache: on the SIMD tiers
+   its keys are cut into chunks merged through their lse (the scalar tier
+   rounds once and never cuts them); against the oracle as any call:
+   8 heads over 2048 and 8192 keys (the row path, the kv heads walking in
+   step), and 32 heads over 8 kv heads, 8192 keys (4 rows a kv head: the
+   tile path on AVX2 and NEON, the row path on AVX-512). */
+START_TEST(split_kv_decode)
+{
+    static const att_shape shapes[] = {
+        {1, 8, 8, 1, 2048, 64, 64, 0, 0, 0, 1},
+        {1, 8, 8, 1, 8192, 64, 64, 0, 0, 0, 1},
+        {1, 32, 8, 1, 8192, 64, 64, 0, 0, 0, 1},
+    };
+    const att_shape *sh = &shapes[_i];
+    att_opts o = {0};
+    o.workspace = ATT_WS_CALLER;
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, sh, 2600 + (uint64_t)_i, &o);
+    const size_t chunks = split_chunks(&a->d);
+    CHECK(peak_test_isa == PEAK_ISA_SCALAR ? chunks == 1 : chunks >= 16,
+          "%s: decode B 1 H %zu Lk %zu cut into %zu key chunks", peak_isa_name(peak_test_isa),
+          sh->H, sh->Lk, chunks);
+    peak_tester_run(&attention, &p);
+    peak_tester_free(&attention, &p);
+}
+END_TEST
+
+/* Split-KV with masks that cut chunks: per-batch key lengths (some
+   chunks of a batch see nothing), a bottom-right causal query of 3 rows
+   (its rows end in different chunks), GQA 4:1 with Dv != Dh. */
+START_TEST(split_kv_masked)
+{
+    att_shape s = {2, 8, 2, 3, 3000 + (size_t)_i * 1001, 32, 48, _i & 1, 0, 0, 1};
+    att_opts o = {0};
+    o.mask.key_len = 1;
+    o.mask.causal = 1;
+    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, &s, 2700 + (uint64_t)_i, &o);
+    CHECK(peak_test_isa == PEAK_ISA_SCALAR || split_chunks(&a->d) > 1,
+          "%s: the masked decode was not split", peak_isa_name(peak_test_isa));
+    peak_tester_run(&attention, &p);
+    peak_tester_free(&attention, &p);
+}
+END_TEST
+
+/* ---- merging partial results (peak_attention_merge) ------------------------- */
+
+/* Partial results of one problem: part p's O [B, Lq, H, Dv] and lse
+   [B, H, Lq], packed, from peak_attention over the keys of its keep mask
+   ([Lk], broadcast over b, h and i) together with the case's own mask. */
+typedef struct merge_parts {
+    size_t n, rows, dv;
+    float *o[4], *lse[4];
+    uint8_t *keep[4];
+    peak_attention_merge_desc md;
+} merge_parts;
+
+/* Part p of n sees keys [cut[p], cut[p + 1]) (cut[n] = Lk). */
+static void merge_parts_make(merge_parts *m, const att_problem *a, size_t n, const size_t *cut)
+{
+    const peak_attention_desc *d = &a->d;
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    m->dv = value_dim(d);
+    m->rows = d->batch * d->q_len * d->heads;
+    peak_attention_merge_desc md = PEAK_ATTENTION_MERGE_DESC_DEFAULT;
+    md.batch = d->batch;
+    md.heads = d->heads;
+    md.q_len = d->q_len;
+    md.v_head_dim = m->dv;
+    operand_strides(0, d->q_len, d->heads, m->dv, md.o_stride);
+    memcpy(md.part_o_stride, md.o_stride, sizeof md.o_stride);
+    md.lse_stride[2] = 1;
+    md.lse_stride[1] = (ptrdiff_t)d->q_len;
+    md.lse_stride[0] = (ptrdiff_t)(d->heads * d->q_len);
+    memcpy(md.part_lse_stride, md.lse_stride, sizeof md.lse_stride);
+    m->md = md;
+    for (size_t p = 0; p < n; p++) {
+        m->o[p] = peak_test_alloc(m->rows * m->dv, p);
+        m->lse[p] = peak_test_alloc(m->rows, 0);
+        m->keep[p] = xcalloc(d->kv_len, 1);
+        for (size_t j = cut[p]; j < (p + 1 < n ? cut[p + 1] : d->kv_len); j++)
+            m->keep[p][j] = 1;
+        peak_attention_desc dp = *d;
+        dp.mask.keep = m->keep[p];
+        memset(dp.mask.keep_stride, 0, sizeof dp.mask.keep_stride);
+        memcpy(dp.o_stride, md.o_stride, sizeof dp.o_stride);
+        dp.lse = m->lse[p];
+        memcpy(dp.lse_stride, md.lse_stride, sizeof dp.lse_stride);
+        CHECK(peak_attention(m->o[p], a->q, a->k, a->v, &dp, NULL, 0, NULL) == PEAK_OK,
+              "%s: part %zu of the merge not computed", peak_isa_name(peak_test_isa), p);
+    }
+}
+
+static void merge_parts_free(merge_parts *m)
+{
+    for (size_t p = 0; p < m->n; p++) {
+        peak_test_free(m->o[p]);
+        peak_test_free(m->lse[p]);
+        free(m->keep[p]);
+    }
+}
+
+/* Merged O (md.o_stride) and lse against the oracle of the whole call:
+   peak_attention's bounds (the merged O is a convex combination of the
+   parts, each within them), zero rows exactly +0 and -inf.  After
+   peak_tester_run (the inputs as they were before it). */
+static void expect_merged(const peak_tester_problem *p, const merge_parts *m, const float *o,
+                          const float *lse, const char *what)
+{
+    const att_problem *a = p->user;
+    const att_inputs in = inputs_before(p);
+    const peak_attention_desc *d = &a->d;
+    const double tol = ATTENTION_TOL * v_max(p);
+    for (size_t b = 0; b < d->batch; b++)
+        for (size_t i = 0; i < d->q_len; i++)
+            for (size_t h = 0; h < d->heads; h++) {
+                double ref_lse = 0.0;
+                const int kind = oracle_attention(&in, b, h, i, a->sc, a->out, &ref_lse);
+                const float *row = cat(o, m->md.o_stride, b, i, h);
+                const float got_lse = *cat(lse, m->md.lse_stride, b, h, i);
+                for (size_t c = 0; c < m->dv; c++) {
+                    const double want = kind == ROW_NORMAL ? a->out[c] : 0.0;
+                    CHECK(kind == ROW_ZERO ? peak_test_bytes_equal(&row[c], &(float){0.0f}, 4)
+                                           : fabs((double)row[c] - want) <= tol,
+                          "%s, %s: b%zu i%zu h%zu c%zu: merged %.9g, oracle %.9g",
+                          peak_isa_name(peak_test_isa), what, b, i, h, c, (double)row[c], want);
+                }
+                CHECK(kind == ROW_ZERO ? got_lse == -INFINITY
+                                       : fabs((double)got_lse - ref_lse) <=
+                                             LSE_TOL * (1.0 + fabs(ref_lse)),
+                      "%s, %s: b%zu i%zu h%zu: merged lse %.9g, oracle %.9g",
+                      peak_isa_name(peak_test_isa), what, b, i, h, (double)got_lse,
+                      kind == ROW_ZERO ? -INFINITY : ref_lse);
+            }
+}
+
+/* The one call, then the attention over the key halves [0, Lk/2) and
+   [Lk/2, Lk) (and, with `empty`, a third part that sees no key: lse -inf
+   everywhere), merged, against the oracle as the one call is; then again
+   in place into part 0, which must give the same bytes. */
+static void check_merge(const att_shape *s, att_opts *o, uint64_t seed, int empty)
+{
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, s, seed, o);
+    peak_tester_run(&attention, &p); /* the one call, against the oracle */
+    const size_t cut[3] = {0, s->Lk / 2, s->Lk};
+    merge_parts m;
+    merge_parts_make(&m, a, empty ? 3 : 2, cut);
+    float *out = peak_test_alloc(m.rows * m.dv, 3), *lse = peak_test_alloc(m.rows, 1);
+    const float *const *op = (const float *const *)m.o, *const *lp = (const float *const *)m.lse;
+    CHECK(peak_attention_merge(out, lse, op, lp, m.n, &m.md, NULL) == PEAK_OK,
+          "%s: merge rejected", peak_isa_name(peak_test_isa));
+    expect_merged(&p, &m, out, lse, "merged halves");
+    /* in place: the running result is part 0 */
+    CHECK(peak_attention_merge(m.o[0], m.lse[0], op, lp, m.n, &m.md, NULL) == PEAK_OK,
+          "%s: in-place merge rejected", peak_isa_name(peak_test_isa));
+    CHECK(peak_test_bytes_equal(m.o[0], out, m.rows * m.dv * sizeof(float)) &&
+              peak_test_bytes_equal(m.lse[0], lse, m.rows * sizeof(float)),
+          "%s: the in-place merge differs from the out-of-place one",
+          peak_isa_name(peak_test_isa));
+    peak_test_free(out);
+    peak_test_free(lse);
+    merge_parts_free(&m);
+    peak_tester_free(&attention, &p);
+}
+
+/* GQA 4:1 over 2 batches; causal bottom-right with fewer queries than
+   keys (the first rows see little of the second half); Dv != Dh in the
+   [B, H, L, D] layout; a row-path decode over a long cache; and, in
+   each, a third part that sees nothing (contributes nothing). */
+START_TEST(merge_key_halves)
+{
+    static const att_shape shapes[] = {
+        {2, 8, 2, 5, 37, 16, 16, 0, 0, 0, 1},
+        {1, 4, 2, 7, 40, 8, 8, 0, 1, 0, 1},
+        {1, 3, 3, 6, 70, 16, 24, 1, 0, 0, 1},
+        {1, 8, 8, 1, 1500, 64, 64, 0, 0, 0, 1},
+    };
+    att_opts o = {0};
+    if (_i % 4 == 1) {
+        o.mask.causal = 1;
+        o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    }
+    check_merge(&shapes[_i % 4], &o, 2800 + (uint64_t)_i, _i >= 4);
+}
+END_TEST
+
+/* Causal top-left with Lq < Lk/2: no row sees the second half, so every
+   row merges one part with a fully masked one (lse -inf): the first
+   part's result exactly. */
+START_TEST(merge_fully_masked_part)
+{
+    att_shape s = {1, 2, 1, 4, 30, 8, 8, 0, 0, 0, 1};
+    att_opts o = {0};
+    o.mask.causal = 1;
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, &s, 2900, &o);
+    peak_tester_run(&attention, &p);
+    const size_t cut[2] = {0, 15};
+    merge_parts m;
+    merge_parts_make(&m, a, 2, cut);
+    for (size_t r = 0; r < m.rows; r++)
+        CHECK(m.lse[1][r] == -INFINITY, "%s: row %zu saw the second half",
+              peak_isa_name(peak_test_isa), r);
+    float *out = peak_test_alloc(m.rows * m.dv, 0), *lse = peak_test_alloc(m.rows, 0);
+    CHECK(peak_attention_merge(out, lse, (const float *const *)m.o, (const float *const *)m.lse,
+                               2, &m.md, NULL) == PEAK_OK,
+          "%s: merge rejected", peak_isa_name(peak_test_isa));
+    CHECK(peak_test_bytes_equal(out, m.o[0], m.rows * m.dv * sizeof(float)) &&
+              peak_test_bytes_equal(lse, m.lse[0], m.rows * sizeof(float)),
+          "%s: a fully masked part changed the result", peak_isa_name(peak_test_isa));
+    /* Every part fully masked: O = +0 and lse = -inf, as a masked row. */
+    const float *none[2] = {m.o[1], m.o[1]}, *none_lse[2] = {m.lse[1], m.lse[1]};
+    CHECK(peak_attention_merge(out, lse, none, none_lse, 2, &m.md, NULL) == PEAK_OK,
+          "%s: merge rejected", peak_isa_name(peak_test_isa));
+    for (size_t r = 0; r < m.rows; r++) {
+        CHECK(lse[r] == -INFINITY, "%s: lse %zu", peak_isa_name(peak_test_isa), r);
+        for (size_t c = 0; c < m.dv; c++)
+            CHECK(peak_test_bytes_equal(&out[r * m.dv + c], &(float){0.0f}, 4),
+                  "%s: O %zu %zu not +0", peak_isa_name(peak_test_isa), r, c);
+    }
+    peak_test_free(out);
+    peak_test_free(lse);
+    merge_parts_free(&m);
+    peak_tester_free(&attention, &p);
+}
+END_TEST
+
+/* A poisoned part (lse NaN, as peak_attention writes a row with a visible
+   NaN score) makes the row NaN; +inf likewise. */
+START_TEST(merge_poisoned_part)
+{
+    peak_attention_merge_desc md = PEAK_ATTENTION_MERGE_DESC_DEFAULT;
+    md.batch = md.heads = md.q_len = 1;
+    md.v_head_dim = 3;
+    const ptrdiff_t os[3] = {3, 3, 3}, ls[3] = {1, 1, 1};
+    memcpy(md.o_stride, os, sizeof os);
+    memcpy(md.part_o_stride, os, sizeof os);
+    memcpy(md.lse_stride, ls, sizeof ls);
+    memcpy(md.part_lse_stride, ls, sizeof ls);
+    const float o0[3] = {1, 2, 3}, o1[3] = {4, 5, 6};
+    const float l0 = 0.5f, l1 = _i ? INFINITY : NAN;
+    const float *op[2] = {o0, o1}, *lp[2] = {&l0, &l1};
+    float out[3], lse;
+    CHECK(peak_attention_merge(out, &lse, op, lp, 2, &md, NULL) == PEAK_OK, "merge rejected");
+    CHECK(isnan(out[0]) && isnan(out[1]) && isnan(out[2]) && isnan(lse),
+          "a part of lse %g: O %g %g %g, lse %g", (double)l1, (double)out[0], (double)out[1],
+          (double)out[2], (double)lse);
+}
+END_TEST
+
+/* Rejected merges write nothing: NULL pointers, zero parts or sizes,
+   negative strides, outputs that meet a part other than in place, or each
+   other, overlapping output rows. */
+static void expect_merge_rejected(const char *what, peak_status want, float *o, float *lse,
+                                  const float *const *op, const float *const *lp, size_t n,
+                                  const peak_attention_merge_desc *md, float *all, size_t n_all)
+{
+    float *before = malloc(n_all * sizeof *before);
+    ck_assert_ptr_nonnull(before);
+    memcpy(before, all, n_all * sizeof *before);
+    const peak_status got = peak_attention_merge(o, lse, op, lp, n, md, NULL);
+    CHECK(got == want, "%s: %s: status %s, want %s", peak_isa_name(peak_test_isa), what,
+          peak_status_string(got), peak_status_string(want));
+    CHECK(peak_test_bytes_equal(before, all, n_all * sizeof *before),
+          "%s: %s: a rejected merge wrote", peak_isa_name(peak_test_isa), what);
+    free(before);
+}
+
+START_TEST(merge_invalid_arguments)
+{
+    /* One arena: O (2 x 4 x 8 floats, [B 1, Lq 2, H 4, Dv 8]), lse (8),
+       two parts and their lse, then spare room. */
+    enum { NO = 64, NL = 8, N_ALL = 3 * NO + 3 * NL + 64 };
+    float *all = peak_test_alloc(N_ALL, 0);
+    uint64_t rng = 3000;
+    peak_test_fill_uniform(all, N_ALL, &rng, -1.0f, 1.0f);
+    float *o = all, *lse = all + NO, *p0 = lse + NL, *p1 = p0 + NO, *l0 = p1 + NO, *l1 = l0 + NL;
+    peak_attention_merge_desc md = PEAK_ATTENTION_MERGE_DESC_DEFAULT;
+    md.batch = 1, md.q_len = 2, md.heads = 4, md.v_head_dim = 8;
+    const ptrdiff_t os[3] = {64, 32, 8}, ls[3] = {8, 2, 1};
+    memcpy(md.o_stride, os, sizeof os);
+    memcpy(md.part_o_stride, os, sizeof os);
+    memcpy(md.lse_stride, ls, sizeof ls);
+    memcpy(md.part_lse_stride, ls, sizeof ls);
+    const float *op[2] = {p0, p1}, *lp[2] = {l0, l1};
+    const peak_status inval = PEAK_ERR_INVALID_ARG;
+#define REJECT(what, want, o_, lse_, op_, lp_, n_, md_)                                            \
+    expect_merge_rejected(what, want, o_, lse_, op_, lp_, n_, md_, all, N_ALL)
+    REJECT("NULL o", inval, NULL, lse, op, lp, 2, &md);
+    REJECT("NULL o_parts", inval, o, lse, NULL, lp, 2, &md);
+    REJECT("NULL lse_parts", inval, o, lse, op, NULL, 2, &md);
+    REJECT("NULL desc", inval, o, lse, op, lp, 2, NULL);
+    REJECT("zero parts", inval, o, lse, op, lp, 0, &md);
+    const float *op_null[2] = {p0, NULL}, *lp_null[2] = {NULL, l1};
+    REJECT("a NULL part", inval, o, lse, op_null, lp, 2, &md);
+    REJECT("a NULL part lse", inval, o, lse, op, lp_null, 2, &md);
+    peak_attention_merge_desc bad = md;
+    bad.v_head_dim = 0;
+    REJECT("zero Dv", inval, o, lse, op, lp, 2, &bad);
+    bad = md;
+    bad.part_o_stride[1] = -32;
+    REJECT("negative stride", inval, o, lse, op, lp, 2, &bad);
+    bad = md;
+    bad.o_stride[2] = 4;
+    REJECT("O rows overlap", inval, o, lse, op, lp, 2, &bad);
+    bad = md;
+    bad.o_stride[1] = PTRDIFF_MAX / 2;
+    REJECT("O's extent overflows", PEAK_ERR_OUT_OF_RANGE, o, lse, op, lp, 2, &bad);
+    REJECT("O is part 1 (in place only as part 0)", inval, p1, lse, op, lp, 2, &md);
+    REJECT("O overlaps part 0 shifted", inval, p0 + 8, lse, op, lp, 2, &md);
+    REJECT("O meets a part's lse", inval, l0 - 4, lse, op, lp, 2, &md);
+    REJECT("lse meets O", inval, o, o + 60, op, lp, 2, &md);
+    REJECT("lse is part 1's lse", inval, o, l1, op, lp, 2, &md);
+    REJECT("lse meets a part", inval, o, p1 + 3, op, lp, 2, &md);
+    bad = md;
+    bad.o_stride[1] = 40; /* o == p0, other strides: not in place */
+    bad.o_stride[0] = 80;
+    REJECT("O is part 0 with other strides", inval, p0, lse, op, lp, 2, &bad);
+#undef REJECT
+    /* and the same call, valid, goes through */
+    CHECK(peak_attention_merge(o, lse, op, lp, 2, &md, NULL) == PEAK_OK,
+          "%s: the valid merge was rejected", peak_isa_name(peak_test_isa));
+    peak_test_free(all);
+}
+END_TEST
+
 /* ---- the tiled SIMD kernels: blocks, tiles and their edges ------------------ */
 
 /* Head sizes 1 to 256 across block (64 rows) and tile (64 keys) edges,
@@ -1279,6 +1625,12 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, nonfinite_value_seen_by_one_row, 0, 2);
     tcase_add_loop_test(tc, scores_of_1e4, 0, 4);
     tcase_add_loop_test(tc, decode_long_cache, 0, 2);
+    tcase_add_loop_test(tc, split_kv_decode, 0, 3);
+    tcase_add_loop_test(tc, split_kv_masked, 0, 2);
+    tcase_add_loop_test(tc, merge_key_halves, 0, 8);
+    tcase_add_test(tc, merge_fully_masked_part);
+    tcase_add_loop_test(tc, merge_poisoned_part, 0, 2);
+    tcase_add_test(tc, merge_invalid_arguments);
     tcase_add_test(tc, workspace_caller_or_library);
     tcase_add_test(tc, workspace_must_not_overlap);
     tcase_add_test(tc, invalid_arguments);
