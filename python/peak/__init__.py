@@ -58,7 +58,8 @@ __all__ = [
     "PeakError", "InvalidArgument", "OutOfRange", "Unsupported", "WorkspaceTooSmall",
     "NoMemory", "version", "library_path", "isa_active", "isa_supported", "isa_force",
     "isa_reset", "isa_reason", "isa_names", "use_isa", "pe_table", "pe_add", "embed_pe",
-    "softmax", "attention", "add_layernorm", "exp", "MAX_POSITION", "ThreadPool",
+    "softmax", "attention", "attention_merge", "add_layernorm", "exp", "MAX_POSITION",
+    "ThreadPool",
 ]
 
 MAX_POSITION = 1 << 32
@@ -182,6 +183,13 @@ class _AttentionDesc(ctypes.Structure):
                 ("lse_stride", _stride3)]
 
 
+class _MergeDesc(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_size_t), ("heads", ctypes.c_size_t),
+                ("q_len", ctypes.c_size_t), ("v_head_dim", ctypes.c_size_t),
+                ("o_stride", _stride3), ("lse_stride", _stride3),
+                ("part_o_stride", _stride3), ("part_lse_stride", _stride3)]
+
+
 def _proto(name, restype, *argtypes):
     fn = getattr(_lib, name)
     fn.restype = restype
@@ -232,6 +240,8 @@ _attention_ws = _proto("peak_attention_workspace_size", _I, ctypes.POINTER(_Atte
                        _P, ctypes.POINTER(ctypes.c_size_t))
 _attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_AttentionDesc), _P, _Z,
                     _P)
+_attention_merge = _proto("peak_attention_merge", _I, _P, _P, ctypes.POINTER(_P),
+                          ctypes.POINTER(_P), _Z, ctypes.POINTER(_MergeDesc), _P)
 _add_layernorm = _proto("peak_add_layernorm", _I, _P, _S, _P, _S, _P, _S, _P, _S, _P, _P,
                         _Z, _Z, ctypes.c_float, _P)
 
@@ -910,6 +920,91 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
         _check(_attention(_ptr(out), _ptr(q), _ptr(k), _ptr(v), ctypes.byref(desc), ws, ws_size,
                           p), "peak_attention")
     return (out, lse) if return_lse else out
+
+
+def _same_layout(a, b):
+    return a.ctypes.data == b.ctypes.data and a.shape == b.shape and all(
+        _es(a, i) == _es(b, i) for i in range(a.ndim))
+
+
+def attention_merge(parts, *, layout="bhld", out=None, lse_out=None, return_lse=False,
+                    threads=None, pool=None):
+    """Merges attentions of the same queries over disjoint sets of keys
+    (peak_attention_merge): the result of one attention() over all of
+    those keys, within attention()'s own bounds (peak.h).
+
+    parts: a sequence of ``(o, lse)`` pairs as ``attention(...,
+    return_lse=True)`` returns them, o float32 ``[B, H, Lq, Dv]`` (layout
+    "bhld") or ``[B, Lq, H, Dv]`` ("blhd"), lse float32 ``[B, H, Lq]``.  They
+    are merged in the order given, and the order is part of the result's
+    bytes: keep it fixed (rank order, say) to get the same bytes everywhere.
+    A part whose lse row is -inf (it saw none of its keys) adds nothing; a
+    row that no part saw is zeros with lse -inf.  peak reads every part
+    with one set of strides: parts laid out differently from the first are
+    copied (C-contiguous).  out: None (a new array) or an array of o's shape;
+    ``out=parts[0][0]`` merges in place (a running result), as does
+    ``lse_out=parts[0][1]``.  Returns out, or (out, lse) when return_lse or
+    lse_out is given.  threads, pool: where the call runs (see the module
+    docstring; default: this thread alone)."""
+    run = _Run(threads, pool)
+    if layout not in ("bhld", "blhd"):
+        raise ValueError(f"layout {layout!r}: 'bhld' ([B, H, L, D]) or 'blhd' ([B, L, H, D])")
+    bad = TypeError("parts: expected a sequence of (o, lse) pairs (tuples or lists)")
+    if isinstance(parts, np.ndarray) or not hasattr(parts, "__iter__"):
+        raise bad
+    parts = list(parts)
+    if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in parts):
+        raise bad
+    if not parts:
+        raise ValueError("parts: at least one (o, lse) pair needed")
+    os_ = [_f32(f"parts[{i}] o", p[0], (4,)) for i, p in enumerate(parts)]
+    lses = [_f32(f"parts[{i}] lse", p[1], (3,)) for i, p in enumerate(parts)]
+    ax = (0, 2, 1) if layout == "bhld" else (0, 1, 2)  # (b, i, h) in the caller's layout
+    oshape = os_[0].shape
+    B, Lq, H, Dv = oshape[ax[0]], oshape[ax[1]], oshape[ax[2]], oshape[3]
+    for i, (o, lse) in enumerate(zip(os_, lses)):
+        _shape_is(f"parts[{i}] o", o, oshape)
+        _shape_is(f"parts[{i}] lse", lse, (B, H, Lq))
+    # one set of strides for every part (the C call's part_*_stride)
+    for group in (os_, lses):
+        if any(any(_es(a, d) != _es(group[0], d) for d in range(a.ndim)) for a in group):
+            group[:] = [np.ascontiguousarray(a) for a in group]
+    if out is None:
+        out = np.empty(oshape, np.float32)
+    else:
+        _f32("out", out, (4,), writable=True)
+        _shape_is("out", out, oshape)
+    lse = lse_out
+    if lse is None and return_lse:
+        lse = np.empty((B, H, Lq), np.float32)
+    elif lse is not None:
+        _f32("lse_out", lse, (3,), writable=True)
+        _shape_is("lse_out", lse, (B, H, Lq))
+    # in place on the first part is allowed; any other overlap is not
+    for oname, o in (("out", out), ("lse_out", lse)):
+        if o is None:
+            continue
+        for i, (po, pl) in enumerate(zip(os_, lses)):
+            for what, a in (("o", po), ("lse", pl)):
+                if _overlaps(o, a) and not (i == 0 and _same_layout(o, a)):
+                    raise ValueError(f"{oname} overlaps parts[{i}] {what} (only out = "
+                                     "parts[0][0] and lse_out = parts[0][1] are allowed)")
+    if lse is not None:
+        _no_overlap("lse_out", lse, out=out)
+    desc = _MergeDesc()
+    desc.batch, desc.heads, desc.q_len, desc.v_head_dim = B, H, Lq, Dv
+    desc.o_stride = _stride3(*(_es(out, i) for i in ax))
+    desc.part_o_stride = _stride3(*(_es(os_[0], i) for i in ax))
+    desc.part_lse_stride = _stride3(*(_es(lses[0], i) for i in range(3)))
+    if lse is not None:
+        desc.lse_stride = _stride3(*(_es(lse, i) for i in range(3)))
+    n = len(parts)
+    o_ptrs = (_P * n)(*(a.ctypes.data for a in os_))
+    lse_ptrs = (_P * n)(*(a.ctypes.data for a in lses))
+    with run as p:
+        _check(_attention_merge(_ptr(out), None if lse is None else _ptr(lse), o_ptrs, lse_ptrs,
+                                n, ctypes.byref(desc), p), "peak_attention_merge")
+    return (out, lse) if (return_lse or lse_out is not None) else out
 
 
 # ---- residual + LayerNorm ---------------------------------------------------------------

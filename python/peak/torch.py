@@ -33,7 +33,7 @@ from torch import nn
 
 import peak as _peak
 
-__all__ = ["scaled_dot_product_attention", "layer_norm", "add_layer_norm",
+__all__ = ["scaled_dot_product_attention", "attention_merge", "layer_norm", "add_layer_norm",
            "PositionalEncoding", "LayerNorm", "ThreadPool"]
 
 ThreadPool = _peak.ThreadPool
@@ -98,6 +98,41 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             bias = m
     res = _peak.attention(q, k, v, layout="bhld", scale=scale, causal=is_causal,
                           keep=keep, bias=bias, return_lse=return_lse, **_where(threads, pool))
+    out, lse = res if return_lse else (res, None)
+    t = torch.from_numpy(out)
+    if squeeze:
+        t = t.squeeze(0)
+    if not return_lse:
+        return t
+    lt = torch.from_numpy(lse)
+    return t, (lt.squeeze(0) if squeeze else lt)
+
+
+def attention_merge(parts, *, return_lse=False, threads=None, pool=None):
+    """Merges attentions of the same queries over disjoint sets of keys
+    into the attention over all of them (peak.attention_merge,
+    peak_attention_merge): the split-KV / context-parallel step.
+
+    parts: a sequence of ``(out, lse)`` pairs as
+    ``scaled_dot_product_attention(..., return_lse=True)`` returns them: out
+    ``[B, H, Lq, Dv]``, lse ``[B, H, Lq]`` (or ``[H, Lq, Dv]`` and ``[H,
+    Lq]``), merged in the order given, which is part of the result's bytes.
+    A row that no part saw is zeros with lse -inf.  Returns a new tensor
+    ``[B, H, Lq, Dv]``, or ``(out, lse)`` when return_lse.  threads, pool:
+    as the module docstring says (default torch.get_num_threads() workers)."""
+    bad = TypeError("parts: expected a sequence of (out, lse) pairs (tuples or lists)")
+    if isinstance(parts, torch.Tensor) or not hasattr(parts, "__iter__"):
+        raise bad
+    parts = list(parts)
+    if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in parts):
+        raise bad
+    squeeze = bool(parts) and isinstance(parts[0][0], torch.Tensor) and parts[0][0].dim() == 3
+    arrays = []
+    for i, (o, lse) in enumerate(parts):
+        if squeeze and isinstance(o, torch.Tensor) and isinstance(lse, torch.Tensor):
+            o, lse = o.unsqueeze(0), lse.unsqueeze(0)
+        arrays.append((_np(f"parts[{i}] out", o), _np(f"parts[{i}] lse", lse)))
+    res = _peak.attention_merge(arrays, return_lse=return_lse, **_where(threads, pool))
     out, lse = res if return_lse else (res, None)
     t = torch.from_numpy(out)
     if squeeze:

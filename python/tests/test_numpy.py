@@ -117,6 +117,7 @@ class Basics(unittest.TestCase):
             "peak_pe_params": peak._PeParams, "peak_embed_desc": peak._EmbedDesc,
             "peak_mask": peak._Mask, "peak_softmax_desc": peak._SoftmaxDesc,
             "peak_attention_desc": peak._AttentionDesc,
+            "peak_attention_merge_desc": peak._MergeDesc,
         }
         lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "peak.h"',
                  'int main(void) {']
@@ -541,6 +542,9 @@ def every_function():
     qd, kd, vd = rand(1, 8, 1, 64), rand(1, 8, 4096, 64), rand(1, 8, 4096, 64)  # decode
     xl, rl, g, b = rand(1024, d), rand(1024, d), rand(d), rand(d)
     xe = rand((1 << 20) + 3, lo=-90, hi=90)
+    merge_parts = [peak.attention(rand(2, 8, 200, 64), rand(2, 2, n, 64), rand(2, 2, n, 64),
+                                  return_lse=True) for n in (100, 37, 64)]
+    merge_parts[1][1][:, :, ::7] = -np.inf  # rows that part 1 did not see
 
     def pe_add(**w):
         y = x3.copy()
@@ -566,6 +570,7 @@ def every_function():
             *peak.attention(q, k, v, return_lse=True, **w),
             *peak.attention(q, k, v, causal=True, align="bottom_right", return_lse=True, **w),
             *peak.attention(qd, kd, vd, key_len=[3000], return_lse=True, **w))),
+        ("attention_merge", lambda **w: peak.attention_merge(merge_parts, return_lse=True, **w)),
         ("add_layernorm", layernorm),
         ("exp", lambda **w: (peak.exp(xe, **w),)),
     ]
@@ -760,6 +765,150 @@ class ThreadPoolApi(unittest.TestCase):
             _, status = os.waitpid(pid, 0)
             self.assertEqual(os.waitstatus_to_exitcode(status), 0)
             same_bytes(self, peak.exp(x, pool=pool), want)  # the parent's pool still works
+
+
+def merge_bound(want, v):
+    """peak.h: a merge of peak_attention() parts is peak_attention() over
+    all the keys within its own bound (the 1e-5 * max|V| target, here for q,
+    k in [-1, 1]) plus 2^-24 |O|; two such results differ by twice that."""
+    return 2 * 1e-5 * np.abs(v).max() + 2.0 ** -24 * np.abs(want).max()
+
+
+def lse_bound(want_lse):
+    """Twice attention's lse bound, 4e-6 (1 + |lse|), plus one ULP."""
+    a = np.abs(np.where(np.isfinite(want_lse), want_lse, 0))
+    return 8e-6 * (1 + a) + np.spacing(a.astype(np.float32))
+
+
+class AttentionMerge(unittest.TestCase):
+    def setUp(self):
+        B, H, Hkv, Lq, Lk = 2, 8, 2, 9, 203
+        self.q, self.k = rand(B, H, Lq, 64), rand(B, Hkv, Lk, 64)
+        self.v = rand(B, Hkv, Lk, 48)
+        bias = np.where(RNG.random((B, 1, Lq, Lk)) < 0.2, -np.inf, rand(B, 1, Lq, Lk))
+        bias[:, :, 1, 100:] = -np.inf  # row 1: nothing in the later parts
+        bias[:, :, 2, :] = -np.inf     # row 2: nothing anywhere
+        self.bias = bias.astype(np.float32)
+
+    def parts(self, cuts, layout="bhld", **kw):
+        q, k, v, bias = self.q, self.k, self.v, self.bias
+        if layout == "blhd":
+            q, k, v = (np.ascontiguousarray(a.transpose(0, 2, 1, 3)) for a in (q, k, v))
+        edges = [0, *cuts, self.k.shape[2]]
+        key = (lambda s: (slice(None), slice(None), s)) if layout == "bhld" else \
+            (lambda s: (slice(None), s))
+        return [peak.attention(q, k[key(slice(a, b))], v[key(slice(a, b))],
+                               bias=bias[..., a:b], layout=layout, return_lse=True, **kw)
+                for a, b in zip(edges, edges[1:])]
+
+    def test_against_one_call(self):
+        want, want_lse = peak.attention(self.q, self.k, self.v, bias=self.bias, return_lse=True)
+        with np.errstate(divide="ignore"):  # log(0): lse -inf for row 2
+            ref, _ = attention_ref(self.q, self.k, self.v, bias=self.bias)
+        for cuts in ((101,), (100,), (1, 202), (50, 100, 150), (7, 8, 120, 200)):
+            got, lse = peak.attention_merge(self.parts(cuts), return_lse=True)
+            np.testing.assert_allclose(got, want, rtol=0, atol=merge_bound(want, self.v),
+                                       err_msg=str(cuts))
+            np.testing.assert_allclose(got, ref, rtol=0, atol=2e-5, err_msg=str(cuts))
+            finite = np.isfinite(want_lse)
+            np.testing.assert_array_equal(np.isfinite(lse), finite)
+            self.assertTrue(np.all(np.abs(lse[finite] - want_lse[finite])
+                                   <= lse_bound(want_lse)[finite]))
+            self.assertTrue(np.all(np.isneginf(lse[:, :, 2])))
+            same_bytes(self, got[:, :, 2], np.zeros_like(got[:, :, 2]))  # +0.0 everywhere
+            # without lse, the same bytes
+            same_bytes(self, peak.attention_merge(self.parts(cuts)), got, str(cuts))
+
+    def test_one_part_is_a_copy(self):
+        (o, lse), = self.parts(())
+        got, got_lse = peak.attention_merge([(o, lse)], return_lse=True)
+        same_bytes(self, got, o)
+        same_bytes(self, got_lse, lse)
+
+    def test_same_bytes_whatever_the_layout_and_strides(self):
+        parts = self.parts((60, 140))
+        want, want_lse = peak.attention_merge(parts, return_lse=True)
+        blhd = peak.attention_merge(self.parts((60, 140), layout="blhd"), layout="blhd")
+        same_bytes(self, blhd.transpose(0, 2, 1, 3), want)
+        # one part a strided view, another a copy: laid out differently (copied)
+        o0 = np.ascontiguousarray(parts[0][0].transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+        mixed = [(o0, parts[0][1]), *parts[1:]]
+        got, got_lse = peak.attention_merge(mixed, return_lse=True)
+        same_bytes(self, got, want)
+        same_bytes(self, got_lse, want_lse)
+        # out with other strides: a slice of a wider buffer
+        buf = np.full(want.shape[:3] + (64,), np.nan, np.float32)
+        out = buf[..., :want.shape[3]]
+        self.assertIs(peak.attention_merge(parts, out=out), out)
+        same_bytes(self, out, want)
+
+    def test_running_merge_in_place(self):
+        parts = self.parts((70, 140))
+        want, want_lse = peak.attention_merge(parts[:2], return_lse=True)
+        acc, acc_lse = parts[0][0].copy(), parts[0][1].copy()
+        res = peak.attention_merge([(acc, acc_lse), parts[1]], out=acc, lse_out=acc_lse)
+        self.assertIs(res[0], acc)
+        self.assertIs(res[1], acc_lse)
+        same_bytes(self, acc, want)
+        same_bytes(self, acc_lse, want_lse)
+        peak.attention_merge([(acc, acc_lse), parts[2]], out=acc, lse_out=acc_lse)
+        full = peak.attention(self.q, self.k, self.v, bias=self.bias)
+        np.testing.assert_allclose(acc, full, rtol=0, atol=merge_bound(full, self.v))
+
+    def test_order_is_fixed_by_the_caller(self):
+        parts = self.parts((50, 100, 150))
+        want = peak.attention_merge(parts)
+        rev = peak.attention_merge(parts[::-1])
+        np.testing.assert_allclose(rev, want, rtol=0, atol=merge_bound(want, self.v))
+        for _ in range(3):
+            same_bytes(self, peak.attention_merge(parts), want)
+
+    def test_non_finite_lse(self):
+        (o0, l0), (o1, l1) = self.parts((100,))
+        l1 = l1.copy()
+        l1[0, 0, 0] = np.nan
+        l1[0, 0, 3] = np.inf
+        got, lse = peak.attention_merge([(o0, l0), (o1, l1)], return_lse=True)
+        self.assertTrue(np.all(np.isnan(got[0, 0, 0])) and np.isnan(lse[0, 0, 0]))
+        self.assertTrue(np.all(np.isnan(got[0, 0, 3])) and np.isnan(lse[0, 0, 3]))
+        self.assertFalse(np.any(np.isnan(got[0, 0, 1])))
+        o1 = o1.copy()
+        o1[1, 1, 2] = np.nan  # row 2 has lse -inf in every part: its O rows are not read
+        same_bytes(self, peak.attention_merge([(o0, l0), (o1, l1)])[1, 1, 2],
+                   np.zeros(o1.shape[3], np.float32))
+
+    def test_errors(self):
+        (o0, l0), (o1, l1) = self.parts((100,))
+        with self.assertRaises(ValueError):
+            peak.attention_merge([])
+        with self.assertRaises(TypeError):
+            peak.attention_merge([(o0,)])
+        with self.assertRaises(TypeError):
+            peak.attention_merge(5)
+        with self.assertRaises(ValueError):
+            peak.attention_merge([(o0, l0), (o1[:, :, :4], l1)])
+        with self.assertRaises(ValueError):
+            peak.attention_merge([(o0, l0), (o1, l1[:, :, :4])])
+        with self.assertRaises(TypeError):
+            peak.attention_merge([(o0, l0), (o1.astype(np.float64), l1)])
+        with self.assertRaises(ValueError):
+            peak.attention_merge([(o0, l0)], layout="bhdl")
+        with self.assertRaises(ValueError):  # out on the second part: not in place
+            peak.attention_merge([(o0, l0), (o1, l1)], out=o1)
+        with self.assertRaises(ValueError):
+            peak.attention_merge([(o0, l0), (o1, l1)], out=o0, lse_out=l1)
+        with self.assertRaises(ValueError):
+            peak.attention_merge([(o0, l0)], out=np.empty(o0.shape[:3] + (5,), np.float32))
+        with self.assertRaises(ValueError):
+            peak.attention_merge([(o0, l0)], threads=2, pool=peak._shared_pool(2))
+
+    def test_threads(self):
+        parts = self.parts((100,))
+        want, want_lse = peak.attention_merge(parts, return_lse=True)
+        for w in (dict(threads=1), dict(threads=2), dict(threads=3)):
+            got, lse = peak.attention_merge(parts, return_lse=True, **w)
+            same_bytes(self, got, want, str(w))
+            same_bytes(self, lse, want_lse, str(w))
 
 
 if __name__ == "__main__":

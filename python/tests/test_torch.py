@@ -161,6 +161,37 @@ class Attention(unittest.TestCase):
         same_bytes(self, l3, lse[0])
 
 
+class AttentionMerge(unittest.TestCase):
+    def test_against_one_call(self):
+        """Keys split in three (a strided view each), merged: the one call
+        over all keys within peak.h's bound (2 x attention's 1e-5 max|V|
+        target + 2^-24 |O|); 3-D inputs; the order fixed by the caller."""
+        q, k, v = torch.rand(2, 8, 6, 32) * 2 - 1, torch.rand(2, 4, 90, 32) * 2 - 1, \
+            torch.rand(2, 4, 90, 16) * 2 - 1
+        mask = torch.rand(6, 90) > 0.3
+        mask[3, 30:] = False  # row 3 sees only the first part
+        with torch.no_grad():
+            want, want_lse = pt.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                             return_lse=True)
+            parts = [pt.scaled_dot_product_attention(q, k[:, :, a:b], v[:, :, a:b],
+                                                     attn_mask=mask[:, a:b], return_lse=True)
+                     for a, b in ((0, 30), (30, 61), (61, 90))]
+            got, lse = pt.attention_merge(parts, return_lse=True)
+        bound = 2e-5 * v.abs().max().item() + 2.0 ** -24 * want.abs().max().item()
+        torch.testing.assert_close(got, want, atol=bound, rtol=0)
+        torch.testing.assert_close(lse, want_lse, atol=8e-6 * (1 + want_lse.abs().max().item()),
+                                   rtol=0)
+        same_bytes(self, pt.attention_merge(parts), got)
+        o3 = pt.attention_merge([(o[0], l[0]) for o, l in parts])
+        same_bytes(self, o3, got[0])
+        rev = pt.attention_merge(parts[::-1])
+        torch.testing.assert_close(rev, want, atol=bound, rtol=0)
+        with self.assertRaises(TypeError):
+            pt.attention_merge([(parts[0][0].double(), parts[0][1])])
+        with self.assertRaises(TypeError):
+            pt.attention_merge([parts[0][0]])
+
+
 class LayerNorm(unittest.TestCase):
     def test_drop_in(self):
         ln = nn.LayerNorm(512).eval()
@@ -214,6 +245,8 @@ class Threads(unittest.TestCase):
         mask = torch.rand(50, 300) > 0.3
         x, r = torch.randn(4, 100, 512), torch.randn(4, 100, 512)
         w, b = torch.randn(512), torch.randn(512)
+        parts = [pt.scaled_dot_product_attention(q, k[:, :, a:b], v[:, :, a:b], return_lse=True)
+                 for a, b in ((0, 100), (100, 250), (250, 300))]
 
         def modules(**where):
             ln = pt.LayerNorm(512, **where).eval()
@@ -225,6 +258,7 @@ class Threads(unittest.TestCase):
             ("scaled_dot_product_attention", lambda **wh: (
                 *pt.scaled_dot_product_attention(q, k, v, return_lse=True, **wh),
                 pt.scaled_dot_product_attention(q, k, v, attn_mask=mask, **wh))),
+            ("attention_merge", lambda **wh: pt.attention_merge(parts, return_lse=True, **wh)),
             ("add_layer_norm", lambda **wh: pt.add_layer_norm(x, r, w, b, **wh)),
             ("layer_norm", lambda **wh: (pt.layer_norm(x, (512,), w, b, **wh),)),
             ("modules", modules),
