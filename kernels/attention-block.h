@@ -22,7 +22,8 @@ typedef struct attention_block {
     /* Rows the vector code touches: rows rounded up to whole vectors and
        to the 8 x 8 transposes.  Rows past them are never read or written,
        so a block of 4 rows (decode, 4 query heads per kv head) does not
-       pack, clear and fold 64 (measured: ~1 us a block). */
+       pack, clear, fold and divide 64: a decode step of 32 heads over 8
+       kv heads and 16 keys went from 16.4 to 11.5 us (AVX2, Zen 3). */
     size_t vrows;
     bool elem_masks;    /* keep or bias present */
     size_t lo[PEAK_ATTENTION_BQ], hi[PEAK_ATTENTION_BQ];

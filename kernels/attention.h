@@ -26,6 +26,7 @@
  * -- and runs them on the caller's pool, each with the scratch slot of the
  * worker that runs it.  A part's result depends on the part alone, so the
  * bytes are the same at any thread count.
+ *
  * Flash-style: per kv head, blocks of PEAK_ATTENTION_BQ query rows -- the
  * rows of every query head sharing that kv head (GQA), position-major, so
  * that decode and MQA fill a block too -- stream over tiles of PEAK_ATTENTION_BC

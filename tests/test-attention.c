@@ -1001,15 +1001,16 @@ static void check_merge(const att_shape *s, att_opts *o, uint64_t seed, int empt
 }
 
 /* GQA 4:1 over 2 batches; causal bottom-right with fewer queries than
-   keys (the first rows see little of the second half); Dv != Dh in the
-   [B, H, L, D] layout; a row-path decode over a long cache; and, in
-   each, a third part that sees nothing (contributes nothing). */
+   keys (the first rows see little of the second half); Dv 80 != Dh in the
+   [B, H, L, D] layout (the merge takes 64 columns a pass: two); a
+   row-path decode over a long cache; and, in each, a third part that sees
+   nothing (contributes nothing). */
 START_TEST(merge_key_halves)
 {
     static const att_shape shapes[] = {
         {2, 8, 2, 5, 37, 16, 16, 0, 0, 0, 1},
         {1, 4, 2, 7, 40, 8, 8, 0, 1, 0, 1},
-        {1, 3, 3, 6, 70, 16, 24, 1, 0, 0, 1},
+        {1, 3, 3, 6, 70, 16, 80, 1, 0, 0, 1},
         {1, 8, 8, 1, 1500, 64, 64, 0, 0, 0, 1},
     };
     att_opts o = {0};
