@@ -781,10 +781,11 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * kv heads have at most 64 query rows each (decode, a short query against
  * a long cache) and whose work is modelled above ~80 us is cut into key
  * chunks of equal length (a multiple of 64 keys, at least 128, aiming at
- * 2048 parts), whose partial O and lse are merged through their lse as
+ * 2048 parts; not when that makes fewer than 8 chunks, so never below
+ * Lk = 1024), whose partial O and lse are merged through their lse as
  * peak_attention_merge() does: 4 (Dv + 1) bytes per query row and chunk
- * plus 16 per chunk, at most ~4 MiB -- 2.1 MiB for a decode step of 32
- * heads over 32768 keys (256 chunks), 133 KiB for 8 heads over 8192 (64).
+ * plus 16 per chunk, at most ~4 MiB -- 2.0 MiB for a decode step of 32
+ * heads over 32768 keys (256 chunks), 131 KiB for 8 heads over 8192 (64).
  * No other memory is used, whatever Lq and Lk.
  *
  * Accuracy, against the attention of the given floats computed exactly:

@@ -29,7 +29,8 @@
  * code of peak_attention_merge).  So the bytes depend on the shape and the
  * tier only.  The chunks aim at SPLIT_ITEMS parts, no shorter than
  * SPLIT_MIN_TILES tiles and within SPLIT_MAX_BYTES of partials; calls
- * modelled below SPLIT_MIN_NS, and tiers that do not allow it (the scalar
+ * modelled below SPLIT_MIN_NS, calls that would get fewer than
+ * SPLIT_MIN_CHUNKS chunks, and tiers that do not allow it (the scalar
  * reference, which rounds once), are not split.
  *
  * The workspace: the shared region (split-KV's partials and their pointer
@@ -65,8 +66,8 @@
    8 heads in 4 chunks was 4-8% slower on one core). */
 #define SPLIT_MIN_CHUNKS 8
 
-/* The partials of a split call, at most (beyond it fewer chunks): 2 MiB
-   for a decode step of 32 heads in 256 chunks. */
+/* The partials of a split call, at most (beyond it fewer chunks): a
+   decode step of 32 heads in 256 chunks takes 2.0 MiB. */
 #define SPLIT_MAX_BYTES ((size_t)4 << 20)
 
 /* A part's fixed cost (its rows' masks, Q^T's set-up, the finish, its
