@@ -32,11 +32,13 @@
  *   peak_attention()'s workspace when the caller passes none.  Scratch
  *   lives on the stack instead: a call needs at most 80 KiB of it in an
  *   optimised build (tests/test-stack.c measures every tier on a painted
- *   thread stack; on x86-64 and AArch64: peak_embed_pe with PE on the fly
- *   69-71 KiB per token, 50-52 KiB for a batch of sequences; peak_pe_add on
- *   the fly 51 KiB; peak_pe_table 19-22 KiB; peak_softmax 18 KiB;
- *   peak_attention under 11 KiB).  A thread that calls peak must leave that
- *   much free (musl's default thread stack is 128 KiB).
+ *   thread stack; AVX2, measured on this release: peak_embed_pe with PE on
+ *   the fly 55 KiB per token, 52 KiB for a batch of sequences; peak_pe_add
+ *   on the fly 52 KiB; peak_pe_table 20 KiB; peak_softmax 18 KiB;
+ *   peak_attention under 9 KiB; the AVX-512 tier measured up to 71 KiB in
+ *   0.1).  A thread that calls peak, and every thread of a pool that runs
+ *   peak's tasks, must leave that much free (musl's default thread stack
+ *   is 128 KiB).
  *
  * @par Why descriptors
  * Softmax, attention and the embedding take descriptors instead of long
@@ -235,7 +237,8 @@ typedef void (*peak_task_fn)(void *arg, size_t task);
  * tier (tiers still differ from each other where their docs say so).
  *
  * @par Scheduling
- * peak asks `workers` once per call and runs at most that many tasks; each
+ * peak asks `workers` when a call starts and runs at most that many
+ * tasks (sizing the attention workspace by the same answer); each
  * task takes the call's items one at a time from a shared counter until
  * none is left, so a pool that runs fewer tasks at once (or all of them on
  * one thread, or in reverse order) only takes longer.  A call whose work is
@@ -264,7 +267,9 @@ typedef void (*peak_task_fn)(void *arg, size_t task);
  */
 typedef struct peak_threadpool {
     /** The most tasks the pool runs at the same time, the calling thread
-        included; >= 1 (0 is taken as 1).  Called once per peak call. */
+        included; >= 1 (0 is taken as 1).  Called at the start of a peak
+        call, maybe more than once; a changing answer only changes how
+        many tasks run. */
     size_t (*workers)(void *ctx);
     /** Runs fn(arg, t) once for every t < n_tasks, on any of the pool's
         threads (the caller's included), in any order, and returns when all
