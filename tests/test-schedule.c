@@ -38,28 +38,6 @@
 
 /* ---- pools ------------------------------------------------------------------- */
 
-/* pthreadpool is not built with ThreadSanitizer: the ordering its own
-   atomics give (a run's tasks after its start, its return after every
-   task) is invisible to TSan, which would report every result a task
-   hands back as a race.  The create pools below state that ordering to
-   TSan around pthreadpool's run; everything else stays checked. */
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#ifdef TEST_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define HB_RELEASE(p) __tsan_release(p)
-#define HB_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define HB_RELEASE(p) ((void)(p))
-#define HB_ACQUIRE(p) ((void)(p))
-#endif
-
 enum { MAX_TASKS = 64 };
 
 enum pool_kind { POOL_CREATE, POOL_PTHREADS, POOL_REVERSE, N_POOL_KINDS };
@@ -92,13 +70,6 @@ static void trun_task(void *arg, size_t t)
     atomic_fetch_add(&r->pool->tasks, 1);
 }
 
-static void create_task(void *arg, size_t t)
-{
-    HB_ACQUIRE(arg);
-    trun_task(arg, t);
-    HB_RELEASE(arg);
-}
-
 static void *tthread_main(void *arg)
 {
     tthread *t = arg;
@@ -124,9 +95,7 @@ static void tp_run(void *ctx, peak_task_fn fn, void *arg, size_t n)
     }
     trun r = {p, fn, arg};
     if (p->kind == POOL_CREATE) {
-        HB_RELEASE(&r);
-        p->created->run(p->created->ctx, create_task, &r, n);
-        HB_ACQUIRE(&r);
+        p->created->run(p->created->ctx, trun_task, &r, n);
     } else if (p->kind == POOL_REVERSE) {
         for (size_t t = n; t-- > 0;)
             trun_task(&r, t);
