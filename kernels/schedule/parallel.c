@@ -136,6 +136,27 @@ static size_t pp_workers(void *ctx)
     return pthreadpool_get_threads_count((pthreadpool_t)ctx);
 }
 
+/* pthreadpool is not built with ThreadSanitizer: the ordering its atomics
+   give (a run's tasks after its start, its return after every task) is
+   invisible to TSan, which would report the caller's data read in a task,
+   and the task's results read after the run, as races.  Stated here. */
+#if defined(__SANITIZE_THREAD__)
+#define PEAK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PEAK_TSAN 1
+#endif
+#endif
+#ifdef PEAK_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define PP_RELEASE(p) __tsan_release(p)
+#define PP_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define PP_RELEASE(p) ((void)(p))
+#define PP_ACQUIRE(p) ((void)(p))
+#endif
+
 /* The pthreadpool whose task (given through pp_run) this thread is
    running, if any.  A run entered again from one of those tasks -- the
    caller's task calling peak with the same pool (peak.h, "Nesting") --
@@ -151,11 +172,13 @@ typedef struct pp_task {
 
 static void pp_task_run(void *arg, size_t task)
 {
+    PP_ACQUIRE(arg);
     const pp_task *t = arg;
     const void *outer = running_in;
     running_in = t->pool;
     t->fn(t->arg, task);
     running_in = outer;
+    PP_RELEASE(arg);
 }
 
 static void pp_run(void *ctx, peak_task_fn fn, void *arg, size_t n_tasks)
@@ -166,7 +189,9 @@ static void pp_run(void *ctx, peak_task_fn fn, void *arg, size_t n_tasks)
         return;
     }
     pp_task t = {ctx, fn, arg};
+    PP_RELEASE(&t);
     pthreadpool_parallelize_1d((pthreadpool_t)ctx, pp_task_run, &t, n_tasks, 0);
+    PP_ACQUIRE(&t);
 }
 
 peak_threadpool peak_threadpool_from_pthreadpool(struct pthreadpool *pthreadpool)
