@@ -252,7 +252,10 @@ typedef void (*peak_task_fn)(void *arg, size_t task);
  * also run inline a `run` entered from one of their own tasks, so a task
  * the caller runs through their `run` may call peak with the same pool.
  * A pool of the caller's own must allow that itself if its tasks call
- * peak with it.  pthreadpool's parallelize is not reentrant: a task the
+ * peak with it.  Two pools whose tasks call peak with each other's pool
+ * can deadlock in pthreadpool (each waits on the other's lock); a nested
+ * call that runs inline still needs a workspace sized for the pool it was
+ * given.  pthreadpool's parallelize is not reentrant: a task the
  * caller gives a pthreadpool directly (not through the adapter's `run`)
  * must not call peak with an adapter of that same pthreadpool.
  *
@@ -267,9 +270,12 @@ typedef void (*peak_task_fn)(void *arg, size_t task);
  */
 typedef struct peak_threadpool {
     /** The most tasks the pool runs at the same time, the calling thread
-        included; >= 1 (0 is taken as 1).  Called at the start of a peak
-        call, maybe more than once; a changing answer only changes how
-        many tasks run. */
+        included; >= 1 (0 is taken as 1; NULL, or a NULL run, makes the pool
+        one worker).  Called at the start of a peak call, maybe more than
+        once.  peak_attention() sizes its workspace by the answer (one slot
+        a worker, uncapped: answer the CPUs you have, not SIZE_MAX): a
+        caller workspace sized for a smaller answer gets
+        PEAK_ERR_WORKSPACE. */
     size_t (*workers)(void *ctx);
     /** Runs fn(arg, t) once for every t < n_tasks, on any of the pool's
         threads (the caller's included), in any order, and returns when all
@@ -280,6 +286,9 @@ typedef struct peak_threadpool {
 } peak_threadpool;
 
 struct pthreadpool;
+
+/** @brief The most threads peak_threadpool_create() accepts. */
+#define PEAK_THREADPOOL_MAX_THREADS ((size_t)1 << 16)
 
 /**
  * @brief A peak_threadpool that runs on an existing pthreadpool_t (the pool
@@ -305,8 +314,13 @@ PEAK_API peak_threadpool peak_threadpool_from_pthreadpool(struct pthreadpool *pt
  * @param[out] pool  receives the pool, to pass to kernel calls and to
  *                   peak_threadpool_destroy().
  * @return PEAK_OK, or an error (below).
- * @errors PEAK_ERR_INVALID_ARG for a NULL pool; PEAK_ERR_NO_MEMORY when
- *   the threads or the pool's memory cannot be had; PEAK_ERR_UNSUPPORTED
+ * More threads than CPUs only oversubscribe them: pthreadpool's idle
+ * threads spin for a while after each call (a 5 ms attention call took
+ * 250-500 ms on 64 threads of a 2-CPU machine).
+ * @errors PEAK_ERR_INVALID_ARG for a NULL pool or threads above
+ *   PEAK_THREADPOOL_MAX_THREADS; PEAK_ERR_NO_MEMORY when the pool's memory
+ *   cannot be had (pthreadpool does not report a thread it fails to start:
+ *   then the call may not return); PEAK_ERR_UNSUPPORTED
  *   when the library was built without pthreadpool (-Dpthreadpool=disabled,
  *   as the AArch64 cross build is: Debian 12 cannot install the arm64
  *   libpthreadpool-dev beside the host's).  *pool is NULL after an error.

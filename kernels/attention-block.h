@@ -39,11 +39,21 @@ static inline const float *attention_q_row(const float *q, const peak_attention_
            (ptrdiff_t)h * d->q_stride[2];
 }
 
+/* vrows' unit: whole vectors and whole 8 x 8 transposes (a preprocessor
+   choice: with 8 lanes both branches of a ?: would be the same). */
+#if PEAK_ATTENTION_VW > 8
+#define PEAK_ATTENTION_ROW_UNIT PEAK_ATTENTION_VW
+#else
+#define PEAK_ATTENTION_ROW_UNIT 8
+#endif
+
 /* Rows first .. first+rows-1 of the kv head's group, numbered
    position-major: row R is query head kvh * group + R % group at position
    R / group, so that causal ranges grow along the block. */
 static inline void attention_block_rows(attention_block *blk, size_t kvh, size_t first)
 {
+    /* The caller set blk's scalars; the per-row arrays are filled here. */
+    // cppcheck-suppress ctuuninitvar
     const peak_attention_desc *d = blk->d;
     const size_t group = d->heads / d->kv_heads;
     for (size_t r = 0; r < blk->rows; r++) {
@@ -56,7 +66,7 @@ static inline void attention_block_rows(attention_block *blk, size_t kvh, size_t
         blk->keep[r] = peak_mask_keep_row(&d->mask, blk->b, h, i);
         blk->bias[r] = peak_mask_bias_row(&d->mask, blk->b, h, i);
     }
-    const size_t unit = PEAK_ATTENTION_VW > 8 ? PEAK_ATTENTION_VW : 8;
+    const size_t unit = PEAK_ATTENTION_ROW_UNIT;
     blk->vrows = (blk->rows + unit - 1) / unit * unit;
     blk->vrows = blk->vrows < PEAK_ATTENTION_BQ ? blk->vrows : PEAK_ATTENTION_BQ;
     for (size_t r = blk->rows; r < PEAK_ATTENTION_BQ; r++) {

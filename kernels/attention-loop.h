@@ -55,7 +55,7 @@ static inline void attention_block_finish(const attention_block *blk, const atte
                       PEAK_PF_WRITE);
     for (size_t r8 = 0; r8 < blk->rows; r8 += 8) {
         const size_t nr = blk->rows - r8 < 8 ? blk->rows - r8 : 8;
-        float *rows[8];
+        float *rows[8] = {NULL};
         for (size_t k = 0; k < nr; k++) {
             const size_t r = r8 + k, ra = r + PEAK_ATTENTION_ROWS_AHEAD;
             if (ra < blk->rows)
@@ -72,7 +72,10 @@ static inline void attention_block_finish(const attention_block *blk, const atte
         } else {
             float sink[8][8], *dst[8];
             for (; c + 8 <= d->v_head_dim; c += 8) {
+                /* sink's rows take the transpose's stores past nr: their
+                   addresses are used, never their contents. */
                 for (size_t k = 0; k < 8; k++)
+                    // cppcheck-suppress legacyUninitvar
                     dst[k] = k < nr ? rows[k] + c : sink[k];
                 PEAK_ATTENTION_T8X8_OUT(dst, 0, w->oacc + c * PEAK_ATTENTION_BQ + r8,
                                         PEAK_ATTENTION_BQ);

@@ -58,7 +58,7 @@ static void work_task(void *arg, size_t task)
 
 size_t peak_threadpool_workers(const peak_threadpool *pool)
 {
-    if (!pool || !pool->workers)
+    if (!pool || !pool->workers || !pool->run)
         return 1;
     const size_t n = pool->workers(pool->ctx);
     return n ? n : 1;
@@ -211,6 +211,9 @@ peak_status peak_threadpool_create(size_t threads, peak_threadpool **pool)
     if (!pool)
         return PEAK_ERR_INVALID_ARG;
     *pool = NULL;
+    /* pthreadpool_create's allocation overflows for counts near 2^58. */
+    if (threads > PEAK_THREADPOOL_MAX_THREADS)
+        return PEAK_ERR_INVALID_ARG;
     owned_pool *p = malloc(sizeof *p);
     if (!p)
         return PEAK_ERR_NO_MEMORY;

@@ -120,8 +120,10 @@ static void merge_row(const merge_ctx *m, size_t b, size_t i, size_t h)
             orow[c] = bad ? NAN : 0.0f;
         lse = bad ? NAN : -INFINITY;
     } else {
-        double s = 0.0;
-        for (size_t c = 0; c < dv; c += MERGE_COLS)
+        /* dv > 0: the first pass always runs, and its sum includes the
+           maximum's own weight, 1. */
+        double s = merge_cols(m, orow, b, h, i, mx, 0, dv < MERGE_COLS ? dv : MERGE_COLS);
+        for (size_t c = MERGE_COLS; c < dv; c += MERGE_COLS)
             s = merge_cols(m, orow, b, h, i, mx, c, dv - c < MERGE_COLS ? dv : c + MERGE_COLS);
         lse = (float)(mx + log(s));
     }

@@ -50,7 +50,9 @@ double peak_schedule_pe_rows_ns(size_t n_pos, size_t n_freq, const peak_pe_param
     if (params->mode == PEAK_PE_TORCH_F32)
         return PE_TORCH_NS * elements;
     const size_t offsets = n_pos < PEAK_PE_BLOCK ? n_pos : PEAK_PE_BLOCK;
-    const double sincos = (double)(offsets + n_pos / PEAK_PE_BLOCK + 1) * (double)n_freq;
+    /* one sincos pair per block of positions (whole blocks: integer division) */
+    const size_t blocks = n_pos / PEAK_PE_BLOCK;
+    const double sincos = (double)(offsets + blocks + 1) * (double)n_freq;
     return PE_SINCOS_NS * sincos + PE_EXACT_NS * elements;
 }
 
