@@ -24,17 +24,11 @@
 #define LN_ROW_NS 20.0
 #define LN_NS 0.4
 
+/* The call's operands (layernorm.h's peak_layernorm_args: rows is the
+   whole call's), and how it is cut. */
 typedef struct ln_work {
-    float *y;
-    ptrdiff_t ld_y;
-    float *sum;
-    ptrdiff_t ld_sum;
-    const float *x;
-    ptrdiff_t ld_x;
-    const float *r;
-    ptrdiff_t ld_r;
-    const float *gamma, *beta;
-    size_t rows, d_model, per_item;
+    peak_layernorm_args a;
+    size_t per_item;
     float eps;
     bool stream;
     peak_add_layernorm_fn kernel;
@@ -43,13 +37,14 @@ typedef struct ln_work {
 static void ln_item(void *ctx, size_t item, void *scratch)
 {
     (void)scratch;
-    const ln_work *a = ctx;
-    const size_t t = item * a->per_item;
+    const ln_work *w = ctx;
+    const peak_layernorm_args *a = &w->a;
+    const size_t t = item * w->per_item;
     const ptrdiff_t pt = (ptrdiff_t)t;
-    const size_t n = peak_item_len(a->rows, t, a->per_item);
-    a->kernel(a->y + pt * a->ld_y, a->ld_y, a->sum ? a->sum + pt * a->ld_sum : NULL, a->ld_sum,
+    const size_t n = peak_item_len(a->rows, t, w->per_item);
+    w->kernel(a->y + pt * a->ld_y, a->ld_y, a->sum ? a->sum + pt * a->ld_sum : NULL, a->ld_sum,
               a->x + pt * a->ld_x, a->ld_x, a->r ? a->r + pt * a->ld_r : NULL, a->ld_r, a->gamma,
-              a->beta, n, a->d_model, a->eps, a->rows - t - n, a->stream);
+              a->beta, n, a->d_model, w->eps, a->rows - t - n, w->stream);
 }
 
 static double ln_rows_ns(size_t rows, size_t d_model)
@@ -59,8 +54,8 @@ static double ln_rows_ns(size_t rows, size_t d_model)
 
 static double ln_cost(const void *ctx, size_t item)
 {
-    const ln_work *a = ctx;
-    return ln_rows_ns(peak_item_len(a->rows, item * a->per_item, a->per_item), a->d_model);
+    const ln_work *w = ctx;
+    return ln_rows_ns(peak_item_len(w->a.rows, item * w->per_item, w->per_item), w->a.d_model);
 }
 
 void peak_schedule_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
@@ -69,18 +64,9 @@ void peak_schedule_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t
                                  size_t d_model, float eps, const peak_threadpool *pool)
 {
     const size_t short_rows = LN_ITEM_FLOATS / d_model;
-    ln_work a = {.y = y,
-                 .ld_y = ld_y,
-                 .sum = sum,
-                 .ld_sum = ld_sum,
-                 .x = x,
-                 .ld_x = ld_x,
-                 .r = r,
-                 .ld_r = ld_r,
-                 .gamma = gamma,
-                 .beta = beta,
-                 .rows = rows,
-                 .d_model = d_model,
+    ln_work a = {.a = {.y = y, .ld_y = ld_y, .sum = sum, .ld_sum = ld_sum, .x = x, .ld_x = ld_x,
+                       .r = r, .ld_r = ld_r, .gamma = gamma, .beta = beta, .rows = rows,
+                       .d_model = d_model},
                  .per_item = short_rows > LN_ITEM_ROWS ? short_rows : LN_ITEM_ROWS,
                  .eps = eps,
                  .stream = peak_layernorm_streams(rows, d_model),
