@@ -28,7 +28,9 @@
  * measured in bench-limits.c.
  *
  * Before timing, rows of the output are checked against a double-precision
- * attention (1e-5 * max|V|); a wrong result is skipped, not timed.
+ * attention (1e-5 * max|V|), and rope's output against peak_rope_apply on
+ * Q and K followed by dispatch (the same bytes); a wrong result is
+ * skipped, not timed.
  */
 #include "bench.h"
 #include "gbench-shim.h"
@@ -51,6 +53,7 @@
 typedef enum attention_impl {
     ATTENTION_TIER,
     ATTENTION_DISPATCH,
+    ATTENTION_ROPE,
     ATTENTION_OPENBLAS
 } attention_impl;
 
@@ -66,6 +69,7 @@ static const attention_variant attention_variants[] = {
     {"avx2", ATTENTION_TIER, PEAK_ISA_AVX2},           {"avx512", ATTENTION_TIER, PEAK_ISA_AVX512},
 #endif
     {"dispatch", ATTENTION_DISPATCH, PEAK_ISA_SCALAR},
+    {"rope", ATTENTION_ROPE, PEAK_ISA_SCALAR},
 #if PEAK_BENCH_OPENBLAS
     {"openblas", ATTENTION_OPENBLAS, PEAK_ISA_SCALAR},
 #endif
@@ -94,6 +98,7 @@ typedef struct attention_case {
     size_t ws_bytes;
     float *s;          /* openblas: one head's scores */
     const peak_threadpool *pool; /* dispatch: the thread variants' pool */
+    peak_attention_rope rope;    /* rope: d.rope points here */
 } attention_case;
 
 static const float *attention_k(const attention_case *c)
@@ -138,6 +143,7 @@ static void attention_run(attention_case *c)
                                 attention_v(c), &c->d, c->ws, 1, NULL);
         break;
     case ATTENTION_DISPATCH:
+    case ATTENTION_ROPE:
         peak_attention(c->o, c->q, attention_k(c), attention_v(c), &c->d, c->ws, c->ws_bytes,
                        c->pool);
         break;
@@ -199,6 +205,36 @@ static void *attention_alloc(size_t bytes)
     return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
+/* rope: the call's O equals, byte for byte, that of Q and K rotated by
+   peak_rope_apply and attended to without rope. */
+static int attention_rope_matches(const attention_case *c)
+{
+    const peak_attention_desc *d = &c->d;
+    const size_t nq = d->q_len * d->heads * ATTENTION_DH, nk = c->kv_floats;
+    float *q = attention_alloc(nq * sizeof *q), *k = attention_alloc(nk * sizeof *k),
+          *o = attention_alloc(nq * sizeof *o);
+    int ok = q && k && o;
+    for (int keys = 0; keys < 2 && ok; keys++) {
+        peak_rope_desc r = PEAK_ROPE_DESC_DEFAULT;
+        r.batch = 1;
+        r.seq_len = keys ? d->kv_len : d->q_len;
+        r.heads = d->heads;
+        r.head_dim = ATTENTION_DH;
+        memcpy(r.x_stride, keys ? d->k_stride : d->q_stride, sizeof r.x_stride);
+        memcpy(r.y_stride, r.x_stride, sizeof r.y_stride);
+        r.params = c->rope.params;
+        ok = peak_rope_apply(keys ? k : q, keys ? attention_k(c) : c->q, &r, NULL) == PEAK_OK;
+    }
+    peak_attention_desc plain = *d;
+    plain.rope = NULL;
+    ok = ok && peak_attention(o, q, k, attention_v(c), &plain, NULL, 0, NULL) == PEAK_OK &&
+         memcmp(o, c->o, nq * sizeof *o) == 0;
+    free(q);
+    free(k);
+    free(o);
+    return ok;
+}
+
 static double attention_visible_pairs(const peak_attention_desc *d)
 {
     if (!d->mask.causal)
@@ -228,6 +264,11 @@ static const char *attention_setup(attention_case *c, gb_state *st)
     memcpy(d->o_stride, qs, sizeof qs);
     memcpy(d->k_stride, ks, sizeof ks);
     memcpy(d->v_stride, ks, sizeof ks);
+    if (c->v->impl == ATTENTION_ROPE) {
+        c->rope = (peak_attention_rope)PEAK_ATTENTION_ROPE_DEFAULT;
+        c->rope.params.rotary_dim = ATTENTION_DH;
+        d->rope = &c->rope;
+    }
     if (c->v->impl == ATTENTION_TIER && !peak_kernels_for(c->v->isa))
         return "isa not compiled in";
     if (c->v->impl == ATTENTION_TIER && c->v->isa == PEAK_ISA_AVX2 &&
@@ -272,7 +313,9 @@ static void attention_body(gb_state *st, void *user, const peak_threadpool *pool
         attention_run(&c);
         c.copy = 0;
         const size_t rows[3] = {0, c.d.q_len / 2, c.d.q_len - 1};
-        for (size_t r = 0; r < 3 && !why; r++)
+        if (c.v->impl == ATTENTION_ROPE && !attention_rope_matches(&c))
+            why = "wrong result";
+        for (size_t r = 0; r < 3 && !why && c.v->impl != ATTENTION_ROPE; r++)
             for (size_t h = 0; h < c.d.heads && !why; h += c.d.heads - 1)
                 if (attention_check_row(&c, h, rows[r]) != 0.0)
                     why = "wrong result";

@@ -35,6 +35,8 @@ void bench_register_attention(void);
    pe_add/<variant>/batch:<B>/seq_len:<S>/d_model:<D>/fly:<0|1>
    (bench-pe-add.c). */
 void bench_register_exp(void);
+/* RoPE: the cos/sin cache and the rotation of Q and K, against memcpy. */
+void bench_register_rope(void);
 void bench_register_pe_add(void);
 
 /* Registers the machine's limits measured in the same run (bench-limits.c):

@@ -70,12 +70,12 @@ extern "C" {
 /** @brief Major version of this header: a change means an incompatible API. */
 #define PEAK_VERSION_MAJOR 0
 /** @brief Minor version of this header: functions or fields added. */
-#define PEAK_VERSION_MINOR 2
+#define PEAK_VERSION_MINOR 3
 /** @brief Patch version of this header: fixes only. */
 #define PEAK_VERSION_PATCH 0
 /** @brief This header's version as a string; compare with peak_version(),
     the library's, to detect a header/library mismatch. */
-#define PEAK_VERSION_STRING "0.2.0"
+#define PEAK_VERSION_STRING "0.3.0"
 /** @brief This header's version as one number, MAJOR * 10000 + MINOR * 100
     + PATCH (0.1.0 is 100). */
 #define PEAK_VERSION_NUMBER                                                      \
@@ -470,6 +470,237 @@ PEAK_API peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_
                                  const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
+/* Rotary position embedding (RoPE)                                           */
+/* ------------------------------------------------------------------------ */
+
+/** @brief Largest rotary_dim: 2 * 256 frequencies. */
+#define PEAK_ROPE_MAX_DIM ((size_t)512)
+
+/** @brief Positions below this get the EXACT mode's 2^-23 bound; positions
+    up to PEAK_MAX_POSITION are accepted, with an angle error that grows as
+    p * 2^-48 beyond it. */
+#define PEAK_ROPE_EXACT_POSITIONS ((size_t)1 << 24)
+
+/** @brief How the cos/sin values are rounded. */
+typedef enum peak_rope_mode {
+    /** Frequencies, scaling and the phase p * w_i in double precision, cos
+        and sin to ~1e-16, the attention factor applied in double, one
+        rounding to float at the end: every value is within 2^-23 absolute
+        of the exact value (the scheme's formula in real arithmetic) for
+        every p < PEAK_ROPE_EXACT_POSITIONS, rotary_dim <= PEAK_ROPE_MAX_DIM
+        and base <= 1e8 (tests/test-rope.c checks it against a long-double
+        oracle).  A value depends only on (p, i, params): the same bits
+        whatever pos0 and n_pos produced it, on every tier. */
+    PEAK_ROPE_EXACT = 0,
+    /** Hugging Face transformers' float32 computation, for models trained
+        with it: the scheme's inv_freq as torch computes it in float32
+        (torch.pow on the AVX2 CPU kernel: SLEEF's powf u10 on whole vectors,
+        libm powf on the tail), the phase (float)p * inv_freq rounded to
+        float, cos/sin of that float angle, times (float)attention_factor in
+        float.  Within 2 ULP of transformers 5.24 / torch 2.15
+        (LlamaRotaryEmbedding.forward; tests/data/rope-hf-cache.txt, made by
+        scripts/rope-reference.py).  Off from the exact value by up to
+        ~6.5e-5 at p = 1e5 and ~2.9e-4 at p = 1e6 (the float angle). */
+    PEAK_ROPE_HF_F32 = 1
+} peak_rope_mode;
+
+/** @brief The frequency scaling scheme (transformers' rope_type). */
+typedef enum peak_rope_scaling {
+    /** inv_freq_i = base^(-2i / rotary_dim) (Su et al. 2021, RoFormer). */
+    PEAK_ROPE_NONE = 0,
+    /** Position interpolation (Chen et al. 2023): inv_freq / factor. */
+    PEAK_ROPE_LINEAR = 1,
+    /** NTK-aware: base * ntk_alpha^(r / (r - 2)), r = rotary_dim. */
+    PEAK_ROPE_NTK = 2,
+    /** Dynamic NTK: base * (factor * L / L0 - (factor - 1))^(r / (r - 2))
+        with L = max(seq_len, L0), L0 = original_max_position (transformers'
+        config.max_position_embeddings).  The caller passes the current
+        length; nothing is kept between calls.  HF_F32 forms this base in
+        double, as transformers' ROPE_INIT_FUNCTIONS["dynamic"] does for an
+        integer seq_len; its LlamaRotaryEmbedding, growing during a forward,
+        passes a tensor and forms the base in float32, which differs by an
+        ULP at some lengths (131072 and 123457 with factor 2 over 4096):
+        to match the module, pass that float base with PEAK_ROPE_NONE, as
+        the Python binding's peak.torch.RotaryEmbedding does. */
+    PEAK_ROPE_DYNAMIC = 3,
+    /** YaRN (Peng et al. 2023): a linear ramp between the interpolated
+        (inv_freq / factor) and the original frequencies over the dimensions
+        of beta_slow .. beta_fast rotations in original_max_position, and
+        the attention factor (see peak_rope_params::attention_factor). */
+    PEAK_ROPE_YARN = 4,
+    /** Llama 3.1: wavelengths above original_max_position / low_freq_factor
+        divided by factor, below original_max_position / high_freq_factor
+        kept, a smooth interpolation between. */
+    PEAK_ROPE_LLAMA3 = 5,
+    /** LongRoPE (Phi-3): inv_freq_i / longrope_factors[i], with the
+        factor set (short or long) chosen by the caller. */
+    PEAK_ROPE_LONGROPE = 6
+} peak_rope_scaling;
+
+/** @brief The rotary frequencies and their scaling; start from
+    PEAK_ROPE_PARAMS_DEFAULT.  Fields a scheme does not use are ignored. */
+typedef struct peak_rope_params {
+    size_t rotary_dim;   /**< Rotated dimensions: even, 2 .. PEAK_ROPE_MAX_DIM. */
+    double base;         /**< rope_theta: > 1 and finite. */
+    peak_rope_mode mode; /**< Rounding mode. */
+    peak_rope_scaling scaling; /**< Scaling scheme. */
+    double factor;       /**< LINEAR, DYNAMIC, YARN, LLAMA3: >= 1 and finite.
+                              LONGROPE: only for the default attention
+                              factor (transformers: max_position_embeddings
+                              / original_max_position_embeddings), > 0. */
+    double ntk_alpha;    /**< NTK: >= 1 and finite. */
+    size_t original_max_position; /**< DYNAMIC, YARN, LLAMA3, LONGROPE: the
+                              pretraining context length, > 1 (>= 2). */
+    size_t seq_len;      /**< DYNAMIC: the current sequence length (0: at
+                              most original_max_position: no change). */
+    double beta_fast;    /**< YARN: > 0, finite; 0: 32. */
+    double beta_slow;    /**< YARN: > 0, finite; 0: 1. */
+    int yarn_truncate;   /**< YARN: nonzero (the default) rounds the ramp's
+                              ends to whole dimensions (floor, ceil), as
+                              transformers' `truncate`; 0 keeps them
+                              fractional (gpt-oss). */
+    double mscale;       /**< YARN: 0 = absent. */
+    double mscale_all_dim; /**< YARN: 0 = absent. */
+    double attention_factor; /**< Multiplies every cos and sin.  0: the
+                              scheme's default: 1, except YARN:
+                              m(factor, mscale) / m(factor, mscale_all_dim)
+                              when both are given (so exactly 1 when they
+                              are equal, as transformers and vLLM's
+                              DeepSeek-YaRN; DeepSeek-V3 then scales the
+                              softmax by m(factor, mscale_all_dim)^2 itself),
+                              else m(factor, 1), with m(s, k) = 0.1 k ln s +
+                              1 (1 for s <= 1); LONGROPE: sqrt(1 + ln factor
+                              / ln original_max_position), 1 for factor <= 1.
+                              Else > 0 and finite. */
+    double low_freq_factor;  /**< LLAMA3: > 0, finite (1 in Llama 3.1). */
+    double high_freq_factor; /**< LLAMA3: > low_freq_factor, finite (4). */
+    const float *longrope_factors; /**< LONGROPE: [rotary_dim / 2] factors,
+                              each > 0 and finite: the short set or the long
+                              one, chosen by the caller (by the length it
+                              serves, never by an allocation size). */
+} peak_rope_params;
+
+/** @brief rotary_dim 0 (set it), base 10000, EXACT, no scaling, YaRN's
+    beta 32 / 1 with truncation. */
+#define PEAK_ROPE_PARAMS_DEFAULT                                                 \
+    {0, 10000.0, PEAK_ROPE_EXACT, PEAK_ROPE_NONE, 1.0, 1.0, 0, 0, 32.0, 1.0, 1,   \
+     0.0, 0.0, 0.0, 1.0, 4.0, NULL}
+
+/**
+ * @brief The cos/sin cache of positions pos0 .. pos0 + n_pos - 1, in the
+ *        layout vLLM calls cos_sin_cache.
+ *
+ * Row t (position p = pos0 + t) holds n = rotary_dim / 2 cosines then n
+ * sines: cache[t, i] = A cos(p w_i), cache[t, n + i] = A sin(p w_i), for
+ * the scaled frequencies w_i and attention factor A of params.  Every tier
+ * returns the same bits (see the mode).
+ * @param[out] cache  [n_pos, rotary_dim] float32, row-major, contiguous.
+ * @param n_pos       number of rows.
+ * @param pos0        position of the first row.
+ * @param params      frequencies and scaling (not NULL; rotary_dim set).
+ * @param pool        the caller's thread pool, or NULL (this thread only):
+ *                    see peak_threadpool.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for a NULL cache or params, n_pos 0, an odd
+ *   rotary_dim or one outside 2 .. PEAK_ROPE_MAX_DIM, an unknown mode or
+ *   scaling, or a parameter the scheme uses that is not finite or outside
+ *   its range (see peak_rope_params), a NULL longrope_factors for LONGROPE;
+ *   PEAK_ERR_OUT_OF_RANGE if pos0 + n_pos > PEAK_MAX_POSITION or the
+ *   cache's size in bytes exceeds PTRDIFF_MAX.
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
+ * @source Su et al. 2021 (RoFormer), eq. 34; the scalings as transformers'
+ *   modeling_rope_utils.py (ROPE_INIT_FUNCTIONS).
+ */
+PEAK_API peak_status peak_rope_cache(float *cache, size_t n_pos, size_t pos0,
+                                     const peak_rope_params *params,
+                                     const peak_threadpool *pool);
+
+/** @brief Which dimensions rotate together. */
+typedef enum peak_rope_pairing {
+    /** GPT-NeoX, LLaMA, Mistral, Qwen, Gemma (transformers' rotate_half):
+        dimensions (i, i + rotary_dim / 2) by angle p w_i. */
+    PEAK_ROPE_HALF_SPLIT = 0,
+    /** GPT-J, ChatGLM, RoFormer (rotate_every_two): dimensions (2i, 2i + 1)
+        by angle p w_i. */
+    PEAK_ROPE_INTERLEAVED = 1
+} peak_rope_pairing;
+
+/** @brief What peak_rope_apply() rotates; start from PEAK_ROPE_DESC_DEFAULT. */
+typedef struct peak_rope_desc {
+    size_t batch;       /**< B. */
+    size_t seq_len;     /**< L: tokens per sequence. */
+    size_t heads;       /**< H. */
+    size_t head_dim;    /**< D: >= rotary_dim; dimensions rotary_dim .. D-1
+                             pass through unchanged (partial rotary: GPT-J,
+                             Phi, ChatGLM). */
+    /** Strides of x for the [b, l, h] indices; the last (d) is contiguous.
+        [B, L, H, D] packed: {L*H*D, H*D, D}; [B, H, L, D] packed:
+        {H*L*D, D, L*D}. */
+    ptrdiff_t x_stride[3];
+    ptrdiff_t y_stride[3]; /**< Strides of y for [b, l, h], as x_stride. */
+    peak_rope_pairing pairing; /**< Which dimensions pair. */
+    peak_rope_params params;   /**< rotary_dim always; the rest only on the
+                                    fly (cache NULL). */
+    const float *cache;   /**< [cache_rows, rotary_dim] rows of
+                               peak_rope_cache() for positions 0 ..
+                               cache_rows - 1, or NULL: cos/sin on the fly,
+                               the same bits as from a cache. */
+    size_t cache_rows;    /**< Rows of cache. */
+    size_t pos0;          /**< Token l of every sequence is at position
+                               pos0 + l (no positions array). */
+    const int64_t *positions;   /**< Or [B, L] positions, each >= 0 (batched
+                                     decode with different past lengths,
+                                     left padding); NULL: pos0 + l. */
+    const int32_t *positions32; /**< The same as int32 (llama.cpp); at most
+                                     one of the two is set. */
+    ptrdiff_t positions_stride; /**< Elements between the batch entries of
+                                     positions; 0: one row for all. */
+} peak_rope_desc;
+
+/** @brief Zero sizes and strides (set them), half-split pairing,
+    PEAK_ROPE_PARAMS_DEFAULT (set rotary_dim), no cache, positions
+    0 .. L-1. */
+#define PEAK_ROPE_DESC_DEFAULT                                                   \
+    {0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, PEAK_ROPE_HALF_SPLIT, PEAK_ROPE_PARAMS_DEFAULT, \
+     NULL, 0, 0, NULL, NULL, 0}
+
+/**
+ * @brief Rotates each head vector of x by its token's position:
+ *        y[b, l, h, :] = RoPE(x[b, l, h, :], p(b, l)).
+ *
+ * With n = rotary_dim / 2, c = cache[p, i] and s = cache[p, n + i] (the
+ * attention factor included), half-split: y[i] = x[i] c - x[i + n] s,
+ * y[i + n] = x[i + n] c + x[i] s; interleaved: y[2i] = x[2i] c -
+ * x[2i + 1] s, y[2i + 1] = x[2i + 1] c + x[2i] s; y[j] = x[j] for j >=
+ * rotary_dim.  Each output is two float products rounded separately and
+ * one add (never fused), as transformers' (q * cos) + (rotate_half(q) *
+ * sin): the same bits on every tier, and from the same cos/sin, the bits
+ * of transformers' apply_rotary_pos_emb.  p(b, l) = positions[b *
+ * positions_stride + l] if given, else pos0 + l.
+ * @param[out] y  [B, L, H, D] at y_stride; may be x itself (in place,
+ *                with y_stride equal to x_stride), or a separate buffer
+ *                (a KV-cache slot, say), which must not overlap x, the
+ *                cache or the positions.
+ * @param x       [B, L, H, D] at x_stride.
+ * @param desc    shapes, strides, pairing, cos/sin source and positions.
+ * @param pool    the caller's thread pool, or NULL (this thread only):
+ *                see peak_threadpool.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for NULL y, x or desc, a zero size, a
+ *   head_dim below rotary_dim, a negative stride, a y whose rows overlap
+ *   each other or x (unless in place), both positions arrays set, the
+ *   params errors of peak_rope_cache() (on the fly) or a bad rotary_dim,
+ *   an unknown pairing; PEAK_ERR_OUT_OF_RANGE for a negative position, one
+ *   at or beyond cache_rows (cache) or PEAK_MAX_POSITION (on the fly), or
+ *   an extent in bytes beyond PTRDIFF_MAX.
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
+ * @source Su et al. 2021 (RoFormer), eq. 34; pairings as GPT-NeoX and
+ *   GPT-J.
+ */
+PEAK_API peak_status peak_rope_apply(float *y, const float *x, const peak_rope_desc *desc,
+                                     const peak_threadpool *pool);
+
+/* ------------------------------------------------------------------------ */
 /* Fused embedding gather + scale + positional encoding                       */
 /* ------------------------------------------------------------------------ */
 
@@ -701,6 +932,45 @@ PEAK_API peak_status peak_exp(float *y, const float *x, size_t n, const peak_thr
 /* Scaled dot-product attention                                               */
 /* ------------------------------------------------------------------------ */
 
+/**
+ * @brief RoPE inside peak_attention() (peak_attention_desc::rope): Q and K
+ *        rotated by the call, bit-identical to peak_rope_apply() on Q and K
+ *        with these parameters followed by the same call without rope.
+ *
+ * The call rotates Q (and K, if rotate_k) in a first phase into its
+ * workspace ([B, Lq, H, Dh] and [B, Lk, KVH, Dh] floats, counted by
+ * peak_attention_workspace_size()), on the pool, then attends to the
+ * copies: one more pass over Q and K, ~1-2% of a prefill's time.  Keys
+ * stored already rotated in a KV cache (the usual decode) need rotate_k 0:
+ * then only the Lq query rows are rotated.  Positions are as in
+ * peak_rope_desc, per batch entry: query row i of entry b at
+ * q_positions[b * q_positions_stride + i] or q_pos0 + i, key j at
+ * k_positions[...] or k_pos0 + j.  For causal decode with a cache of P
+ * keys, q_pos0 = P (and the mask's q_offset, or bottom-right alignment,
+ * says the same).
+ */
+typedef struct peak_attention_rope {
+    peak_rope_pairing pairing; /**< Which dimensions pair. */
+    peak_rope_params params;   /**< rotary_dim <= head_dim; the rest only on
+                                    the fly (cache NULL). */
+    const float *cache;        /**< peak_rope_cache() rows for positions 0 ..
+                                    cache_rows - 1, or NULL: on the fly. */
+    size_t cache_rows;         /**< Rows of cache. */
+    int rotate_q;              /**< Nonzero: rotate Q. */
+    int rotate_k;              /**< Nonzero: rotate K (0: K is stored rotated). */
+    size_t q_pos0;             /**< Position of query row 0 (no q_positions). */
+    const int64_t *q_positions; /**< Or [B, Lq] positions, each >= 0. */
+    ptrdiff_t q_positions_stride; /**< Between batch entries; 0: shared. */
+    size_t k_pos0;             /**< Position of key 0 (no k_positions). */
+    const int64_t *k_positions; /**< Or [B, Lk] positions, each >= 0. */
+    ptrdiff_t k_positions_stride; /**< Between batch entries; 0: shared. */
+} peak_attention_rope;
+
+/** @brief Half-split pairing, PEAK_ROPE_PARAMS_DEFAULT (set rotary_dim),
+    on the fly, Q and K rotated, positions 0 .. L-1 for both. */
+#define PEAK_ATTENTION_ROPE_DEFAULT                                              \
+    {PEAK_ROPE_HALF_SPLIT, PEAK_ROPE_PARAMS_DEFAULT, NULL, 0, 1, 1, 0, NULL, 0, 0, NULL, 0}
+
 /** @brief Shapes, strides, scale, mask and optional outputs of a
     peak_attention() call; start from PEAK_ATTENTION_DESC_DEFAULT. */
 typedef struct peak_attention_desc {
@@ -724,13 +994,16 @@ typedef struct peak_attention_desc {
                                 masked scores (natural log); -inf for a fully
                                 masked row; NULL: not written. */
     ptrdiff_t lse_stride[3]; /**< Strides of lse for [b, h, i]. */
+    /** Rotary embedding of Q and K done by the call itself, or NULL: none.
+        See peak_attention_rope. */
+    const struct peak_attention_rope *rope;
 } peak_attention_desc;
 
 /** @brief Zero sizes and strides (set them), kv_heads = heads, Dv = Dh,
     scale 1/sqrt(Dh), no mask, no lse. */
 #define PEAK_ATTENTION_DESC_DEFAULT                                              \
     {0, 0, 0, 0, 0, 0, 0, 0.0f, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},     \
-     PEAK_MASK_DEFAULT, NULL, {0, 0, 0}}
+     PEAK_MASK_DEFAULT, NULL, {0, 0, 0}, NULL}
 
 /**
  * @brief Bytes of scratch memory peak_attention() needs for desc on the
@@ -805,6 +1078,9 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * peak_attention_merge() does: 4 (Dv + 1) bytes per query row and chunk
  * plus 16 per chunk, at most ~4 MiB -- 2.0 MiB for a decode step of 32
  * heads over 32768 keys (256 chunks), 131 KiB for 8 heads over 8192 (64).
+ * With rope (peak_attention_rope), the rotated Q and K come first:
+ * 4 Dh (B Lq H) bytes for Q and 4 Dh (B Lk kv_heads) for K (each rounded
+ * up to 64), for those it rotates.
  * No other memory is used, whatever Lq and Lk.
  *
  * Accuracy, against the attention of the given floats computed exactly:
@@ -840,9 +1116,14 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * @errors PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
  *   not dividing heads, a negative stride, a stride that makes O's rows
  *   overlap, non-finite scale, O, lse or the workspace meeting each other,
- *   Q, K, V or a mask array, a workspace not 64-byte aligned;
+ *   Q, K, V or a mask array, a workspace not 64-byte aligned; with rope:
+ *   a rotary_dim above head_dim, the params errors of peak_rope_cache()
+ *   (on the fly), a rope array (cache, positions) meeting O, lse or the
+ *   workspace;
  *   PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the 2^40 limits of
- *   peak_mask, an extent whose byte offset overflows ptrdiff_t;
+ *   peak_mask, an extent whose byte offset overflows ptrdiff_t, a rope
+ *   position that is negative or at or beyond cache_rows (cache) or
+ *   PEAK_MAX_POSITION (on the fly);
  *   PEAK_ERR_WORKSPACE for a too small workspace, one sized for fewer
  *   workers than the pool's included (checked before the workspace's
  *   overlap);

@@ -190,6 +190,20 @@ typedef void (*peak_add_layernorm_fn)(float *y, ptrdiff_t ld_y, float *sum, ptrd
                                       bool stream);
 
 
+/* RoPE (rope.h): the call's frequencies are computed once (struct
+   peak_rope_freqs, read-only for every worker).  rope_cache: rows t <
+   n_rows of cos/sin into out + t * ld_out, row t at position pos[t]
+   (pos != NULL, each >= 0) or pos0 + t. */
+struct peak_rope_freqs;
+typedef void (*peak_rope_cache_fn)(float *out, ptrdiff_t ld_out, size_t n_rows, size_t pos0,
+                                   const int64_t *pos, const struct peak_rope_freqs *f);
+/* rope_apply: tokens l0 .. l1-1 of sequence b, all heads, cos/sin from
+   desc->cache or (cache NULL) computed by the same tier's rope_cache from
+   f; with a cache only f->n (rotary_dim / 2) is set. */
+typedef void (*peak_rope_apply_fn)(float *y, const float *x, const peak_rope_desc *desc,
+                                   const struct peak_rope_freqs *f, size_t b, size_t l0,
+                                   size_t l1);
+
 /* ---- the kernels, per tier: kernels.inc --------------------------------- */
 
 /* The signatures of the operations that have no typedef of their own. */

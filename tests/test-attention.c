@@ -1595,6 +1595,287 @@ START_TEST(invalid_arguments)
 }
 END_TEST
 
+/* ---- RoPE inside the call (peak_attention_rope) ------------------------------ */
+
+/* A fused-RoPE case: the shape, the layout, what rotates and where the
+   positions come from. */
+typedef struct rope_case {
+    size_t B, H, KVH, Lq, Lk, D, r;
+    int bhld, rotate_k, causal, interleaved, per_token, from_cache, lse;
+} rope_case;
+
+static const rope_case rope_cases[] = {
+    /* self, causal, GQA 4:2, partial rotary, [B, L, H, D] */
+    {2, 4, 2, 37, 37, 80, 64, 0, 1, 1, 0, 0, 0, 1},
+    /* the same in [B, H, L, D], interleaved, from a cache */
+    {2, 4, 2, 37, 37, 80, 64, 1, 1, 1, 1, 0, 1, 1},
+    /* cross attention Lq != Lk, full rotary, per-token positions */
+    {2, 8, 8, 50, 301, 64, 64, 0, 1, 0, 0, 1, 0, 1},
+    /* a 130-row prefill against a cache of 301 keys, K stored rotated */
+    {1, 4, 1, 130, 301, 64, 64, 0, 0, 1, 0, 0, 0, 1},
+    /* decode over 8192 keys stored rotated: split-KV on the SIMD tiers */
+    {1, 32, 8, 1, 8192, 64, 64, 0, 0, 1, 0, 1, 0, 1},
+    /* decode rotating K too (batched positions), GQA 32:8 */
+    {3, 32, 8, 1, 2048, 128, 128, 1, 1, 1, 0, 1, 1, 0},
+};
+
+static void rope_fill(float *p, size_t n, uint64_t *rng)
+{
+    peak_test_fill_uniform(p, n, rng, -1.0f, 1.0f);
+}
+
+/* Packed strides of [B, L, h, D] (bhld 0) or [B, h, L, D] (bhld 1). */
+static void rope_strides(ptrdiff_t st[3], size_t L, size_t h, size_t D, int bhld)
+{
+    st[0] = (ptrdiff_t)(L * h * D);
+    st[1] = (ptrdiff_t)(bhld ? D : h * D);
+    st[2] = (ptrdiff_t)(bhld ? L * D : D);
+}
+
+/* Rotates n_tokens tokens of a [B, L, h, D] tensor as the fused call does,
+   through the public rotation. */
+static void rope_unfused(float *y, const float *x, const ptrdiff_t st[3], size_t B, size_t L,
+                         size_t h, size_t D, const peak_attention_rope *ar, int keys)
+{
+    peak_rope_desc rd = PEAK_ROPE_DESC_DEFAULT;
+    rd.batch = B;
+    rd.seq_len = L;
+    rd.heads = h;
+    rd.head_dim = D;
+    memcpy(rd.x_stride, st, 3 * sizeof *st);
+    memcpy(rd.y_stride, st, 3 * sizeof *st);
+    rd.pairing = ar->pairing;
+    rd.params = ar->params;
+    rd.cache = ar->cache;
+    rd.cache_rows = ar->cache_rows;
+    rd.pos0 = keys ? ar->k_pos0 : ar->q_pos0;
+    rd.positions = keys ? ar->k_positions : ar->q_positions;
+    rd.positions_stride = keys ? ar->k_positions_stride : ar->q_positions_stride;
+    const peak_status s = peak_rope_apply(y, x, &rd, NULL);
+    CHECK(s == PEAK_OK, "peak_rope_apply: %s", peak_status_string(s));
+}
+
+/* O and lse of the fused call equal, byte for byte, those of the rotation
+   followed by the call without rope (with no pool and with a pool of 3
+   when the build has one); the inputs are left untouched. */
+START_TEST(rope_fused_matches_rotation_then_attention)
+{
+    const rope_case *c = &rope_cases[_i];
+    uint64_t rng = 4100 + (uint64_t)_i;
+    const size_t nq = c->B * c->Lq * c->H * c->D, nk = c->B * c->Lk * c->KVH * c->D;
+    float *q = peak_test_alloc(nq, 0), *k = peak_test_alloc(nk, 0), *v = peak_test_alloc(nk, 0);
+    float *qr = peak_test_alloc(nq, 0), *kr = peak_test_alloc(nk, 0);
+    float *q0 = peak_test_alloc(nq, 0), *k0 = peak_test_alloc(nk, 0);
+    float *o1 = peak_test_alloc(nq, 0), *o2 = peak_test_alloc(nq, 0);
+    float *lse1 = peak_test_alloc(c->B * c->H * c->Lq, 0);
+    float *lse2 = peak_test_alloc(c->B * c->H * c->Lq, 0);
+    rope_fill(q, nq, &rng);
+    rope_fill(k, nk, &rng);
+    rope_fill(v, nk, &rng);
+    memcpy(q0, q, nq * sizeof *q);
+    memcpy(k0, k, nk * sizeof *k);
+
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
+    d.batch = c->B;
+    d.heads = c->H;
+    d.kv_heads = c->KVH;
+    d.q_len = c->Lq;
+    d.kv_len = c->Lk;
+    d.head_dim = c->D;
+    rope_strides(d.q_stride, c->Lq, c->H, c->D, c->bhld);
+    rope_strides(d.k_stride, c->Lk, c->KVH, c->D, c->bhld);
+    memcpy(d.v_stride, d.k_stride, sizeof d.k_stride);
+    memcpy(d.o_stride, d.q_stride, sizeof d.q_stride);
+    if (c->causal) {
+        d.mask.causal = 1;
+        d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    }
+    if (c->lse) {
+        d.lse = lse1;
+        d.lse_stride[0] = (ptrdiff_t)(c->H * c->Lq);
+        d.lse_stride[1] = (ptrdiff_t)c->Lq;
+        d.lse_stride[2] = 1;
+    }
+
+    peak_attention_rope ar = PEAK_ATTENTION_ROPE_DEFAULT;
+    ar.pairing = c->interleaved ? PEAK_ROPE_INTERLEAVED : PEAK_ROPE_HALF_SPLIT;
+    ar.params.rotary_dim = c->r;
+    ar.params.base = 500000.0;
+    ar.params.scaling = PEAK_ROPE_YARN;
+    ar.params.factor = 4.0;
+    ar.params.original_max_position = 1024;
+    ar.rotate_k = c->rotate_k;
+    ar.q_pos0 = c->Lk - c->Lq; /* bottom-right: the queries are the last positions */
+    int64_t *qpos = NULL, *kpos = NULL;
+    if (c->per_token) {
+        /* each batch entry its own past length: left padding of 3 b */
+        qpos = malloc(c->B * c->Lq * sizeof *qpos);
+        kpos = malloc(c->B * c->Lk * sizeof *kpos);
+        for (size_t b = 0; b < c->B; b++) {
+            for (size_t i = 0; i < c->Lq; i++)
+                qpos[b * c->Lq + i] = (int64_t)(c->Lk - c->Lq + i + 3 * b);
+            for (size_t j = 0; j < c->Lk; j++)
+                kpos[b * c->Lk + j] = (int64_t)(j + 3 * b);
+        }
+        ar.q_positions = qpos;
+        ar.q_positions_stride = (ptrdiff_t)c->Lq;
+        ar.k_positions = kpos;
+        ar.k_positions_stride = (ptrdiff_t)c->Lk;
+    }
+    float *cache = NULL;
+    if (c->from_cache) {
+        const size_t rows = c->Lk + 3 * c->B;
+        cache = peak_test_alloc(rows * c->r, 0);
+        CHECK(peak_rope_cache(cache, rows, 0, &ar.params, NULL) == PEAK_OK, "cache");
+        ar.cache = cache;
+        ar.cache_rows = rows;
+    }
+
+    peak_threadpool *pool = NULL;
+    const int pools = peak_threadpool_create(3, &pool) == PEAK_OK ? 2 : 1;
+    for (int use_pool = 0; use_pool < pools; use_pool++) {
+        const peak_threadpool *pl = use_pool ? pool : NULL;
+        d.rope = &ar;
+        d.lse = c->lse ? lse1 : NULL;
+        peak_status s = peak_attention(o1, q, k, v, &d, NULL, 0, pl);
+        CHECK(s == PEAK_OK, "fused: %s", peak_status_string(s));
+        CHECK(peak_test_bytes_equal(q, q0, nq * sizeof *q) &&
+                  peak_test_bytes_equal(k, k0, nk * sizeof *k),
+              "case %d: the fused call changed Q or K", _i);
+
+        memcpy(qr, q, nq * sizeof *q);
+        memcpy(kr, k, nk * sizeof *k);
+        rope_unfused(qr, qr, d.q_stride, c->B, c->Lq, c->H, c->D, &ar, 0);
+        if (c->rotate_k)
+            rope_unfused(kr, kr, d.k_stride, c->B, c->Lk, c->KVH, c->D, &ar, 1);
+        d.rope = NULL;
+        d.lse = c->lse ? lse2 : NULL;
+        s = peak_attention(o2, qr, kr, v, &d, NULL, 0, pl);
+        CHECK(s == PEAK_OK, "unfused: %s", peak_status_string(s));
+        CHECK(peak_test_bytes_equal(o1, o2, nq * sizeof *o1),
+              "%s case %d (pool %d): fused O differs from rotation + attention",
+              peak_isa_name(peak_test_isa), _i, use_pool);
+        CHECK(!c->lse || peak_test_bytes_equal(lse1, lse2, c->B * c->H * c->Lq * sizeof *lse1),
+              "%s case %d: fused lse differs", peak_isa_name(peak_test_isa), _i);
+    }
+    peak_threadpool_destroy(pool);
+    free(qpos);
+    free(kpos);
+    peak_test_free(cache);
+    peak_test_free(q);
+    peak_test_free(k);
+    peak_test_free(v);
+    peak_test_free(qr);
+    peak_test_free(kr);
+    peak_test_free(q0);
+    peak_test_free(k0);
+    peak_test_free(o1);
+    peak_test_free(o2);
+    peak_test_free(lse1);
+    peak_test_free(lse2);
+}
+END_TEST
+
+/* The workspace the size query reports holds the rotated copies: a call
+   with exactly that many bytes succeeds, one byte less is refused. */
+START_TEST(rope_workspace_counts_the_copies)
+{
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
+    d.batch = 1;
+    d.heads = 4;
+    d.q_len = 70;
+    d.kv_len = 70;
+    d.head_dim = 64;
+    rope_strides(d.q_stride, 70, 4, 64, 0);
+    memcpy(d.k_stride, d.q_stride, sizeof d.q_stride);
+    memcpy(d.v_stride, d.q_stride, sizeof d.q_stride);
+    memcpy(d.o_stride, d.q_stride, sizeof d.q_stride);
+    size_t plain = 0, with_rope = 0;
+    CHECK(peak_attention_workspace_size(&d, NULL, &plain) == PEAK_OK, "size");
+    peak_attention_rope ar = PEAK_ATTENTION_ROPE_DEFAULT;
+    ar.params.rotary_dim = 64;
+    d.rope = &ar;
+    CHECK(peak_attention_workspace_size(&d, NULL, &with_rope) == PEAK_OK, "size with rope");
+    CHECK(with_rope == plain + 2 * 70 * 4 * 64 * sizeof(float),
+          "workspace with rope %zu = %zu + the two copies", with_rope, plain);
+    uint64_t rng = 4200;
+    const size_t n = 70 * 4 * 64;
+    float *q = peak_test_alloc(n, 0), *o = peak_test_alloc(n, 0);
+    rope_fill(q, n, &rng);
+    void *ws = aligned_alloc(64, with_rope);
+    CHECK(peak_attention(o, q, q, q, &d, ws, with_rope, NULL) == PEAK_OK, "exact workspace");
+    CHECK(peak_attention(o, q, q, q, &d, ws, with_rope - 1, NULL) == PEAK_ERR_WORKSPACE,
+          "one byte short");
+    free(ws);
+    peak_test_free(q);
+    peak_test_free(o);
+}
+END_TEST
+
+/* Bad rope arguments: the documented status, and O untouched. */
+START_TEST(rope_invalid_arguments)
+{
+    const size_t L = 9, H = 2, D = 16, n = L * H * D;
+    uint64_t rng = 4300;
+    float *q = peak_test_alloc(n, 0), *o = peak_test_alloc(n, 0);
+    float *cache = peak_test_alloc(8 * 16, 0), *before = peak_test_alloc(n, 0);
+    rope_fill(q, n, &rng);
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
+    d.batch = 1;
+    d.heads = H;
+    d.q_len = L;
+    d.kv_len = L;
+    d.head_dim = D;
+    rope_strides(d.q_stride, L, H, D, 0);
+    memcpy(d.k_stride, d.q_stride, sizeof d.q_stride);
+    memcpy(d.v_stride, d.q_stride, sizeof d.q_stride);
+    memcpy(d.o_stride, d.q_stride, sizeof d.q_stride);
+    int64_t pos[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    struct {
+        const char *what;
+        peak_status want;
+        int edit;
+    } bad[] = {
+        {"rotary_dim above head_dim", PEAK_ERR_INVALID_ARG, 0},
+        {"odd rotary_dim", PEAK_ERR_INVALID_ARG, 1},
+        {"NaN base", PEAK_ERR_INVALID_ARG, 2},
+        {"negative query position", PEAK_ERR_OUT_OF_RANGE, 3},
+        {"key position at cache_rows", PEAK_ERR_OUT_OF_RANGE, 4},
+        {"query positions inside O", PEAK_ERR_INVALID_ARG, 5},
+        {"unknown pairing", PEAK_ERR_INVALID_ARG, 6},
+        {"pos0 beyond PEAK_MAX_POSITION", PEAK_ERR_OUT_OF_RANGE, 7},
+    };
+    for (size_t t = 0; t < sizeof bad / sizeof *bad; t++) {
+        peak_attention_rope ar = PEAK_ATTENTION_ROPE_DEFAULT;
+        ar.params.rotary_dim = D;
+        switch (bad[t].edit) {
+        case 0: ar.params.rotary_dim = 2 * D; break;
+        case 1: ar.params.rotary_dim = 7; break;
+        case 2: ar.params.base = NAN; break;
+        case 3: pos[4] = -1; ar.q_positions = pos; break;
+        case 4: ar.cache = cache; ar.cache_rows = 8; ar.k_positions = pos; break;
+        case 5: ar.q_positions = (const int64_t *)(const void *)o; break;
+        case 6: ar.pairing = (peak_rope_pairing)2; break;
+        default: ar.k_pos0 = PEAK_MAX_POSITION; break;
+        }
+        d.rope = &ar;
+        peak_test_fill_canary(o, n);
+        if (bad[t].edit == 5) /* valid positions, only their place is wrong */
+            memcpy(o, pos, sizeof pos);
+        memcpy(before, o, n * sizeof *o);
+        const peak_status s = peak_attention(o, q, q, q, &d, NULL, 0, NULL);
+        const int untouched = peak_test_bytes_equal(o, before, n * sizeof *o);
+        CHECK(s == bad[t].want && untouched, "%s: got %s, O %s", bad[t].what,
+              peak_status_string(s), untouched ? "untouched" : "written");
+        pos[4] = 4;
+    }
+    peak_test_free(q);
+    peak_test_free(o);
+    peak_test_free(cache);
+    peak_test_free(before);
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------- */
 
 static Suite *make_suite(peak_isa isa)
@@ -1635,6 +1916,10 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, workspace_caller_or_library);
     tcase_add_test(tc, workspace_must_not_overlap);
     tcase_add_test(tc, invalid_arguments);
+    tcase_add_loop_test(tc, rope_fused_matches_rotation_then_attention, 0,
+                        (int)(sizeof rope_cases / sizeof *rope_cases));
+    tcase_add_test(tc, rope_workspace_counts_the_copies);
+    tcase_add_test(tc, rope_invalid_arguments);
     suite_add_tcase(s, tc);
     return s;
 }

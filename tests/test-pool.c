@@ -215,7 +215,17 @@ static void tpool_free(tpool *p)
 
 /* ---- the cases ---------------------------------------------------------- */
 
-enum family { F_PE_TABLE, F_PE_ADD, F_EMBED, F_EXP, F_SOFTMAX, F_LAYERNORM, F_ATTENTION };
+enum family {
+    F_PE_TABLE,
+    F_PE_ADD,
+    F_EMBED,
+    F_EXP,
+    F_SOFTMAX,
+    F_LAYERNORM,
+    F_ATTENTION,
+    F_ROPE_CACHE,
+    F_ROPE_APPLY
+};
 
 enum { MAX_OUT = 4, MAX_MEM = 16 };
 
@@ -248,6 +258,8 @@ typedef struct pcase {
     peak_embed_desc ed;
     peak_softmax_desc sd;
     peak_attention_desc ad;
+    peak_rope_params rp;
+    peak_rope_desc rd;
     int caller_ws; /* attention: a workspace of the queried size, not NULL */
 } pcase;
 
@@ -348,6 +360,10 @@ static peak_status case_call(const pcase *c, const peak_threadpool *pool)
         free(ws);
         return st;
     }
+    case F_ROPE_CACHE:
+        return peak_rope_cache(c->f[0], c->z[0], c->z[1], &c->rp, pool);
+    case F_ROPE_APPLY:
+        return peak_rope_apply(c->f[0], c->f[1], &c->rd, pool);
     }
     return PEAK_ERR_INVALID_ARG;
 }
@@ -355,7 +371,7 @@ static peak_status case_call(const pcase *c, const peak_threadpool *pool)
 /* ---- the families' cases -------------------------------------------------- */
 
 enum { N_PE_TABLE = 3, N_PE_ADD = 3, N_EMBED = 6, N_EXP = 2, N_SOFTMAX = 7, N_LAYERNORM = 4,
-       N_ATTENTION = 11 };
+       N_ATTENTION = 11, N_ROPE_CACHE = 2, N_ROPE_APPLY = 4 };
 
 static void make_pe_table(pcase *c, int v)
 {
@@ -637,6 +653,85 @@ static void make_attention(pcase *c, int v, uint64_t *rng)
     }
 }
 
+static void make_rope_cache(pcase *c, int v)
+{
+    /* 0: EXACT, 5000 rows of 128 (20 items of 256 rows); 1: HF_F32 YaRN,
+       3000 rows of 96 from position 100000 */
+    const size_t rows = v ? 3000 : 5000, r = v ? 96 : 128;
+    c->fam = F_ROPE_CACHE;
+    c->big = 1;
+    snprintf(c->name, sizeof c->name, "rope_cache %s", v ? "hf-f32 yarn 3000 x 96 from 100000"
+                                                         : "exact 5000 x 128 from 3");
+    c->rp = (peak_rope_params)PEAK_ROPE_PARAMS_DEFAULT;
+    c->rp.rotary_dim = r;
+    c->rp.base = v ? 1e6 : 5e5;
+    if (v) {
+        c->rp.mode = PEAK_ROPE_HF_F32;
+        c->rp.scaling = PEAK_ROPE_YARN, c->rp.factor = 4.0, c->rp.original_max_position = 32768;
+    }
+    c->f[0] = case_floats(c, rows * r, 1);
+    case_out(c, "cache", c->f[0], rows * r, 0);
+    c->z[0] = rows, c->z[1] = v ? 100000 : 3;
+}
+
+static void make_rope_apply(pcase *c, int v, uint64_t *rng)
+{
+    /* [2, 300, 5, 80], rotary_dim 64: 0 on the fly, EXACT, half-split;
+       1 from a cache, interleaved; 2 in place, on the fly, HF_F32 YaRN,
+       int64 positions per sequence; 3 [B, H, L, D] from a cache, int32
+       positions (one row for both sequences) */
+    static const char *const names[N_ROPE_APPLY] = {
+        "on the fly, exact, half-split", "cache, interleaved",
+        "in place, on the fly, hf-f32 yarn, int64 positions",
+        "[B,H,L,D], cache, int32 positions (broadcast)"};
+    const size_t B = 2, L = 300, H = 5, D = 80, r = 64, n = B * L * H * D;
+    c->fam = F_ROPE_APPLY;
+    c->big = 1;
+    snprintf(c->name, sizeof c->name, "rope_apply [2, 300, 5, 80] r 64 %s", names[v]);
+    peak_rope_desc *d = &c->rd;
+    *d = (peak_rope_desc)PEAK_ROPE_DESC_DEFAULT;
+    d->batch = B, d->seq_len = L, d->heads = H, d->head_dim = D;
+    const ptrdiff_t blhd[3] = {(ptrdiff_t)(L * H * D), (ptrdiff_t)(H * D), (ptrdiff_t)D};
+    const ptrdiff_t bhld[3] = {(ptrdiff_t)(H * L * D), (ptrdiff_t)D, (ptrdiff_t)(L * D)};
+    memcpy(d->x_stride, v == 3 ? bhld : blhd, sizeof blhd);
+    memcpy(d->y_stride, v == 3 ? bhld : blhd, sizeof blhd);
+    d->pairing = v == 1 ? PEAK_ROPE_INTERLEAVED : PEAK_ROPE_HALF_SPLIT;
+    d->params.rotary_dim = r;
+    d->params.base = 5e5;
+    d->pos0 = 7;
+    if (v == 2) {
+        d->params.mode = PEAK_ROPE_HF_F32;
+        d->params.scaling = PEAK_ROPE_YARN, d->params.factor = 4.0;
+        d->params.original_max_position = 4096;
+        int64_t *pos = case_mem(c, B * L * sizeof *pos);
+        for (size_t t = 0; t < B * L; t++) /* left padding: the second sequence 40 later */
+            pos[t] = (int64_t)(t % L + (t / L) * 40 + 5);
+        d->positions = pos, d->positions_stride = (ptrdiff_t)L;
+    }
+    if (v == 1 || v == 3) {
+        const size_t rows = 400;
+        float *cache = case_floats(c, rows * r, 2);
+        ck_assert_int_eq(peak_rope_cache(cache, rows, 0, &d->params, NULL), PEAK_OK);
+        d->cache = cache, d->cache_rows = rows;
+    }
+    if (v == 3) {
+        int32_t *pos = case_mem(c, L * sizeof *pos);
+        for (size_t l = 0; l < L; l++)
+            pos[l] = (int32_t)((l * 7) % 400);
+        d->positions32 = pos, d->positions_stride = 0;
+    }
+    float *x = case_floats(c, n, 3);
+    peak_test_fill_uniform(x, n, rng, -2.0f, 2.0f);
+    if (v == 2) {
+        c->f[0] = c->f[1] = x;
+        case_out(c, "y = x", x, n, 1);
+    } else {
+        c->f[1] = x;
+        c->f[0] = case_floats(c, n, 4);
+        case_out(c, "y", c->f[0], n, 0);
+    }
+}
+
 static void make_case(pcase *c, enum family fam, int v)
 {
     memset(c, 0, sizeof *c);
@@ -662,6 +757,12 @@ static void make_case(pcase *c, enum family fam, int v)
         break;
     case F_ATTENTION:
         make_attention(c, v, &rng);
+        break;
+    case F_ROPE_CACHE:
+        make_rope_cache(c, v);
+        break;
+    case F_ROPE_APPLY:
+        make_rope_apply(c, v, &rng);
         break;
     }
 }
@@ -840,6 +941,18 @@ END_TEST
 START_TEST(attention_same_bytes)
 {
     run_case(F_ATTENTION, _i, _i);
+}
+END_TEST
+
+START_TEST(rope_cache_same_bytes)
+{
+    run_case(F_ROPE_CACHE, _i, _i);
+}
+END_TEST
+
+START_TEST(rope_apply_same_bytes)
+{
+    run_case(F_ROPE_APPLY, _i, _i);
 }
 END_TEST
 
@@ -1129,6 +1242,8 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, softmax_same_bytes, 0, N_SOFTMAX);
     tcase_add_loop_test(tc, add_layernorm_same_bytes, 0, N_LAYERNORM);
     tcase_add_loop_test(tc, attention_same_bytes, 0, N_ATTENTION);
+    tcase_add_loop_test(tc, rope_cache_same_bytes, 0, N_ROPE_CACHE);
+    tcase_add_loop_test(tc, rope_apply_same_bytes, 0, N_ROPE_APPLY);
     tcase_add_test(tc, pool_whose_workers_changes);
     tcase_add_test(tc, nested_call_on_a_reentrant_pool);
     tcase_add_test(tc, nested_call_on_a_created_pool);

@@ -8,7 +8,8 @@
  * own start-up) to subtract.  The calls are the deepest of each family: PE
  * on the fly (per token, and for a batch of sequences), the in-place add on
  * the fly, a table, a softmax large enough to stream through its stack
- * buffer, and attention with the library's own workspace, on the tier
+ * buffer, attention with the library's own workspace, a RoPE cache and
+ * the RoPE rotation with its cos/sin on the fly (rotary_dim 512), on the tier
  * named by argv[1] (test-util.h).  Not built with sanitizers, which change
  * frames.
  */
@@ -26,11 +27,13 @@
 #define STACK_BYTES ((size_t)256 << 10)
 #define PAINT 0x5c
 
-enum { D = 512, N_TOK = 200, SM_ROWS = 1100, SM_KEYS = 4096, AT_L = 64, AT_H = 2 };
+enum { D = 512, N_TOK = 200, SM_ROWS = 1100, SM_KEYS = 4096, AT_L = 64, AT_H = 2, RO_L = 40,
+       RO_H = 2 };
 
 static float table[4 * D], pe_rows[64 * D], out[N_TOK * D], x_add[2 * 2 * D];
 static float scores[(size_t)SM_ROWS * SM_KEYS];
 static float q[AT_H * AT_L * 64], k[AT_H * AT_L * 64], v[AT_H * AT_L * 64], o[AT_H * AT_L * 64];
+static float rope_x[RO_L * RO_H * D], rope_y[RO_L * RO_H * D], rope_rows[64 * D];
 
 typedef enum call {
     NONE,
@@ -40,7 +43,9 @@ typedef enum call {
     PE_ADD,
     SOFTMAX,
     ATTENTION,
-    ATTENTION_DECODE
+    ATTENTION_DECODE,
+    ROPE_CACHE,
+    ROPE_APPLY_FLY
 } call;
 static const char *const call_names[] = {"none",
                                          "peak_pe_table",
@@ -49,7 +54,9 @@ static const char *const call_names[] = {"none",
                                          "peak_pe_add (fly)",
                                          "peak_softmax (streamed)",
                                          "peak_attention",
-                                         "peak_attention (decode, Lq 1)"};
+                                         "peak_attention (decode, Lq 1)",
+                                         "peak_rope_cache (r 512)",
+                                         "peak_rope_apply (fly, r 512)"};
 
 static peak_status embed(size_t seq_len)
 {
@@ -80,6 +87,27 @@ static peak_status attention(size_t q_len)
     return peak_attention(o, q, k, v, &d, NULL, 0, NULL);
 }
 
+/* YaRN, rotary_dim 512 (PEAK_ROPE_MAX_DIM). */
+static peak_rope_params rope_params(void)
+{
+    peak_rope_params p = PEAK_ROPE_PARAMS_DEFAULT;
+    p.rotary_dim = D;
+    p.scaling = PEAK_ROPE_YARN, p.factor = 4.0, p.original_max_position = 4096;
+    return p;
+}
+
+static peak_status rope_apply_fly(void)
+{
+    peak_rope_desc d = PEAK_ROPE_DESC_DEFAULT;
+    d.batch = 1, d.seq_len = RO_L, d.heads = RO_H, d.head_dim = D;
+    const ptrdiff_t st[3] = {RO_L * RO_H * D, RO_H * D, D};
+    for (int i = 0; i < 3; i++)
+        d.x_stride[i] = d.y_stride[i] = st[i];
+    d.params = rope_params();
+    d.pos0 = 1000;
+    return peak_rope_apply(rope_y, rope_x, &d, NULL);
+}
+
 static void *run(void *arg)
 {
     peak_status s = PEAK_OK;
@@ -92,6 +120,12 @@ static void *run(void *arg)
     case SOFTMAX: s = softmax(); break;
     case ATTENTION: s = attention(AT_L); break;
     case ATTENTION_DECODE: s = attention(1); break;
+    case ROPE_CACHE: {
+        const peak_rope_params p = rope_params();
+        s = peak_rope_cache(rope_rows, 64, 7, &p, NULL);
+        break;
+    }
+    case ROPE_APPLY_FLY: s = rope_apply_fly(); break;
     }
     return (void *)(intptr_t)s;
 }
@@ -125,7 +159,7 @@ START_TEST(every_call_within_the_documented_stack)
 {
     const char *tier = peak_isa_name(peak_test_isa);
     const size_t base = stack_use(NONE);
-    for (call c = PE_TABLE; c <= ATTENTION_DECODE; c++) {
+    for (call c = PE_TABLE; c <= ROPE_APPLY_FLY; c++) {
         const size_t used = stack_use(c), net = used > base ? used - base : 0;
         printf("%-7s %-32s %6zu bytes of stack\n", tier, call_names[c], net);
         ck_assert_msg(net <= PEAK_TEST_STACK_LIMIT, "%s: %s used %zu bytes of stack (limit %zu)",

@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 #include "overlap.h"
+#include "rope.h"
 #include "schedule/schedule-embedding.h"
 #include "schedule/schedule.h"
 
@@ -87,6 +88,122 @@ peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t
             return PEAK_ERR_INVALID_ARG;
     }
     peak_schedule_pe_add(x, batch_stride, ld_x, batch, seq_len, d_model, pos0, pe, p, pool);
+    return PEAK_OK;
+}
+
+/* ---- rotary position embedding ------------------------------------------- */
+
+peak_status peak_rope_cache(float *cache, size_t n_pos, size_t pos0,
+                            const peak_rope_params *params, const peak_threadpool *pool)
+{
+    if (!cache || !params || n_pos == 0)
+        return PEAK_ERR_INVALID_ARG;
+    peak_status s = peak_rope_params_check(params);
+    if (s != PEAK_OK)
+        return s;
+    if (pos0 > PEAK_MAX_POSITION || n_pos > PEAK_MAX_POSITION - pos0)
+        return PEAK_ERR_OUT_OF_RANGE;
+    ptrdiff_t ld = (ptrdiff_t)params->rotary_dim;
+    if (!extent_fits(&n_pos, &ld, 1, params->rotary_dim))
+        return PEAK_ERR_OUT_OF_RANGE;
+    if (spans_meet(array_span(cache, n_pos * params->rotary_dim, sizeof(float)),
+                   array_span(params->longrope_factors,
+                              params->scaling == PEAK_ROPE_LONGROPE ? params->rotary_dim / 2 : 0,
+                              sizeof(float))))
+        return PEAK_ERR_INVALID_ARG;
+    peak_schedule_rope_cache(cache, n_pos, pos0, params, pool);
+    return PEAK_OK;
+}
+
+/* Every position of a rope_apply call, against `limit` (cache rows, or
+   PEAK_MAX_POSITION on the fly). */
+static peak_status rope_positions_check(const peak_rope_desc *d, size_t limit)
+{
+    if (!d->positions && !d->positions32)
+        return d->pos0 <= limit && d->seq_len <= limit - d->pos0 ? PEAK_OK
+                                                                 : PEAK_ERR_OUT_OF_RANGE;
+    for (size_t b = 0; b < d->batch; b++) {
+        for (size_t l = 0; l < d->seq_len; l++) {
+            const ptrdiff_t at = (ptrdiff_t)b * d->positions_stride + (ptrdiff_t)l;
+            const int64_t p = d->positions ? d->positions[at] : (int64_t)d->positions32[at];
+            if (p < 0 || (uint64_t)p >= limit)
+                return PEAK_ERR_OUT_OF_RANGE;
+        }
+    }
+    return PEAK_OK;
+}
+
+/* A rope_apply descriptor on its own: shapes, strides, params, extents
+   and every position (not the overlap of y with what it reads). */
+static peak_status rope_desc_check(const peak_rope_desc *d)
+{
+    if (d->batch == 0 || d->seq_len == 0 || d->heads == 0)
+        return PEAK_ERR_INVALID_ARG;
+    const size_t r = d->params.rotary_dim;
+    if (r < 2 || r > PEAK_ROPE_MAX_DIM || (r & 1) || d->head_dim < r ||
+        (unsigned)d->pairing > PEAK_ROPE_INTERLEAVED || (d->positions && d->positions32) ||
+        !strides_nonneg(d->x_stride, 3) || !strides_nonneg(d->y_stride, 3) ||
+        d->positions_stride < 0)
+        return PEAK_ERR_INVALID_ARG;
+    if (!d->cache) {
+        peak_status s = peak_rope_params_check(&d->params);
+        if (s != PEAK_OK)
+            return s;
+    }
+    const size_t n[3] = {d->batch, d->seq_len, d->heads};
+    const size_t pn[2] = {d->batch, d->seq_len};
+    const ptrdiff_t pst[2] = {d->positions_stride, 1};
+    ptrdiff_t ld_cache = (ptrdiff_t)r;
+    if (!extent_fits(n, d->x_stride, 3, d->head_dim) ||
+        !extent_fits(n, d->y_stride, 3, d->head_dim) || !extent_fits(pn, pst, 2, 1) ||
+        (d->cache && d->cache_rows && !extent_fits(&d->cache_rows, &ld_cache, 1, r)))
+        return PEAK_ERR_OUT_OF_RANGE;
+    if (!rows_apart(n, d->y_stride, 3, d->head_dim))
+        return PEAK_ERR_INVALID_ARG;
+    return rope_positions_check(d, d->cache ? d->cache_rows : PEAK_MAX_POSITION);
+}
+
+/* Whether span sp meets one of the arrays a rope call reads besides x. */
+static int rope_arrays_meet(span sp, const peak_rope_desc *d)
+{
+    const size_t r = d->params.rotary_dim;
+    const size_t pn[2] = {d->batch, d->seq_len};
+    const ptrdiff_t pst[2] = {d->positions_stride, 1};
+    ptrdiff_t ld_cache = (ptrdiff_t)r;
+    return spans_meet(sp, tensor_span(d->positions, pn, pst, 2, 1, sizeof(int64_t))) ||
+           spans_meet(sp, tensor_span(d->positions32, pn, pst, 2, 1, sizeof(int32_t))) ||
+           (d->cache && d->cache_rows &&
+            spans_meet(sp, tensor_span(d->cache, &d->cache_rows, &ld_cache, 1, r,
+                                       sizeof(float)))) ||
+           (!d->cache && d->params.scaling == PEAK_ROPE_LONGROPE &&
+            spans_meet(sp, array_span(d->params.longrope_factors, r / 2, sizeof(float))));
+}
+
+static peak_status rope_apply_check(const float *y, const float *x, const peak_rope_desc *d)
+{
+    if (!y || !x || !d)
+        return PEAK_ERR_INVALID_ARG;
+    peak_status s = rope_desc_check(d);
+    if (s != PEAK_OK)
+        return s;
+    /* In place (the same rows), or apart from everything read. */
+    const size_t n[3] = {d->batch, d->seq_len, d->heads};
+    const span sy = tensor_span(y, n, d->y_stride, 3, d->head_dim, sizeof(float));
+    const bool in_place = y == x && memcmp(d->x_stride, d->y_stride, sizeof d->x_stride) == 0;
+    if ((!in_place &&
+         spans_meet(sy, tensor_span(x, n, d->x_stride, 3, d->head_dim, sizeof(float)))) ||
+        rope_arrays_meet(sy, d))
+        return PEAK_ERR_INVALID_ARG;
+    return PEAK_OK;
+}
+
+peak_status peak_rope_apply(float *y, const float *x, const peak_rope_desc *desc,
+                            const peak_threadpool *pool)
+{
+    peak_status s = rope_apply_check(y, x, desc);
+    if (s != PEAK_OK)
+        return s;
+    peak_schedule_rope_apply(y, x, desc, pool);
     return PEAK_OK;
 }
 
@@ -248,6 +365,36 @@ static void attention_defaults(peak_attention_desc *d)
         d->scale = (float)(1.0 / sqrt((double)d->head_dim));
 }
 
+/* The rope_apply calls of d's rope (rope.h: Q into a packed copy, K too
+   unless the keys are stored rotated) must each be valid. */
+static peak_status attention_rope_check(const peak_attention_desc *d)
+{
+    for (int keys = 0; keys < 2; keys++) {
+        if (!peak_attention_rope_rotates(d, keys))
+            continue;
+        peak_rope_desc r;
+        peak_attention_rope_desc(d, keys, &r);
+        peak_status s = rope_desc_check(&r);
+        if (s != PEAK_OK)
+            return s;
+    }
+    return PEAK_OK;
+}
+
+/* Whether span sp is apart from every array d's rope reads. */
+static int apart_from_rope(span sp, const peak_attention_desc *d)
+{
+    for (int keys = 0; keys < 2; keys++) {
+        if (!peak_attention_rope_rotates(d, keys))
+            continue;
+        peak_rope_desc r;
+        peak_attention_rope_desc(d, keys, &r);
+        if (rope_arrays_meet(sp, &r))
+            return 0;
+    }
+    return 1;
+}
+
 /* Resolves the defaults into *d and checks the shapes. */
 static peak_status attention_resolve(const peak_attention_desc *in, peak_attention_desc *d)
 {
@@ -273,7 +420,8 @@ static peak_status attention_resolve(const peak_attention_desc *in, peak_attenti
     if (!rows_apart(nq, d->o_stride, 3, d->v_head_dim) ||
         (d->lse && !rows_apart(nl, d->lse_stride, 3, 1)))
         return PEAK_ERR_INVALID_ARG;
-    return mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
+    peak_status s = mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
+    return s != PEAK_OK ? s : attention_rope_check(d);
 }
 
 /* O, lse and the workspace (its first ws_bytes; none when NULL) must not
@@ -298,10 +446,18 @@ static int attention_outputs_apart(const float *o, const float *q, const float *
         for (int i = 0; i < 3; i++)
             if (spans_meet(out[j], in[i]))
                 return 0;
-        if (!apart_from_mask(out[j], &d->mask, d->batch, d->heads, d->q_len, d->kv_len))
+        if (!apart_from_mask(out[j], &d->mask, d->batch, d->heads, d->q_len, d->kv_len) ||
+            !apart_from_rope(out[j], d))
             return 0;
     }
     return 1;
+}
+
+/* The rotated Q and K, then the attention's own workspace; the sentinel
+   SIZE_MAX & ~63 when the sum does not fit (either part may be it). */
+static size_t attention_bytes(size_t rope, size_t att)
+{
+    return rope > SIZE_MAX - 63 - att ? SIZE_MAX & ~(size_t)63 : rope + att;
 }
 
 peak_status peak_attention_workspace_size(const peak_attention_desc *desc,
@@ -313,8 +469,11 @@ peak_status peak_attention_workspace_size(const peak_attention_desc *desc,
     peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
-    *bytes = peak_schedule_attention_workspace(peak_active_kernels(), &d,
-                                               peak_threadpool_workers(pool));
+    peak_attention_desc rotated;
+    peak_schedule_attention_rope_desc(&d, &rotated);
+    *bytes = attention_bytes(peak_schedule_attention_rope_bytes(&d),
+                             peak_schedule_attention_workspace(peak_active_kernels(), &rotated,
+                                                               peak_threadpool_workers(pool)));
     return PEAK_OK;
 }
 
@@ -331,10 +490,15 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     if (s != PEAK_OK)
         return s;
     /* One plan, with one count of the pool's workers, for the size and
-       the run: the workspace holds a slot for each. */
+       the run: the workspace holds a slot for each, after the rotated Q
+       and K of a rope (which the plan reads at their packed strides). */
+    peak_attention_desc rotated;
+    peak_schedule_attention_rope_desc(&d, &rotated);
     peak_attention_plan plan;
-    peak_schedule_attention_plan(&plan, peak_active_kernels(), &d, peak_threadpool_workers(pool));
-    const size_t need = plan.bytes;
+    peak_schedule_attention_plan(&plan, peak_active_kernels(), &rotated,
+                                 peak_threadpool_workers(pool));
+    const size_t rope_bytes = peak_schedule_attention_rope_bytes(&d);
+    const size_t need = attention_bytes(rope_bytes, plan.bytes);
     if (workspace && (uintptr_t)workspace % 64)
         return PEAK_ERR_INVALID_ARG;
     /* The size first: a workspace of at least `need` bytes is one whose
@@ -350,7 +514,10 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
         if (!owned)
             return PEAK_ERR_NO_MEMORY;
     }
-    peak_schedule_attention_run(&plan, o, q, k, v, ws, pool);
+    if (d.rope)
+        peak_schedule_attention_rope(&d, &q, &k, ws, pool);
+    peak_schedule_attention_run(&plan, o, q, k, v, rope_bytes ? (char *)ws + rope_bytes : ws,
+                                pool);
     free(owned);
     return PEAK_OK;
 }

@@ -27,6 +27,26 @@ PEAK_INTERNAL void peak_schedule_pe_add(float *x, ptrdiff_t batch_stride, ptrdif
 PEAK_INTERNAL double peak_schedule_pe_rows_ns(size_t n_pos, size_t n_freq,
                                               const peak_pe_params *params);
 
+/* RoPE (schedule-rope.c): params / desc validated. */
+PEAK_INTERNAL void peak_schedule_rope_cache(float *cache, size_t n_pos, size_t pos0,
+                                            const peak_rope_params *params,
+                                            const peak_threadpool *pool);
+PEAK_INTERNAL void peak_schedule_rope_apply(float *y, const float *x, const peak_rope_desc *desc,
+                                            const peak_threadpool *pool);
+
+/* Attention's RoPE phase (schedule-rope.c), for a resolved, validated d:
+   the bytes of the rotated Q and K at the front of the workspace (0
+   without rope; SIZE_MAX & ~63 when they do not fit in a size_t); the
+   descriptor the attention then runs with (Q and K strides of the packed
+   copies, rope NULL); and the phase itself, which points *q and *k at the
+   copies it made in ws. */
+PEAK_INTERNAL size_t peak_schedule_attention_rope_bytes(const peak_attention_desc *d);
+PEAK_INTERNAL void peak_schedule_attention_rope_desc(const peak_attention_desc *d,
+                                                     peak_attention_desc *rotated);
+PEAK_INTERNAL void peak_schedule_attention_rope(const peak_attention_desc *d, const float **q,
+                                                const float **k, void *ws,
+                                                const peak_threadpool *pool);
+
 PEAK_INTERNAL void peak_schedule_softmax(float *y, const float *x, const peak_softmax_desc *desc,
                                          const peak_threadpool *pool);
 

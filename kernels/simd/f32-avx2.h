@@ -182,6 +182,9 @@ static inline peak_vfh peak_vfh_mul(peak_vfh a, peak_vfh b) { return _mm_mul_ps(
 static inline peak_vfh peak_vf_low(peak_vf v) { return _mm256_castps256_ps128(v); }
 static inline peak_vfh peak_vf_high(peak_vf v) { return _mm256_extractf128_ps(v, 1); }
 
+/* (v1 v0 v3 v2 ...): each pair of lanes swapped (VPERMILPS, in-lane). */
+static inline peak_vf peak_vf_swap_pairs(peak_vf v) { return _mm256_permute_ps(v, 0xb1); }
+
 /* (a0 b0 a1 b1 ...): the lanes of two halves interleaved into one peak_vf. */
 static inline peak_vf peak_vf_interleave(peak_vfh a, peak_vfh b)
 {

@@ -135,6 +135,10 @@ static inline peak_vfh peak_vf_high(peak_vf v)
     return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
+/* (v1 v0 v3 v2 ...): each pair of lanes swapped (VSHUFPS of v with itself,
+   in-lane; the same as VPERMILPS, which SIMDe 0.7.4 lacks). */
+static inline peak_vf peak_vf_swap_pairs(peak_vf v) { return _mm512_shuffle_ps(v, v, 0xb1); }
+
 /* (a0 b0 a1 b1 ...): the lanes of two halves interleaved into one peak_vf. */
 static inline peak_vf peak_vf_interleave(peak_vfh a, peak_vfh b)
 {

@@ -133,6 +133,9 @@ static inline peak_vfh peak_vfh_mul(peak_vfh a, peak_vfh b) { return vmul_f32(a,
 static inline peak_vfh peak_vf_low(peak_vf v) { return vget_low_f32(v); }
 static inline peak_vfh peak_vf_high(peak_vf v) { return vget_high_f32(v); }
 
+/* (v1 v0 v3 v2): each pair of lanes swapped. */
+static inline peak_vf peak_vf_swap_pairs(peak_vf v) { return vrev64q_f32(v); }
+
 /* (a0 b0 a1 b1 ...): the lanes of two halves interleaved into one peak_vf. */
 static inline peak_vf peak_vf_interleave(peak_vfh a, peak_vfh b)
 {

@@ -38,11 +38,16 @@ Axis conventions here:
 - attention takes ``[batch, heads, len, head_dim]`` (``layout="bhld"``,
   PyTorch's ``scaled_dot_product_attention``) or ``[batch, len, heads,
   head_dim]`` (``layout="blhd"``, the projections' natural output);
-- masks are indexed ``[batch, heads, q_row, key]`` and broadcast NumPy-style.
+- masks are indexed ``[batch, heads, q_row, key]`` and broadcast NumPy-style;
+- rotary embedding (rope_apply) takes ``[batch, len, heads, head_dim]``
+  (``layout="blhd"``, its default: peak.h's order) or ``[batch, heads, len,
+  head_dim]`` (``layout="bhld"``).
 """
 
 import atexit
 import ctypes
+import dataclasses
+import numbers
 import operator
 import os
 import threading
@@ -51,18 +56,19 @@ from contextlib import contextmanager
 
 import numpy as np
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 _SOVERSION = "1"
 
 __all__ = [
     "PeakError", "InvalidArgument", "OutOfRange", "Unsupported", "WorkspaceTooSmall",
     "NoMemory", "version", "library_path", "isa_active", "isa_supported", "isa_force",
     "isa_reset", "isa_reason", "isa_names", "use_isa", "pe_table", "pe_add", "embed_pe",
-    "softmax", "attention", "attention_merge", "add_layernorm", "exp", "MAX_POSITION",
-    "ThreadPool",
+    "softmax", "attention", "attention_merge", "add_layernorm", "exp", "RopeParams",
+    "rope_cache", "rope_apply", "MAX_POSITION", "ROPE_MAX_DIM", "ThreadPool",
 ]
 
 MAX_POSITION = 1 << 32
+ROPE_MAX_DIM = 512  # PEAK_ROPE_MAX_DIM: the largest rotary_dim
 
 
 # ---- errors -------------------------------------------------------------------
@@ -180,7 +186,8 @@ class _AttentionDesc(ctypes.Structure):
                 ("v_head_dim", ctypes.c_size_t), ("scale", ctypes.c_float),
                 ("q_stride", _stride3), ("k_stride", _stride3), ("v_stride", _stride3),
                 ("o_stride", _stride3), ("mask", _Mask), ("lse", _c_float_p),
-                ("lse_stride", _stride3)]
+                ("lse_stride", _stride3),
+                ("rope", ctypes.c_void_p)]  # const peak_attention_rope *: NULL, none
 
 
 class _MergeDesc(ctypes.Structure):
@@ -188,6 +195,26 @@ class _MergeDesc(ctypes.Structure):
                 ("q_len", ctypes.c_size_t), ("v_head_dim", ctypes.c_size_t),
                 ("o_stride", _stride3), ("lse_stride", _stride3),
                 ("part_o_stride", _stride3), ("part_lse_stride", _stride3)]
+
+
+class _RopeParams(ctypes.Structure):
+    _fields_ = [("rotary_dim", ctypes.c_size_t), ("base", ctypes.c_double),
+                ("mode", ctypes.c_int), ("scaling", ctypes.c_int), ("factor", ctypes.c_double),
+                ("ntk_alpha", ctypes.c_double), ("original_max_position", ctypes.c_size_t),
+                ("seq_len", ctypes.c_size_t), ("beta_fast", ctypes.c_double),
+                ("beta_slow", ctypes.c_double), ("yarn_truncate", ctypes.c_int),
+                ("mscale", ctypes.c_double), ("mscale_all_dim", ctypes.c_double),
+                ("attention_factor", ctypes.c_double), ("low_freq_factor", ctypes.c_double),
+                ("high_freq_factor", ctypes.c_double), ("longrope_factors", _c_float_p)]
+
+
+class _RopeDesc(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_size_t), ("seq_len", ctypes.c_size_t),
+                ("heads", ctypes.c_size_t), ("head_dim", ctypes.c_size_t),
+                ("x_stride", _stride3), ("y_stride", _stride3), ("pairing", ctypes.c_int),
+                ("params", _RopeParams), ("cache", _c_float_p), ("cache_rows", ctypes.c_size_t),
+                ("pos0", ctypes.c_size_t), ("positions", _c_int64_p),
+                ("positions32", _c_int32_p), ("positions_stride", ctypes.c_ssize_t)]
 
 
 def _proto(name, restype, *argtypes):
@@ -242,6 +269,8 @@ _attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_Attent
                     _P)
 _attention_merge = _proto("peak_attention_merge", _I, _P, _P, ctypes.POINTER(_P),
                           ctypes.POINTER(_P), _Z, ctypes.POINTER(_MergeDesc), _P)
+_rope_cache = _proto("peak_rope_cache", _I, _P, _Z, _Z, ctypes.POINTER(_RopeParams), _P)
+_rope_apply = _proto("peak_rope_apply", _I, _P, _P, ctypes.POINTER(_RopeDesc), _P)
 _add_layernorm = _proto("peak_add_layernorm", _I, _P, _S, _P, _S, _P, _S, _P, _S, _P, _P,
                         _Z, _Z, ctypes.c_float, _P)
 
@@ -258,7 +287,7 @@ _ISA_NAMES = ("scalar", "avx2", "avx512", "neon")
 
 
 def version():
-    """The loaded library's version string, e.g. "0.2.0" (peak_version())."""
+    """The loaded library's version string, e.g. "0.3.0" (peak_version())."""
     return _version().decode()
 
 
@@ -755,6 +784,298 @@ def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_
     with run as p:
         _check(_embed_pe(_ptr(out2), _es(out2, 0) if ids.size > 1 else d, _ptr(ids), ids.size,
                          ctypes.byref(desc), p), "peak_embed_pe")
+    return out
+
+
+# ---- rotary position embedding ------------------------------------------------------
+
+_ROPE_MODES = {"exact": 0, "hf": 1}
+_ROPE_SCALINGS = {"none": 0, "linear": 1, "ntk": 2, "dynamic": 3, "yarn": 4, "llama3": 5,
+                  "longrope": 6}
+_ROPE_PAIRINGS = {"half_split": 0, "interleaved": 1}
+
+
+def _real(name, v):
+    """v as a Python float: TypeError for what is not a real number (str,
+    bool, None)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name}: a real number expected, got {type(v).__name__}")
+    return float(v)
+
+
+@dataclasses.dataclass(frozen=True)
+class RopeParams:
+    """The rotary frequencies and their scaling (peak_rope_params, less
+    rotary_dim, which rope_cache() and rope_apply() take themselves).
+
+    Every field has peak's default (PEAK_ROPE_PARAMS_DEFAULT); a scheme
+    reads only its own fields, the C library checks their values
+    (InvalidArgument).  The names of transformers' ``rope_parameters`` are
+    in brackets.
+
+    - base [rope_theta]: > 1.
+    - mode: "exact" (double-precision formulas, every value within 2^-23 of
+      the real one for positions below 2^24) or "hf" (the float32 program
+      of Hugging Face transformers' LlamaRotaryEmbedding, within 2 ULP of
+      its cos/sin; peak.h, peak_rope_mode).
+    - scaling [rope_type]: None or "none" [default], "linear", "ntk"
+      (static NTK-aware, ntk_alpha), "dynamic", "yarn", "llama3",
+      "longrope".
+    - factor: linear, dynamic, yarn, llama3: >= 1; longrope: only for the
+      default attention factor (transformers: max_position_embeddings /
+      original_max_position_embeddings).
+    - ntk_alpha: ntk: >= 1.
+    - original_max_position [original_max_position_embeddings; for dynamic
+      the config's max_position_embeddings]: dynamic, yarn, llama3,
+      longrope: >= 2.
+    - seq_len: dynamic: the current length, max(position) + 1 (0: no
+      longer than original_max_position).  Nothing is kept between calls.
+    - beta_fast, beta_slow, truncate: yarn (32, 1, True as transformers;
+      truncate=False keeps the ramp's ends fractional, as gpt-oss).
+    - mscale, mscale_all_dim: yarn; None (or 0, as transformers) = absent.
+    - attention_factor: multiplies every cos and sin; None: the scheme's
+      own (yarn's mscale ratio or 0.1 ln(factor) + 1, longrope's
+      sqrt(1 + ln factor / ln original_max_position), else 1).  0 is
+      peak's "default" marker: a ValueError here.
+    - low_freq_factor, high_freq_factor: llama3 (1 and 4 in Llama 3.1).
+    - longrope_factors [short_factor or long_factor]: longrope: rotary_dim
+      / 2 positive numbers, rounded to float32 as transformers does; the
+      set that fits the length being served, chosen by the caller.
+
+    ``dataclasses.replace(p, factor=8.0)`` gives a variant.  Every function
+    that takes ``params=`` also takes a dict of these fields, and the
+    fields themselves as keywords (which override params)."""
+
+    base: float = 10000.0
+    mode: str = "exact"
+    scaling: str = "none"
+    factor: float = 1.0
+    ntk_alpha: float = 1.0
+    original_max_position: int = 0
+    seq_len: int = 0
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    truncate: bool = True
+    mscale: float = None
+    mscale_all_dim: float = None
+    attention_factor: float = None
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    longrope_factors: tuple = None
+
+    def __post_init__(self):
+        put = object.__setattr__  # frozen: normalise the fields once, here
+        if self.mode not in _ROPE_MODES:
+            raise ValueError(f"mode {self.mode!r}: one of {', '.join(_ROPE_MODES)}")
+        scaling = "none" if self.scaling is None else self.scaling
+        if scaling not in _ROPE_SCALINGS:
+            raise ValueError(f"scaling {self.scaling!r}: None or one of "
+                             f"{', '.join(_ROPE_SCALINGS)}")
+        put(self, "scaling", scaling)
+        for name in ("base", "factor", "ntk_alpha", "beta_fast", "beta_slow", "low_freq_factor",
+                     "high_freq_factor"):
+            put(self, name, _real(name, getattr(self, name)))
+        for name in ("mscale", "mscale_all_dim", "attention_factor"):
+            if getattr(self, name) is not None:
+                put(self, name, _real(name, getattr(self, name)))
+        if self.attention_factor == 0.0:
+            raise ValueError("attention_factor 0 is peak's 'the scheme's default' marker; pass "
+                             "None for it")
+        for name in ("original_max_position", "seq_len"):
+            put(self, name, _cint(name, getattr(self, name)))
+        if not isinstance(self.truncate, (bool, np.bool_)):
+            raise TypeError(f"truncate: True or False expected, got {type(self.truncate).__name__}")
+        put(self, "truncate", bool(self.truncate))
+        if self.longrope_factors is not None:
+            f = np.asarray(self.longrope_factors)
+            if f.ndim != 1 or f.dtype.kind not in "fiu":
+                raise TypeError(f"longrope_factors: a sequence of numbers expected, got "
+                                f"{type(self.longrope_factors).__name__} of dtype {f.dtype}, "
+                                f"shape {f.shape}")
+            put(self, "longrope_factors", tuple(float(v) for v in f))
+
+
+_ROPE_FIELDS = tuple(f.name for f in dataclasses.fields(RopeParams))
+
+
+def _rope_params(where, params, rope):
+    """The RopeParams of a call: params (a RopeParams, a dict of its fields
+    or None) with the keyword arguments `rope` over it."""
+    for k in rope:
+        if k not in _ROPE_FIELDS:
+            raise TypeError(f"{where}() got an unexpected keyword argument {k!r} (rope "
+                            f"parameters: {', '.join(_ROPE_FIELDS)})")
+    if params is None:
+        return RopeParams(**rope)
+    if isinstance(params, RopeParams):
+        return dataclasses.replace(params, **rope) if rope else params
+    if isinstance(params, dict):
+        for k in params:
+            if k not in _ROPE_FIELDS:
+                raise TypeError(f"params: unknown rope parameter {k!r} (one of "
+                                f"{', '.join(_ROPE_FIELDS)})")
+        return RopeParams(**{**params, **rope})
+    raise TypeError(f"params: expected a peak.RopeParams or a dict of its fields, got "
+                    f"{type(params).__name__}")
+
+
+def _c_rope_params(p, rotary_dim, keep_alive):
+    """The peak_rope_params of p; the longrope factors' float32 copy, which
+    must outlive the call, is appended to keep_alive."""
+    c = _RopeParams()
+    c.rotary_dim = rotary_dim
+    c.base, c.mode, c.scaling = p.base, _ROPE_MODES[p.mode], _ROPE_SCALINGS[p.scaling]
+    c.factor, c.ntk_alpha = p.factor, p.ntk_alpha
+    c.original_max_position, c.seq_len = p.original_max_position, p.seq_len
+    c.beta_fast, c.beta_slow, c.yarn_truncate = p.beta_fast, p.beta_slow, int(p.truncate)
+    c.mscale = p.mscale or 0.0
+    c.mscale_all_dim = p.mscale_all_dim or 0.0
+    c.attention_factor = p.attention_factor or 0.0
+    c.low_freq_factor, c.high_freq_factor = p.low_freq_factor, p.high_freq_factor
+    if p.scaling == "longrope":
+        # C reads rotary_dim / 2 of them: a shorter array must not get there
+        if p.longrope_factors is None:
+            raise ValueError(f"longrope_factors: scaling 'longrope' needs rotary_dim / 2 = "
+                             f"{rotary_dim // 2} factors")
+        with np.errstate(over="ignore"):  # beyond float32: inf, which C rejects
+            f = np.array(p.longrope_factors, np.float32)
+        if f.shape != (rotary_dim // 2,):
+            raise ValueError(f"longrope_factors: {f.size} factors, expected rotary_dim / 2 = "
+                             f"{rotary_dim // 2}")
+        keep_alive.append(f)
+        c.longrope_factors = _ptr(f, ctypes.c_float)
+    return c
+
+
+def rope_cache(n_pos, rotary_dim, pos0=0, *, params=None, out=None, threads=None, pool=None,
+               **rope):
+    """The rotary cos/sin table of positions pos0 .. pos0 + n_pos - 1
+    (peak_rope_cache), vLLM's cos_sin_cache layout.
+
+    Returns float32 ``[n_pos, rotary_dim]`` (or fills `out`, C-contiguous,
+    that shape): row t holds the n = rotary_dim / 2 values A cos(p w_i),
+    then the n values A sin(p w_i), p = pos0 + t, for the scaled
+    frequencies w_i and the attention factor A.  rotary_dim: even, 2 ..
+    ROPE_MAX_DIM.  The frequencies: params (a :class:`RopeParams` or a dict
+    of its fields) and/or its fields as keywords, e.g. ``rope_cache(4096,
+    128, base=5e5, scaling="llama3", factor=8.0, original_max_position=8192,
+    mode="hf")``.  A value depends only on (position, column, parameters):
+    any pos0 / n_pos split gives the same bits.  Positions up to
+    MAX_POSITION are accepted (OutOfRange beyond).  threads, pool: where
+    the call runs (see the module docstring; default: this thread alone)."""
+    run = _Run(threads, pool)
+    n_pos, rotary_dim = _cint("n_pos", n_pos), _cint("rotary_dim", rotary_dim)
+    pos0 = _cint("pos0", pos0)
+    p = _rope_params("rope_cache", params, rope)
+    alive = []
+    cp = _c_rope_params(p, rotary_dim, alive)
+    if out is None:
+        if n_pos == 0 or rotary_dim == 0:
+            raise ValueError("n_pos and rotary_dim must be > 0")
+        if n_pos > MAX_POSITION or pos0 > MAX_POSITION - n_pos:  # before allocating for it
+            raise OutOfRange(2, f"peak_rope_cache: positions {pos0} + {n_pos} beyond "
+                                f"MAX_POSITION (PEAK_ERR_OUT_OF_RANGE)")
+        out = np.empty((n_pos, rotary_dim), np.float32)
+    else:
+        _f32("out", out, (2,), writable=True)
+        _shape_is("out", out, (n_pos, rotary_dim))
+        if not out.flags.c_contiguous:
+            raise ValueError("out must be C-contiguous")
+    with run as pl:
+        _check(_rope_cache(_ptr(out), n_pos, pos0, ctypes.byref(cp), pl), "peak_rope_cache")
+    return out
+
+
+def _rope_positions(positions, B, L):
+    """(array, is_int32, positions_stride) for peak_rope_desc: int32 arrays
+    as they are (made C-contiguous), anything else as int64."""
+    if isinstance(positions, np.ndarray) and positions.dtype == np.int32:
+        pa, is32 = np.ascontiguousarray(positions), True
+    else:
+        pa, is32 = _ints("positions", positions, np.int64, "position"), False
+    if pa.shape == (L,) or pa.shape == (1, L):
+        return pa, is32, 0  # one row for every sequence
+    if pa.shape == (B, L):
+        return pa, is32, L
+    raise ValueError(f"positions: shape {pa.shape}, expected [{B}, {L}], [1, {L}] or [{L}] "
+                     "(batch, seq_len)")
+
+
+def rope_apply(x, positions=None, *, pos0=0, rotary_dim=None, pairing="half_split",
+               layout="blhd", cache=None, params=None, out=None, threads=None, pool=None,
+               **rope):
+    """Rotates every head vector of x by its token's position (peak_rope_apply).
+
+    x: float32 ``[B, L, H, D]`` (layout "blhd", the default: the
+    projections' natural output and peak.h's order) or ``[B, H, L, D]``
+    (layout "bhld", transformers' query_states after transpose(1, 2)); any
+    strides with a contiguous last axis (no copies).  Token l of sequence b
+    is at position ``positions[b, l]`` (an integer array ``[B, L]``, or
+    ``[L]`` / ``[1, L]`` for every sequence; int32 arrays are read as they
+    are, any other integer type as int64; a negative position raises
+    OutOfRange) or, without positions, at ``pos0 + l``.  The first
+    rotary_dim (default D; even, <= D) dimensions rotate, the rest pass
+    through.  pairing: "half_split" (i with i + rotary_dim / 2:
+    transformers' rotate_half, LLaMA, GPT-NeoX, Qwen) or "interleaved" (2i
+    with 2i + 1: GPT-J, rotate_every_two).  cos/sin: from cache, a
+    C-contiguous ``[rows, rotary_dim]`` table of rope_cache() for
+    positions 0 .. rows - 1 (OutOfRange for a position at or beyond rows),
+    or computed on the fly from params / the :class:`RopeParams` keywords as
+    rope_cache() takes them (the same bits as through a table).  Each output
+    is two float products and one add, as transformers' ``q * cos +
+    rotate_half(q) * sin``.  out: None (a new array, x's shape), x itself
+    (in place), or an array of x's shape not overlapping x.  threads, pool:
+    where the call runs (see the module docstring; default: this thread
+    alone).  Returns out."""
+    run = _Run(threads, pool)
+    if layout not in ("blhd", "bhld"):
+        raise ValueError(f"layout {layout!r}: 'blhd' ([B, L, H, D]) or 'bhld' ([B, H, L, D])")
+    if pairing not in _ROPE_PAIRINGS:
+        raise ValueError(f"pairing {pairing!r}: one of {', '.join(_ROPE_PAIRINGS)}")
+    _f32("x", x, (4,))
+    ax = (0, 1, 2) if layout == "blhd" else (0, 2, 1)  # axes of (b, l, h)
+    B, L, H, D = x.shape[ax[0]], x.shape[ax[1]], x.shape[ax[2]], x.shape[3]
+    pos0 = _cint("pos0", pos0)
+    alive = []
+    desc = _RopeDesc()
+    if cache is not None:
+        if params is not None or rope:
+            raise ValueError("cache= holds the cos/sin already; give it or rope parameters "
+                             "(params=, base=, ...), not both")
+        _f32("cache", cache, (2,))
+        rotary_dim = cache.shape[1] if rotary_dim is None else _cint("rotary_dim", rotary_dim)
+        if not cache.flags.c_contiguous or cache.shape[1] != rotary_dim:
+            raise ValueError(f"cache: expected a C-contiguous [rows, {rotary_dim}] table from "
+                             f"rope_cache(), got shape {cache.shape}")
+        desc.params = _c_rope_params(RopeParams(), rotary_dim, alive)
+        desc.cache, desc.cache_rows = _ptr(cache, ctypes.c_float), cache.shape[0]
+    else:
+        rotary_dim = D if rotary_dim is None else _cint("rotary_dim", rotary_dim)
+        desc.params = _c_rope_params(_rope_params("rope_apply", params, rope), rotary_dim, alive)
+    pa = None
+    if positions is not None:
+        if pos0 != 0:
+            raise ValueError("give positions or pos0, not both")
+        pa, is32, desc.positions_stride = _rope_positions(positions, B, L)
+        if is32:
+            desc.positions32 = _ptr(pa, ctypes.c_int32)
+        else:
+            desc.positions = _ptr(pa, ctypes.c_int64)
+    if out is None:
+        out = np.empty(x.shape, np.float32)
+    else:
+        _f32("out", out, (4,), writable=True)
+        _shape_is("out", out, x.shape)
+        if not (out.ctypes.data == x.ctypes.data and out.strides == x.strides):  # else in place
+            _no_overlap("out", out, x=x)
+    _no_overlap("out", out, cache=cache, positions=pa)
+    desc.batch, desc.seq_len, desc.heads, desc.head_dim = B, L, H, D
+    desc.x_stride = _stride3(*(_es(x, a) for a in ax))
+    desc.y_stride = _stride3(*(_es(out, a) for a in ax))
+    desc.pairing = _ROPE_PAIRINGS[pairing]
+    desc.pos0 = pos0
+    with run as pl:
+        _check(_rope_apply(_ptr(out), _ptr(x), ctypes.byref(desc), pl), "peak_rope_apply")
     return out
 
 

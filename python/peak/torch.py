@@ -4,6 +4,8 @@
     model.pos_encoder = pt.PositionalEncoding(512, max_len=5000)   # drop-in for PyTorch's PositionalEncoding
     model.norm = pt.LayerNorm.from_module(model.norm)               # same weights
     out = pt.scaled_dot_product_attention(q, k, v, is_causal=True) # [B, H, L, D]
+    rotary = pt.RotaryEmbedding(llama_config)                       # as LlamaRotaryEmbedding
+    q, k = pt.apply_rotary_pos_emb(q, k, *rotary(q, position_ids)) # its rotation, bit for bit
 
 Tensors must be on the CPU and float32; they are handed to peak without a
 copy (``tensor.numpy()`` shares memory), and results come back as tensors
@@ -25,6 +27,7 @@ at any number of workers.
 Thread safety: as the C library, kernel calls are reentrant.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -34,7 +37,8 @@ from torch import nn
 import peak as _peak
 
 __all__ = ["scaled_dot_product_attention", "attention_merge", "layer_norm", "add_layer_norm",
-           "PositionalEncoding", "LayerNorm", "ThreadPool"]
+           "PositionalEncoding", "LayerNorm", "apply_rotary_pos_emb", "RotaryEmbedding",
+           "ThreadPool"]
 
 ThreadPool = _peak.ThreadPool
 
@@ -253,3 +257,315 @@ def _attention_reference(q, k, v, attn_mask=None, is_causal=False, scale=None):
         s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
             else s + attn_mask
     return torch.softmax(s, dim=-1) @ v
+
+
+# ---- rotary position embedding (transformers drop-ins) --------------------------------
+
+def _rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def _same_bits(a, b):
+    return torch.equal(a.contiguous().view(torch.int32), b.contiguous().view(torch.int32))
+
+
+def _rope_table(cos, sin):
+    """peak's cache rows ``[rows, D]`` (n cosines, then n sines) from
+    transformers' ``[..., D]`` cos and sin, whose two halves are equal;
+    None when they are not (bit for bit: -0.0 and NaN payloads count), as
+    then peak's rotation would not reproduce transformers' products."""
+    n = cos.shape[-1] // 2
+    c, s = cos[..., :n], sin[..., :n]
+    if not (_same_bits(c, cos[..., n:]) and _same_bits(s, sin[..., n:])):
+        return None
+    return torch.cat((c, s), dim=-1).reshape(-1, 2 * n).contiguous().numpy()
+
+
+def _peak_rotary(q, k, cos, sin, position_ids, unsqueeze_dim):
+    """(layout, table, positions) for peak.rope_apply, or None when peak
+    cannot reproduce transformers' apply_rotary_pos_emb on these tensors."""
+    tensors = (q, k, cos, sin)
+    if not all(isinstance(t, torch.Tensor) for t in tensors) or _needs_grad(*tensors):
+        return None
+    if any(t.device.type != "cpu" or t.dtype != torch.float32 for t in tensors):
+        return None
+    if q.dim() != 4 or k.dim() != 4 or unsqueeze_dim not in (1, 2, -3, -2) or \
+            q.numel() == 0 or k.numel() == 0:
+        return None
+    layout = "bhld" if unsqueeze_dim in (1, -3) else "blhd"
+    ax_l = 2 if layout == "bhld" else 1
+    B, L, D = q.shape[0], q.shape[ax_l], q.shape[3]
+    if (k.shape[0], k.shape[ax_l], k.shape[3]) != (B, L, D) or D % 2 or D > _peak.ROPE_MAX_DIM:
+        return None
+    if q.stride(3) != 1 or k.stride(3) != 1 or cos.shape != sin.shape:
+        return None
+    if position_ids is not None and cos.dim() == 2:
+        # transformers before 4.38: cos, sin are [max_len, D] tables
+        # indexed by position_ids [B or 1, L]
+        if not isinstance(position_ids, torch.Tensor) or position_ids.device.type != "cpu" or \
+                position_ids.dtype not in (torch.int64, torch.int32) or \
+                position_ids.dim() != 2 or position_ids.shape[0] not in (1, B) or \
+                position_ids.shape[1] != L or cos.shape[1] != D or cos.shape[0] == 0:
+            return None
+        table = _rope_table(cos, sin)
+        return None if table is None else (layout, table, position_ids.numpy())
+    if cos.dim() != 3 or cos.shape[0] not in (1, B) or cos.shape[1:] != (L, D):
+        return None
+    table = _rope_table(cos, sin)
+    if table is None:
+        return None
+    # row b * L + l of the table is token (b, l); a batch of 1 serves every b
+    positions = None if cos.shape[0] == 1 else np.arange(B * L, dtype=np.int64).reshape(B, L)
+    return layout, table, positions
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1, *, threads=None,
+                         pool=None):
+    """Drop-in for transformers' ``apply_rotary_pos_emb`` of LlamaAttention
+    (and the models that copy it: Mistral, Qwen2, Gemma, ...) on peak:
+    returns ``(q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) *
+    sin)`` with cos, sin unsqueezed at unsqueeze_dim, bit for bit
+    transformers' float32 result (peak rounds each product and the sum as
+    those separate torch operations do).
+
+    q ``[B, H, L, D]`` and k ``[B, Hkv, L, D]`` (unsqueeze_dim 1; 2: ``[B,
+    L, H, D]``), any strides with a contiguous last axis; cos, sin ``[B or 1,
+    L, D]`` as transformers' rotary modules (and :class:`RotaryEmbedding`)
+    return them, whose two halves are equal: peak builds its cache rows
+    from the first half, once for q and k.  position_ids: ignored, as
+    transformers >= 4.38 does, unless cos and sin are 2-D ``[max_len, D]``
+    tables (the older signature): then token (b, l) takes row
+    ``position_ids[b, l]``.  Returns new tensors.
+
+    Falls back to the same PyTorch expression (same result, PyTorch's
+    speed) for what peak cannot take: dtypes other than float32, tensors
+    off the CPU, a last axis that is not contiguous, shapes other than the
+    above, cos or sin halves that differ, D odd or above peak.ROPE_MAX_DIM,
+    and autograd recording (so training still works).  threads, pool: as
+    the module docstring says (default torch.get_num_threads() workers)."""
+    plan = _peak_rotary(q, k, cos, sin, position_ids, unsqueeze_dim)
+    if plan is None:
+        if position_ids is not None and isinstance(cos, torch.Tensor) and cos.dim() == 2:
+            cos, sin = cos[position_ids], sin[position_ids]
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        return (q * cos) + (_rotate_half(q) * sin), (k * cos) + (_rotate_half(k) * sin)
+    layout, table, positions = plan
+    where = _where(threads, pool)
+    outs = []
+    for t in (q, k):
+        out = torch.empty_like(t)  # the input's memory order, as torch's own result
+        _peak.rope_apply(t.detach().numpy(), positions, layout=layout, cache=table,
+                         out=out.numpy(), **where)
+        outs.append(out)
+    return tuple(outs)
+
+
+_HF_SCALINGS = {"default": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn",
+                "llama3": "llama3", "longrope": "longrope"}
+
+
+def _config_rope(config, head_dim, max_position_embeddings, layer_type):
+    """(rope_parameters dict, head_dim, max_position_embeddings) of a
+    transformers config (rope_parameters in transformers 5; rope_scaling,
+    rope_theta and partial_rotary_factor before) or of a plain dict."""
+    if isinstance(config, dict):
+        rp = dict(config)
+        hd = rp.pop("head_dim", None) if head_dim is None else head_dim
+        mp = rp.pop("max_position_embeddings", None) if max_position_embeddings is None \
+            else max_position_embeddings
+        orig = None
+    else:
+        rp = getattr(config, "rope_parameters", None)
+        if rp is None:  # transformers 4
+            rp = dict(getattr(config, "rope_scaling", None) or {})
+            rp.setdefault("rope_theta", getattr(config, "rope_theta", 10000.0))
+            prf = getattr(config, "partial_rotary_factor", None)
+            if prf is not None:
+                rp.setdefault("partial_rotary_factor", prf)
+        rp = dict(rp)
+        hd = head_dim
+        if hd is None:
+            hd = getattr(config, "head_dim", None) or \
+                config.hidden_size // config.num_attention_heads
+        mp = max_position_embeddings
+        if mp is None:
+            mp = getattr(config, "max_position_embeddings", None)
+        orig = getattr(config, "original_max_position_embeddings", None)
+    if layer_type is not None:
+        rp = dict(rp[layer_type])
+    elif "rope_theta" not in rp and rp and all(isinstance(v, dict) for v in rp.values()):
+        raise ValueError(f"rope parameters per layer type ({', '.join(rp)}): pass layer_type=")
+    if hd is None:
+        raise ValueError("head_dim: not in the config; pass head_dim=")
+    rope_type = rp.get("rope_type", rp.get("type", "default"))
+    if rope_type in ("llama3", "yarn", "longrope") and "original_max_position_embeddings" not in rp:
+        # transformers' standardize_rope_params
+        rp["original_max_position_embeddings"] = orig if orig is not None else mp
+    rp["rope_type"] = rope_type
+    return rp, int(hd), mp
+
+
+def _hf_dynamic_base(base, factor, seq_len, max_pos, dim):
+    """The base LlamaRotaryEmbedding grows to for dynamic NTK: its seq_len
+    is max(position_ids) + 1, a tensor, so transformers'
+    ``base * ((factor * seq_len / max_pos) - (factor - 1)) ** (dim / (dim -
+    2))`` runs on float32 tensors (each step rounded to float32; the power
+    as std::pow(float, double)), not in doubles as peak's DYNAMIC scheme
+    and transformers' init function with an int seq_len do; the two bases
+    differ by an ULP at some lengths (131072 of max_pos 4096, factor 2, dim
+    128), and at position 1e5 an ULP of inv_freq moves the angle by ~0.01
+    rad."""
+    f32 = np.float32
+    t = f32(f32(factor) * f32(seq_len))
+    t = f32(t / f32(max_pos))
+    t = f32(t - f32(factor - 1))
+    t = f32(math.pow(float(t), dim / (dim - 2)))
+    return float(f32(f32(base) * t))
+
+
+class RotaryEmbedding(nn.Module):
+    """Drop-in for transformers' LlamaRotaryEmbedding (and the rotary modules
+    that copy it) on peak: ``forward(x, position_ids)`` returns ``(cos,
+    sin)``, each ``position_ids.shape + (rotary_dim,)`` with two equal
+    halves, the attention scaling included, in x's dtype and on x's device,
+    for apply_rotary_pos_emb().  The values come from peak.rope_cache().
+
+    config: a transformers config (``config.rope_parameters`` in
+    transformers 5; ``rope_scaling`` + ``rope_theta`` +
+    ``partial_rotary_factor`` in older ones), or a ``rope_parameters`` dict
+    (then head_dim and max_position_embeddings as keywords or keys).
+    rope_type: default, linear, dynamic, yarn, llama3 or longrope (others:
+    ValueError).  rotary_dim = int(head_dim * partial_rotary_factor) (head_dim:
+    ``config.head_dim`` or hidden_size / num_attention_heads; the default
+    type honours partial_rotary_factor as Phi's and GPT-NeoX's modules do,
+    where LlamaRotaryEmbedding's own ignores it).  layer_type: the key of
+    rope parameters nested per layer type.  device: accepted for the
+    signature of transformers 4 (peak computes on the CPU; the results go
+    to x's device).
+
+    mode "hf" (default): transformers' float32 arithmetic, cos/sin within 2
+    ULP of LlamaRotaryEmbedding's (transformers 5.24 / torch 2.15 on an
+    AVX2 CPU; peak.h, PEAK_ROPE_HF_F32); "exact": the formulas to 2^-23.
+
+    Length-dependent schemes, chosen per call from seq_len = max(position_ids)
+    + 1 and handed to peak explicitly:
+      - dynamic: the state transformers keeps, and only that: its
+        high-water mark max_seq_len_cached (the attribute of the same
+        name).  seq_len above it grows it; seq_len below
+        max_position_embeddings resets it; the base is scaled for it (mode
+        "hf": as transformers' module computes it, in float32 tensors;
+        "exact": peak's scheme "dynamic" with that seq_len).
+      - longrope: the long factors when seq_len >
+        original_max_position_embeddings, else the short ones (as
+        transformers' module); nothing is kept.
+    ``params(seq_len)`` gives the :class:`peak.RopeParams` a call of that
+    length uses (not moving the dynamic state).  threads, pool (attributes
+    of the same names): where peak runs, as the module docstring says."""
+
+    def __init__(self, config, device=None, *, mode="hf", head_dim=None,
+                 max_position_embeddings=None, layer_type=None, threads=None, pool=None):
+        super().__init__()
+        if mode not in ("hf", "exact"):
+            raise ValueError(f"mode {mode!r}: 'hf' or 'exact'")
+        rp, hd, max_pos = _config_rope(config, head_dim, max_position_embeddings, layer_type)
+        rope_type = rp["rope_type"]
+        if rope_type not in _HF_SCALINGS:
+            raise ValueError(f"rope_type {rope_type!r}: peak has {', '.join(_HF_SCALINGS)}")
+        self.rope_type, self.mode = rope_type, mode
+        self.threads, self.pool = threads, pool
+        self.rotary_dim = int(hd * rp.get("partial_rotary_factor", 1.0))
+        self.max_seq_len_cached = self.original_max_seq_len = max_pos
+        if "rope_theta" not in rp:
+            raise ValueError("rope parameters without rope_theta")
+        scaling = _HF_SCALINGS[rope_type]
+        kw = {"base": float(rp["rope_theta"]), "mode": mode, "scaling": scaling}
+        orig = rp.get("original_max_position_embeddings")
+        factor = rp.get("factor")
+        if factor is None and scaling in ("yarn", "longrope") and max_pos and orig:
+            factor = max_pos / orig  # transformers' default (DeepSeek-V3, Phi-3)
+        if factor is not None:
+            kw["factor"] = factor
+        if scaling == "dynamic":
+            if max_pos is None:
+                raise ValueError("dynamic: max_position_embeddings needed")
+            kw["original_max_position"] = max_pos  # transformers scales from it
+        elif scaling in ("yarn", "llama3", "longrope"):
+            kw["original_max_position"] = orig
+        if scaling == "yarn":
+            kw.update(beta_fast=rp.get("beta_fast") or 32.0, beta_slow=rp.get("beta_slow") or 1.0,
+                      truncate=bool(rp.get("truncate", True)), mscale=rp.get("mscale"),
+                      mscale_all_dim=rp.get("mscale_all_dim"))
+        if scaling in ("yarn", "longrope"):
+            kw["attention_factor"] = rp.get("attention_factor")
+        if scaling == "llama3":
+            kw.update(low_freq_factor=rp["low_freq_factor"],
+                      high_freq_factor=rp["high_freq_factor"])
+        if scaling == "longrope":
+            kw["longrope_factors"] = rp["short_factor"]
+            self._long = _peak.RopeParams(**dict(kw, longrope_factors=rp["long_factor"]))
+        self._params = _peak.RopeParams(**kw)
+        for p in (self._params, getattr(self, "_long", None)):
+            if p is not None:  # peak's checks now rather than at the first forward()
+                _peak.rope_cache(1, self.rotary_dim, params=p)
+
+    def extra_repr(self):
+        return f"rope_type={self.rope_type!r}, rotary_dim={self.rotary_dim}, mode={self.mode!r}"
+
+    def params(self, seq_len):
+        """The peak.RopeParams of a forward() whose largest position is
+        seq_len - 1, given the current dynamic state."""
+        return self._params_for(seq_len, self.max_seq_len_cached)
+
+    def _params_for(self, seq_len, cached):
+        p = self._params
+        if self.rope_type == "longrope":
+            if seq_len > p.original_max_position:
+                return self._long
+            return p
+        if self.rope_type == "dynamic" and cached > self.original_max_seq_len:
+            if self.mode == "exact":
+                return dataclasses.replace(p, seq_len=cached)
+            base = _hf_dynamic_base(p.base, p.factor, cached, self.original_max_seq_len,
+                                    self.rotary_dim)
+            return dataclasses.replace(p, scaling="none", base=base)
+        return p
+
+    def forward(self, x, position_ids):
+        if not isinstance(position_ids, torch.Tensor) or position_ids.is_floating_point() or \
+                position_ids.is_complex() or position_ids.dtype == torch.bool:
+            raise TypeError("position_ids: an integer tensor expected")
+        if position_ids.numel() == 0:
+            raise ValueError("position_ids: empty")
+        pos = position_ids.detach().cpu().to(torch.int64).numpy()
+        if pos.min() < 0:  # before the dynamic state moves
+            raise _peak.OutOfRange(2, f"position_ids: negative position {int(pos.min())}")
+        seq_len = int(pos.max()) + 1
+        cached = self.max_seq_len_cached
+        if self.rope_type == "dynamic":
+            # transformers' dynamic_frequency_update: growth, then reset
+            if seq_len > cached:
+                self.max_seq_len_cached = seq_len
+            elif seq_len < self.original_max_seq_len < cached:
+                self.max_seq_len_cached = self.original_max_seq_len
+        params = self._params_for(seq_len, self.max_seq_len_cached)
+        rows = self._rows(pos.reshape(-1), params)
+        n = self.rotary_dim // 2
+        table = torch.from_numpy(rows).reshape(pos.shape + (2 * n,))
+        cos, sin = table[..., :n], table[..., n:]
+        cos, sin = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+        return cos.to(device=x.device, dtype=x.dtype), sin.to(device=x.device, dtype=x.dtype)
+
+    def _rows(self, pos, params):
+        """peak's cache rows of the positions pos (int64 [N]): one
+        rope_cache() call per run of consecutive distinct positions (a
+        value depends only on its position, so the split changes no bit)."""
+        uniq, inverse = np.unique(pos, return_inverse=True)
+        rows = np.empty((uniq.size, self.rotary_dim), np.float32)
+        breaks = np.flatnonzero(np.diff(uniq) != 1) + 1
+        where = _where(self.threads, self.pool)
+        for a, b in zip(np.concatenate(([0], breaks)), np.concatenate((breaks, [uniq.size]))):
+            _peak.rope_cache(int(b - a), self.rotary_dim, int(uniq[a]), params=params,
+                             out=rows[a:b], **where)
+        return rows[inverse.reshape(-1)]

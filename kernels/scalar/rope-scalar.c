@@ -1,0 +1,62 @@
+/*
+ * rope-scalar.c - the reference rotary embedding in plain C: rope.h's
+ * driver with the double sincos of pe-table.h (peak_pe_sincos_chunk_ref)
+ * and one element at a time.  Every SIMD tier must match it bit for bit.
+ * fma() is the C99 function (a libm call in this tier, built without
+ * -mfma), correctly rounded like the tiers' vector FMA.
+ */
+#include "common/pe-ref.h"
+#include "rope.h"
+
+#include <math.h>
+#include <string.h>
+
+static void emit_exact(float *row, const peak_rope_freqs *f, size_t i0, size_t nc,
+                       const double *sb, const double *cb, const double *sk, const double *ck)
+{
+    for (size_t j = 0; j < nc; j++) {
+        const double c = fma(cb[j], ck[j], -(sb[j] * sk[j]));
+        const double s = fma(sb[j], ck[j], cb[j] * sk[j]);
+        row[i0 + j] = (float)(c * f->af);
+        row[f->n + i0 + j] = (float)(s * f->af);
+    }
+}
+
+static void emit_hf(float *row, const peak_rope_freqs *f, size_t i0, size_t nc, const double *s,
+                    const double *c)
+{
+    for (size_t j = 0; j < nc; j++) {
+        row[i0 + j] = (float)c[j] * f->af_f32;
+        row[f->n + i0 + j] = (float)s[j] * f->af_f32;
+    }
+}
+
+void peak_f32_rope_cache__scalar(float *out, ptrdiff_t ld_out, size_t n_rows, size_t pos0,
+                                 const int64_t *pos, const peak_rope_freqs *f)
+{
+    peak_rope_rows_run(out, ld_out, n_rows, pos0, pos, f, peak_pe_sincos_chunk_ref, emit_exact,
+                       emit_hf);
+}
+
+/* Both elements of a pair are read before either is written: y may be x. */
+static void rotate_head(float *y, const float *x, const float *cs2, size_t r,
+                        const peak_rope_desc *d, bool copy_tail)
+{
+    const size_t n = r / 2;
+    const float *c2 = cs2, *s2 = cs2 + r;
+    const size_t step = d->pairing == PEAK_ROPE_HALF_SPLIT ? n : 1;
+    for (size_t i = 0; i < n; i++) {
+        const size_t lo = d->pairing == PEAK_ROPE_HALF_SPLIT ? i : 2 * i, hi = lo + step;
+        const float a = x[lo], b = x[hi];
+        y[lo] = a * c2[lo] + b * s2[lo];
+        y[hi] = b * c2[hi] + a * s2[hi];
+    }
+    if (copy_tail && d->head_dim > r)
+        memcpy(y + r, x + r, (d->head_dim - r) * sizeof *y);
+}
+
+void peak_f32_rope_apply__scalar(float *y, const float *x, const peak_rope_desc *desc,
+                                 const peak_rope_freqs *f, size_t b, size_t l0, size_t l1)
+{
+    peak_rope_apply_run(y, x, desc, f, b, l0, l1, peak_f32_rope_cache__scalar, rotate_head);
+}

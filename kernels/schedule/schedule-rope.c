@@ -1,0 +1,175 @@
+/* schedule-rope.c - peak_rope_cache and peak_rope_apply as work items.
+   The frequencies are computed once here (rope.h, peak_rope_freqs) and
+   read by every item.  A cache row and a rotated head depend only on their
+   position and operands, never on the item (rope.h), so any cut gives the
+   same bytes; the cuts below keep the sincos reuse of the rows driver. */
+#include "items.h"
+#include "rope.h"
+#include "schedule.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Cache rows an item: a multiple of PEAK_PE_BLOCK, so that an item's
+   block bases are whole; 256 rows of 64 frequencies are ~50 us. */
+#define ROPE_CACHE_ITEM_ROWS ((size_t)256)
+/* Rotated floats an item: about 64 KiB of x (~10-20 us out of cache). */
+#define ROPE_ITEM_FLOATS ((size_t)16384)
+
+/* The cost model, on one core (AVX2, Zen 3): a cache entry (a cos and a
+   sin) ROPE_CACHE_NS; a rotated float ROPE_NS; a token's on-the-fly row
+   ROPE_ROW_NS per frequency. */
+#define ROPE_CACHE_NS 1.5
+#define ROPE_NS 0.25
+#define ROPE_ROW_NS 2.0
+
+typedef struct rope_cache_work {
+    float *cache;
+    size_t n_pos, pos0, r;
+    const peak_rope_freqs *f;
+    peak_rope_cache_fn kernel;
+} rope_cache_work;
+
+static void rope_cache_item(void *ctx, size_t item, void *scratch)
+{
+    (void)scratch;
+    const rope_cache_work *w = ctx;
+    const size_t t = item * ROPE_CACHE_ITEM_ROWS;
+    w->kernel(w->cache + t * w->r, (ptrdiff_t)w->r, peak_item_len(w->n_pos, t, ROPE_CACHE_ITEM_ROWS),
+              w->pos0 + t, NULL, w->f);
+}
+
+static double rope_cache_ns(size_t rows, size_t n_freq)
+{
+    return (double)rows * (double)n_freq * ROPE_CACHE_NS;
+}
+
+static double rope_cache_cost(const void *ctx, size_t item)
+{
+    const rope_cache_work *w = ctx;
+    return rope_cache_ns(peak_item_len(w->n_pos, item * ROPE_CACHE_ITEM_ROWS, ROPE_CACHE_ITEM_ROWS),
+                         w->r / 2);
+}
+
+void peak_schedule_rope_cache(float *cache, size_t n_pos, size_t pos0,
+                              const peak_rope_params *params, const peak_threadpool *pool)
+{
+    peak_rope_freqs f;
+    peak_rope_freqs_init(&f, params);
+    rope_cache_work a = {cache, n_pos, pos0, params->rotary_dim, &f,
+                         peak_active_kernels()->rope_cache};
+    const peak_work w = {.items = peak_items(n_pos, ROPE_CACHE_ITEM_ROWS),
+                         .run = rope_cache_item,
+                         .cost = rope_cache_cost,
+                         .ctx = &a,
+                         .total_ns = rope_cache_ns(n_pos, f.n)};
+    peak_work_run(&w, pool);
+}
+
+typedef struct rope_apply_work {
+    float *y;
+    const float *x;
+    const peak_rope_desc *d;
+    const peak_rope_freqs *f;
+    size_t per_item, chunks; /* tokens an item; items per sequence */
+    peak_rope_apply_fn kernel;
+} rope_apply_work;
+
+static void rope_apply_item(void *ctx, size_t item, void *scratch)
+{
+    (void)scratch;
+    const rope_apply_work *w = ctx;
+    const size_t b = item / w->chunks, l0 = item % w->chunks * w->per_item;
+    w->kernel(w->y, w->x, w->d, w->f, b, l0, l0 + peak_item_len(w->d->seq_len, l0, w->per_item));
+}
+
+static double rope_apply_ns(const peak_rope_desc *d, size_t tokens)
+{
+    const double row = d->cache ? 0.0 : ROPE_ROW_NS * 0.5 * (double)d->params.rotary_dim;
+    return (double)tokens * (row + ROPE_NS * (double)(d->heads * d->head_dim));
+}
+
+static double rope_apply_cost(const void *ctx, size_t item)
+{
+    const rope_apply_work *w = ctx;
+    const size_t l0 = item % w->chunks * w->per_item;
+    return rope_apply_ns(w->d, peak_item_len(w->d->seq_len, l0, w->per_item));
+}
+
+void peak_schedule_rope_apply(float *y, const float *x, const peak_rope_desc *desc,
+                              const peak_threadpool *pool)
+{
+    peak_rope_freqs f;
+    if (desc->cache)
+        f.n = desc->params.rotary_dim / 2; /* the kernels read no more of it */
+    else
+        peak_rope_freqs_init(&f, &desc->params);
+    const size_t token_floats = desc->heads * desc->head_dim;
+    const size_t per_item = peak_clamp_size(ROPE_ITEM_FLOATS / token_floats, 1, desc->seq_len);
+    rope_apply_work a = {y, x, desc, &f, per_item, peak_items(desc->seq_len, per_item),
+                         peak_active_kernels()->rope_apply};
+    const peak_work w = {.items = desc->batch * a.chunks,
+                         .run = rope_apply_item,
+                         .cost = rope_apply_cost,
+                         .ctx = &a,
+                         .total_ns = (double)desc->batch * rope_apply_ns(desc, desc->seq_len)};
+    peak_work_run(&w, pool);
+}
+
+/* ---- attention's RoPE phase ----------------------------------------------- */
+
+/* 4 * n bytes rounded up to 64, or SIZE_MAX when that overflows. */
+static size_t floats_bytes(const size_t *dims, int n_dims)
+{
+    size_t n = sizeof(float);
+    for (int i = 0; i < n_dims; i++) {
+        if (dims[i] && n > (SIZE_MAX - 63) / dims[i])
+            return SIZE_MAX;
+        n *= dims[i];
+    }
+    return (n + 63) & ~(size_t)63;
+}
+
+static size_t rope_copy_bytes(const peak_attention_desc *d, bool keys)
+{
+    if (!peak_attention_rope_rotates(d, keys))
+        return 0;
+    const size_t dims[4] = {d->batch, keys ? d->kv_len : d->q_len, keys ? d->kv_heads : d->heads,
+                            d->head_dim};
+    return floats_bytes(dims, 4);
+}
+
+size_t peak_schedule_attention_rope_bytes(const peak_attention_desc *d)
+{
+    const size_t q = rope_copy_bytes(d, false), k = rope_copy_bytes(d, true);
+    return q > SIZE_MAX - 63 - k ? SIZE_MAX & ~(size_t)63 : q + k;
+}
+
+void peak_schedule_attention_rope_desc(const peak_attention_desc *d, peak_attention_desc *rotated)
+{
+    *rotated = *d;
+    rotated->rope = NULL;
+    for (int keys = 0; keys < 2; keys++) {
+        if (!peak_attention_rope_rotates(d, keys))
+            continue;
+        peak_rope_desc r;
+        peak_attention_rope_desc(d, keys, &r);
+        memcpy(keys ? rotated->k_stride : rotated->q_stride, r.y_stride, sizeof r.y_stride);
+    }
+}
+
+void peak_schedule_attention_rope(const peak_attention_desc *d, const float **q, const float **k,
+                                  void *ws, const peak_threadpool *pool)
+{
+    char *at = ws;
+    for (int keys = 0; keys < 2; keys++) {
+        if (!peak_attention_rope_rotates(d, keys))
+            continue;
+        peak_rope_desc r;
+        peak_attention_rope_desc(d, keys, &r);
+        float *copy = (float *)(void *)at;
+        peak_schedule_rope_apply(copy, keys ? *k : *q, &r, pool);
+        *(keys ? k : q) = copy;
+        at += rope_copy_bytes(d, keys);
+    }
+}
