@@ -604,7 +604,10 @@ typedef struct peak_rope_params {
  * @errors PEAK_ERR_INVALID_ARG for a NULL cache or params, n_pos 0, an odd
  *   rotary_dim or one outside 2 .. PEAK_ROPE_MAX_DIM, an unknown mode or
  *   scaling, or a parameter the scheme uses that is not finite or outside
- *   its range (see peak_rope_params), a NULL longrope_factors for LONGROPE;
+ *   its range (see peak_rope_params), NTK or DYNAMIC with rotary_dim 2,
+ *   a scaled base (NTK, DYNAMIC) or a scheme's attention factor that is
+ *   not finite and positive, a NULL longrope_factors for LONGROPE, a cache
+ *   that overlaps longrope_factors;
  *   PEAK_ERR_OUT_OF_RANGE if pos0 + n_pos > PEAK_MAX_POSITION or the
  *   cache's size in bytes exceeds PTRDIFF_MAX.
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
@@ -688,8 +691,10 @@ typedef struct peak_rope_desc {
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG for NULL y, x or desc, a zero size, a
  *   head_dim below rotary_dim, a negative stride, a y whose rows overlap
- *   each other or x (unless in place), both positions arrays set, the
- *   params errors of peak_rope_cache() (on the fly) or a bad rotary_dim,
+ *   each other or x (unless in place), a y that meets the cache, the
+ *   positions or (on the fly, LONGROPE) longrope_factors, both positions
+ *   arrays set, the params errors of peak_rope_cache() (on the fly) or a
+ *   bad rotary_dim,
  *   an unknown pairing; PEAK_ERR_OUT_OF_RANGE for a negative position, one
  *   at or beyond cache_rows (cache) or PEAK_MAX_POSITION (on the fly), or
  *   an extent in bytes beyond PTRDIFF_MAX.
