@@ -20,6 +20,7 @@
  * before the threads start, so the first calls really are the first.
  */
 #include "test-util.h"
+#include "rope.h"
 #include "schedule/schedule.h"
 
 #include <math.h>
@@ -39,7 +40,8 @@ enum {
     SM_B = 2, SM_H = 2, SM_Q = 5, SM_K = 37,  /* softmax scores           */
     EX_N = 101,                               /* exp                      */
     AT_H = 2, AT_Q = 9, AT_K = 70, AT_D = 16, /* attention, one batch     */
-    LN_R = 5, LN_D = 67                       /* LayerNorm                */
+    LN_R = 5, LN_D = 67,                      /* LayerNorm                */
+    RO_L = 6, RO_H = 3, RO_D = 20, RO_R = 16  /* RoPE: x [1, 6, 3, 20]    */
 };
 
 /* Every output of one run of every family; in/out operands (pe_add's x)
@@ -54,6 +56,8 @@ typedef struct outputs {
     float lse[AT_H * AT_Q];
     float layernorm_y[LN_R * LN_D];
     float layernorm_sum[LN_R * LN_D];
+    float rope_cache[RO_L * RO_R];
+    float rope[RO_L * RO_H * RO_D];
 } outputs;
 
 /* One thread's inputs, made before the barrier without calling peak. */
@@ -68,6 +72,7 @@ typedef struct inputs {
     float ex[EX_N];
     float q[AT_Q * AT_H * AT_D], k[AT_K * AT_D], v[AT_K * AT_D];
     float layernorm_x[LN_R * LN_D], layernorm_r[LN_R * LN_D], gamma[LN_D], beta[LN_D];
+    float rope_x[RO_L * RO_H * RO_D];
 } inputs;
 
 typedef struct job {
@@ -99,6 +104,7 @@ static void make_inputs(inputs *in, size_t id)
     peak_test_fill_uniform(in->layernorm_r, LN_R * LN_D, &rng, -1.0f, 1.0f);
     peak_test_fill_uniform(in->gamma, LN_D, &rng, 0.5f, 1.5f);
     peak_test_fill_uniform(in->beta, LN_D, &rng, -0.5f, 0.5f);
+    peak_test_fill_uniform(in->rope_x, RO_L * RO_H * RO_D, &rng, -1.0f, 1.0f);
 }
 
 /* Descriptors, with the defaults already resolved (the internal kernels
@@ -146,6 +152,25 @@ static peak_attention_desc attention_desc(float *lse)
     return d;
 }
 
+/* YaRN RoPE of [1, RO_L, RO_H, RO_D] packed, partial, on the fly, from
+   position pos0; each thread's own mode. */
+static peak_rope_desc rope_desc(const inputs *in)
+{
+    peak_rope_desc d = PEAK_ROPE_DESC_DEFAULT;
+    d.batch = 1, d.seq_len = RO_L, d.heads = RO_H, d.head_dim = RO_D;
+    const ptrdiff_t st[3] = {RO_L * RO_H * RO_D, RO_H * RO_D, RO_D};
+    memcpy(d.x_stride, st, sizeof st);
+    memcpy(d.y_stride, st, sizeof st);
+    d.pairing = (peak_rope_pairing)(in->pos0 / 100 % 2);
+    d.params.rotary_dim = RO_R;
+    d.params.mode = (peak_rope_mode)(in->pos0 / 200 % 2);
+    d.params.scaling = PEAK_ROPE_YARN;
+    d.params.factor = 4.0;
+    d.params.original_max_position = 512;
+    d.pos0 = in->pos0;
+    return d;
+}
+
 /* Aligned to 64 bytes for the attention workspace. */
 static void *workspace(size_t bytes)
 {
@@ -160,8 +185,8 @@ static void *workspace(size_t bytes)
 static int run_api(const inputs *in, outputs *out, size_t first)
 {
     int bad = 0;
-    for (size_t step = 0; step < 8; step++) {
-        switch ((first + step) % 8) {
+    for (size_t step = 0; step < 9; step++) {
+        switch ((first + step) % 9) {
         case 0:
             bad |= peak_pe_table(out->pe, PE_POS, D, in->pos0, &in->prm, NULL) != PEAK_OK;
             break;
@@ -201,6 +226,12 @@ static int run_api(const inputs *in, outputs *out, size_t first)
                                       in->layernorm_x, LN_D, in->layernorm_r, LN_D, in->gamma,
                                       in->beta, LN_R, LN_D, 1e-5f, NULL) != PEAK_OK;
             break;
+        case 8: {
+            peak_rope_desc d = rope_desc(in);
+            bad |= peak_rope_cache(out->rope_cache, RO_L, in->pos0, &d.params, NULL) != PEAK_OK;
+            bad |= peak_rope_apply(out->rope, in->rope_x, &d, NULL) != PEAK_OK;
+            break;
+        }
         case 7:
             /* the dispatch queries, which also initialise on first use */
             bad |= !peak_isa_supported(peak_isa_active());
@@ -233,6 +264,11 @@ static void run_tier(const peak_kernels *kern, const inputs *in, outputs *out)
     kern->add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D, in->layernorm_x, LN_D,
                         in->layernorm_r, LN_D, in->gamma, in->beta, LN_R, LN_D, 1e-5f, 0,
                         false);
+    peak_rope_desc rd = rope_desc(in);
+    peak_rope_freqs f;
+    peak_rope_freqs_init(&f, &rd.params);
+    kern->rope_cache(out->rope_cache, RO_R, RO_L, in->pos0, NULL, &f);
+    kern->rope_apply(out->rope, in->rope_x, &rd, &f, 0, 0, RO_L);
 }
 
 static pthread_barrier_t barrier;
@@ -267,6 +303,8 @@ static void expect_same(const outputs *want, const outputs *got, size_t id, cons
         {"add_layernorm y", offsetof(outputs, layernorm_y), sizeof(((outputs *)0)->layernorm_y)},
         {"add_layernorm sum", offsetof(outputs, layernorm_sum),
          sizeof(((outputs *)0)->layernorm_sum)},
+        {"rope_cache", offsetof(outputs, rope_cache), sizeof(((outputs *)0)->rope_cache)},
+        {"rope_apply", offsetof(outputs, rope), sizeof(((outputs *)0)->rope)},
     };
     for (size_t f = 0; f < sizeof field / sizeof field[0]; f++)
         ck_assert_msg(peak_test_bytes_equal((const char *)want + field[f].off,
@@ -312,7 +350,7 @@ START_TEST(first_calls_race_then_kernels_run_concurrently)
             tiers_run += i == 0;
         }
     }
-    printf("%d threads, first calls through 8 entry points; every family on the automatic "
+    printf("%d threads, first calls through 9 entry points; every family on the automatic "
            "tier (%s) and on %zu tiers directly: all equal to the single-threaded bytes\n",
            N_THREADS, peak_isa_name(peak_isa_active()), tiers_run);
     free(want);
