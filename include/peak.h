@@ -553,14 +553,17 @@ typedef struct peak_rope_params {
                               pretraining context length, > 1 (>= 2). */
     size_t seq_len;      /**< DYNAMIC: the current sequence length (0: at
                               most original_max_position: no change). */
-    double beta_fast;    /**< YARN: > 0, finite; 0: 32. */
+    double beta_fast;    /**< YARN: > 0, finite; 0: 32.  Below beta_slow the
+                              ramp runs the other way, as in transformers. */
     double beta_slow;    /**< YARN: > 0, finite; 0: 1. */
     int yarn_truncate;   /**< YARN: nonzero (the default) rounds the ramp's
                               ends to whole dimensions (floor, ceil), as
                               transformers' `truncate`; 0 keeps them
                               fractional (gpt-oss). */
-    double mscale;       /**< YARN: 0 = absent. */
-    double mscale_all_dim; /**< YARN: 0 = absent. */
+    double mscale;       /**< YARN: 0 = absent; any finite value; used only
+                              with mscale_all_dim (alone it changes
+                              nothing, as in transformers). */
+    double mscale_all_dim; /**< YARN: 0 = absent; any finite value. */
     double attention_factor; /**< Multiplies every cos and sin.  0: the
                               scheme's default: 1, except YARN:
                               m(factor, mscale) / m(factor, mscale_all_dim)
@@ -571,7 +574,8 @@ typedef struct peak_rope_params {
                               else m(factor, 1), with m(s, k) = 0.1 k ln s +
                               1 (1 for s <= 1); LONGROPE: sqrt(1 + ln factor
                               / ln original_max_position), 1 for factor <= 1.
-                              Else > 0 and finite. */
+                              Else > 0 and at most FLT_MAX (a float);
+                              the scheme's own must be so too. */
     double low_freq_factor;  /**< LLAMA3: > 0, finite (1 in Llama 3.1). */
     double high_freq_factor; /**< LLAMA3: > low_freq_factor, finite (4). */
     const float *longrope_factors; /**< LONGROPE: [rotary_dim / 2] factors,
@@ -646,8 +650,11 @@ typedef struct peak_rope_desc {
                                     fly (cache NULL). */
     const float *cache;   /**< [cache_rows, rotary_dim] rows of
                                peak_rope_cache() for positions 0 ..
-                               cache_rows - 1, or NULL: cos/sin on the fly,
-                               the same bits as from a cache. */
+                               cache_rows - 1 (pos0 0, row index =
+                               position, made with the params wanted: a
+                               cache cannot be checked against them), or
+                               NULL: cos/sin on the fly from params, the
+                               same bits as from such a cache. */
     size_t cache_rows;    /**< Rows of cache. */
     size_t pos0;          /**< Token l of every sequence is at position
                                pos0 + l (no positions array). */
@@ -952,7 +959,9 @@ PEAK_API peak_status peak_exp(float *y, const float *x, size_t n, const peak_thr
  * q_positions[b * q_positions_stride + i] or q_pos0 + i, key j at
  * k_positions[...] or k_pos0 + j.  For causal decode with a cache of P
  * keys, q_pos0 = P (and the mask's q_offset, or bottom-right alignment,
- * says the same).
+ * says the same).  Positions are int64 here (peak_rope_desc also takes
+ * int32).  A rope that rotates neither Q nor K is ignored, its fields
+ * unchecked.
  */
 typedef struct peak_attention_rope {
     peak_rope_pairing pairing; /**< Which dimensions pair. */

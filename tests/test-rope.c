@@ -1562,12 +1562,14 @@ START_TEST(invalid_params)
                          bad_base[k]);
                 cache_rejected(&a, what, inval, a.y, 1, 0, &p);
             }
-            /* the attention factor: 0 (the default) or > 0 and finite */
-            for (size_t k = 0; k < 6; k++) {
-                if (bad[k] == 0.0)
+            /* the attention factor: 0 (the default) or > 0 and a float
+               (1e39 is finite in double, inf in float) */
+            for (size_t k = 0; k < 7; k++) {
+                const double af = k < 6 ? bad[k] : 1e39;
+                if (af == 0.0)
                     continue;
-                p = sp, p.attention_factor = bad[k];
-                snprintf(what, sizeof what, "%s attention_factor %g", set_names[set], bad[k]);
+                p = sp, p.attention_factor = af;
+                snprintf(what, sizeof what, "%s attention_factor %g", set_names[set], af);
                 cache_rejected(&a, what, inval, a.y, 1, 0, &p);
             }
             /* factor: >= 1 (LINEAR, DYNAMIC, YARN, LLAMA3), > 0 (LONGROPE) */

@@ -134,9 +134,11 @@ peak_status peak_rope_params_check(const peak_rope_params *p)
         return PEAK_ERR_INVALID_ARG;
     if (!scheme_ok(p))
         return PEAK_ERR_INVALID_ARG;
-    /* The scheme's own factor (YaRN's mscale ratio may be <= 0 or inf, the
-       scaled base may overflow) must be usable too. */
-    if (!finite_above(peak_rope_attention_factor(p), 0.0))
+    /* The factor, given or the scheme's own (YaRN's mscale ratio may be
+       <= 0 or inf), must be a positive float: it multiplies floats.  The
+       scaled base must not overflow either. */
+    const double af = peak_rope_attention_factor(p);
+    if (!finite_above(af, 0.0) || af > FLT_MAX)
         return PEAK_ERR_INVALID_ARG;
     return finite_above(scaled_base(p), 1.0) ? PEAK_OK : PEAK_ERR_INVALID_ARG;
 }
