@@ -35,9 +35,11 @@ void bench_register_attention(void);
    pe_add/<variant>/batch:<B>/seq_len:<S>/d_model:<D>/fly:<0|1>
    (bench-pe-add.c). */
 void bench_register_exp(void);
-/* RoPE: the cos/sin cache and the rotation of Q and K, against memcpy. */
-void bench_register_rope(void);
 void bench_register_pe_add(void);
+/* Registers rope_apply/<variant>/batch:<B>/seq_len:<L>/heads:<H>/head_dim:128/
+   cache:<0|1>/inplace:<0|1>/positions:<0|1> with its memcpy floor, and
+   rope_cache/<variant>/n_pos:<n>/rotary_dim:128/mode:<0|1> (bench-rope.c). */
+void bench_register_rope(void);
 
 /* Registers the machine's limits measured in the same run (bench-limits.c):
    memcpy/bytes:<n>, read/bytes:<n>, write/bytes:<n> (bandwidth in and out

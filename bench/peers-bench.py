@@ -9,7 +9,7 @@ Run it with the peers venv's interpreter (scripts/peers-venv.sh makes it):
       [--repetitions N] [--min-time S] [--out FILE] [--quick]
 
 peak: the checkout's python/ package, with the library from $PEAK_LIBRARY,
-else the first of build/, build-bench/ that holds libpeak.so.1 (the package's
+else the first of build/, build-bench/ that holds libpeak.so.2 (the package's
 own search then applies).  torch is required; onnxruntime (and onnx, to build
 the one-node models) is optional: without it the ONNX Runtime columns are
 left out, with a note.
@@ -54,6 +54,24 @@ spinning workers (OpenMP's, ORT's) have gone quiet before the next one runs.
 Reported: median, min and max seconds per call; speed-ups as the peer's
 median over peak's (> 1: peak is faster); every output's max abs
 difference from torch's, against a bound of 1e-4 * max|V|.
+
+RoPE (the JSON's "rope" list; needs transformers; --filter rope runs only
+these), against Hugging Face transformers' Llama code at rope_theta 10000,
+head_dim 128, each call timed as above:
+  rope-apply-q32-k8-l4096  modeling_llama.apply_rotary_pos_emb(q, k, cos,
+         sin) on q [1, 32, 4096, 128], k [1, 8, 4096, 128] (cos/sin from
+         LlamaRotaryEmbedding, given), against peak_rope_apply on the same
+         arrays (strides of [B, H, L, D]), Q then K, out of place into
+         preallocated arrays: from a cache holding HF's own cos/sin rows
+         (peak.h: then HF's bits exactly) and on the fly in HF_F32 mode
+         (within 2 ulp of HF's cos/sin); also hf_emb: HF's
+         LlamaRotaryEmbedding.forward plus apply_rotary_pos_emb
+  rope-cache-131072x128   LlamaRotaryEmbedding.forward for positions
+         0 .. 131071 (float32 cos and sin, [1, 131072, 128] each) against
+         peak_rope_cache's [131072, 128] table in HF_F32 mode (checked within
+         2 ulp of HF's) and EXACT mode (within 2^-22 of float64 cos/sin)
+  peak: the binding's rope_apply (layout "bhld") / rope_cache, on a
+  ThreadPool of n workers.
 """
 
 import argparse
@@ -124,7 +142,7 @@ def import_peak():
     """The checkout's binding; the library from PEAK_LIBRARY or a build dir."""
     if not os.environ.get("PEAK_LIBRARY"):
         for d in ("build", "build-bench"):
-            for name in ("libpeak.so.1", "libpeak.so"):
+            for name in ("libpeak.so.2", "libpeak.so"):
                 lib = os.path.join(ROOT, d, name)
                 if os.path.exists(lib):
                     os.environ["PEAK_LIBRARY"] = lib
@@ -523,6 +541,237 @@ def print_table(entries):
             f"  {diffs} / {e['bound']:.1e}{'' if e['agree'] else '  DISAGREE'}")
 
 
+# ---- RoPE: Hugging Face transformers' Llama rotary embedding ------------------------------
+
+# name, B, Hq, Hkv, L, head_dim, what
+ROPE_APPLY_SHAPES = [
+    ("rope-apply-q32-k8-l4096", 1, 32, 8, 4096, 128,
+     "RoPE Q [1,32,4096,128] + K [1,8,4096,128], half split"),
+]
+# name, positions, rotary_dim, what
+ROPE_CACHE_SHAPES = [
+    ("rope-cache-131072x128", 131072, 128, "RoPE cos/sin table, 131072 positions, rotary_dim 128"),
+]
+ROPE_GOALS = {"rope_apply": 4.0, "rope_cache": 10.0}
+ROPE_THETA = 10000.0
+
+
+class PeakRope:
+    """peak's RoPE calls through the binding (peak.rope_apply, peak.rope_cache)
+    on n workers (PeakThreads: a ThreadPool made once per count)."""
+
+    def __init__(self, peak):
+        self.peak, self.pt = peak, PeakThreads(peak)
+
+    def apply_call(self, y, x, n, cache=None):
+        """Rotates x ([B, H, L, D]) into y: from cache, else HF_F32 on the fly."""
+        kw = self.pt.kwargs(n)
+        if cache is not None:
+            return lambda: self.peak.rope_apply(x, layout="bhld", cache=cache, out=y, **kw)
+        return lambda: self.peak.rope_apply(x, layout="bhld", mode="hf", out=y, **kw)
+
+    def cache_call(self, out, n_pos, mode, n):
+        """Fills out with the table of positions 0 .. n_pos - 1, mode "hf" or "exact"."""
+        kw = self.pt.kwargs(n)
+        return lambda: self.peak.rope_cache(n_pos, out.shape[1], mode=mode, out=out, **kw)
+
+    def close(self):
+        self.pt.close()
+
+
+def hf_rotary(torch, head_dim, max_pos):
+    """transformers' LlamaRotaryEmbedding for rope_theta 10000, head_dim."""
+    from transformers import LlamaConfig
+    from transformers.models.llama import modeling_llama
+    cfg = LlamaConfig(vocab_size=32, hidden_size=2 * head_dim, intermediate_size=4 * head_dim,
+                      num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                      head_dim=head_dim, max_position_embeddings=max_pos,
+                      rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA})
+    return modeling_llama.LlamaRotaryEmbedding(cfg), modeling_llama.apply_rotary_pos_emb
+
+
+def ulps(np, a, b):
+    """Largest distance in float32 ulps between two float32 arrays."""
+    def ordered(x):
+        i = np.ascontiguousarray(x, dtype=np.float32).view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    return int(np.max(np.abs(ordered(a) - ordered(b))))
+
+
+def rope_apply_case(sh, n, np, torch, pr, data):
+    """peak_rope_apply on Q and K ([B, H, L, D] via strides, out of place
+    into preallocated arrays) against transformers' apply_rotary_pos_emb on
+    the same tensors; peak's cos/sin from a cache holding HF's own rows, and
+    on the fly (HF_F32 mode)."""
+    q, k, tq, tk, cos, sin, rotary, apply_rope, pos_ids = data
+    half = sh[5] // 2  # head_dim
+    cache = np.ascontiguousarray(np.concatenate(
+        [cos[0, :, :half].numpy(), sin[0, :, :half].numpy()], axis=1))  # [L, Dh]: HF's rows
+    qo, ko = np.empty_like(q), np.empty_like(k)
+    q_c, k_c = pr.apply_call(qo, q, n, cache), pr.apply_call(ko, k, n, cache)
+    q_f, k_f = pr.apply_call(qo, q, n), pr.apply_call(ko, k, n)
+    state = {}
+
+    def peak_cache():
+        q_c()
+        k_c()
+
+    def peak_fly():
+        q_f()
+        k_f()
+
+    def hf():
+        with torch.inference_mode():
+            state["hf"] = apply_rope(tq, tk, cos, sin)
+
+    def hf_emb():
+        with torch.inference_mode():
+            c, s = rotary(tq, pos_ids)
+            state["hf_emb"] = apply_rope(tq, tk, c, s)
+    impls = [("peak_cache", peak_cache), ("peak_fly", peak_fly), ("hf", hf),
+             ("hf_emb", hf_emb)]
+
+    def check():
+        """{label: max abs diff from HF} and {label: bound}: from HF's own
+        rows peak must give HF's bits (peak.h); on the fly its cos/sin are
+        within 2 ulp of HF's, so (|x| + |x'|) 2^-23 plus the rounding."""
+        hq, hk = (t.numpy() for t in state["hf"])
+        out = {}
+        for label, fn in (("peak_cache", peak_cache), ("peak_fly", peak_fly)):
+            fn()
+            out[label] = max(float(np.abs(qo - hq).max()), float(np.abs(ko - hk).max()))
+        xmax = max(float(np.abs(q).max()), float(np.abs(k).max()))
+        return out, {"peak_cache": 0.0, "peak_fly": xmax * 2.0 ** -20}
+    return impls, check, ["HF: transformers.models.llama.modeling_llama.apply_rotary_pos_emb"
+                          "(q, k, cos, sin) on [B, H, L, D] tensors, cos/sin from "
+                          "LlamaRotaryEmbedding; it allocates its outputs",
+                          "hf_emb: LlamaRotaryEmbedding.forward for positions 0..L-1, then "
+                          "apply_rotary_pos_emb (HF runs the first once per model forward)",
+                          "peak: peak.rope_apply(x, layout=\"bhld\", out=y) on the same "
+                          "arrays (peak_rope_apply, [b, l, h] strides {H*L*D, D, L*D}), Q then "
+                          "K, out of place into preallocated arrays; "
+                          "peak_cache reads a [L, 128] cache holding HF's cos/sin rows, "
+                          "peak_fly computes them (HF_F32 mode)"]
+
+
+def rope_cache_case(sh, n, np, torch, pr, rotary, pos_ids):
+    _, n_pos, rdim, _ = sh
+    hf_out = np.empty((n_pos, rdim), np.float32)
+    exact_out = np.empty((n_pos, rdim), np.float32)
+    peak_hf = pr.cache_call(hf_out, n_pos, "hf", n)
+    peak_exact = pr.cache_call(exact_out, n_pos, "exact", n)
+    x = torch.zeros(1, dtype=torch.float32)  # LlamaRotaryEmbedding reads its dtype and device
+    state = {}
+
+    def hf():
+        with torch.inference_mode():
+            state["hf"] = rotary(x, pos_ids)
+    impls = [("peak_hf_f32", peak_hf), ("peak_exact", peak_exact), ("hf", hf)]
+
+    def check():
+        """HF_F32 against HF's cos/sin in ulps (bound 2); EXACT against
+        float64 cos/sin of the exact angle (bound 2^-22)."""
+        cos, sin = (t[0, :, :rdim // 2].numpy() for t in state["hf"])
+        half = rdim // 2
+        u = max(ulps(np, hf_out[:, :half], cos), ulps(np, hf_out[:, half:], sin))
+        w = ROPE_THETA ** (-np.arange(0, rdim, 2, dtype=np.float64) / rdim)
+        a = np.arange(n_pos, dtype=np.float64)[:, None] * w
+        e = max(float(np.abs(exact_out[:, :half] - np.cos(a)).max()),
+                float(np.abs(exact_out[:, half:] - np.sin(a)).max()))
+        hf_err = max(float(np.abs(cos - np.cos(a)).max()), float(np.abs(sin - np.sin(a)).max()))
+        return ({"peak_hf_f32_ulps_vs_hf": u, "peak_exact_vs_float64": e,
+                 "hf_vs_float64": hf_err},
+                {"peak_hf_f32_ulps_vs_hf": 2, "peak_exact_vs_float64": 2.0 ** -22})
+    return impls, check, ["HF: LlamaRotaryEmbedding.forward(x, position_ids 0..n-1) in "
+                          "float32 -> cos, sin [1, n, 128] each (both halves; 2x peak's "
+                          "bytes)", "peak: peak_rope_cache -> [n, 128] rows of 64 cos then "
+                          "64 sin, HF_F32 (HF's float32 program) and EXACT mode"]
+
+
+def run_rope_case(family, sh, n, impls, check, notes, args, torch):
+    torch.set_num_threads(n)
+    samples, inner = measure(impls, args)
+    diffs, bounds = check()
+    med = {lab: median(s) for lab, s in samples.items()}
+    if family == "rope_apply":
+        speed = {"peak_cache_vs_hf": med["hf"] / med["peak_cache"],
+                 "peak_fly_vs_hf": med["hf"] / med["peak_fly"],
+                 "peak_fly_vs_hf_emb": med["hf_emb"] / med["peak_fly"]}
+        _, B, Hq, Hkv, L, Dh, _ = sh
+        shape = {"B": B, "Hq": Hq, "Hkv": Hkv, "L": L, "head_dim": Dh, "layout": "[B,H,L,D]"}
+    else:
+        speed = {"peak_hf_f32_vs_hf": med["hf"] / med["peak_hf_f32"],
+                 "peak_exact_vs_hf": med["hf"] / med["peak_exact"]}
+        shape = {"n_pos": sh[1], "rotary_dim": sh[2]}
+    return {
+        "family": family, "name": sh[0], "what": sh[-1], "threads": n, "shape": shape,
+        "median_s": med,
+        "min_s": {lab: min(s) for lab, s in samples.items()},
+        "max_s": {lab: max(s) for lab, s in samples.items()},
+        "samples": {lab: len(s) for lab, s in samples.items()},
+        "calls_per_sample": inner, "speedup_vs_hf": speed,
+        "diffs": diffs, "bounds": bounds,
+        "agree": all(diffs[k] <= b for k, b in bounds.items()),
+        "goal": ROPE_GOALS[family], "notes": notes,
+    }
+
+
+def run_rope(args, rx, np, torch, peak, rng):
+    entries = []
+    todo_a = [s for s in ROPE_APPLY_SHAPES if not rx or rx.search(s[0])]
+    todo_c = [s for s in ROPE_CACHE_SHAPES if not rx or rx.search(s[0])]
+    if not todo_a and not todo_c:
+        return entries
+    try:
+        import transformers  # noqa: F401
+    except ImportError as e:
+        log(f"peers-bench: RoPE left out: transformers not importable ({e})")
+        return entries
+    if not (hasattr(peak, "rope_apply") and hasattr(peak, "rope_cache")):
+        log("peers-bench: RoPE left out: this peak binding has no rope_apply / rope_cache")
+        return entries
+    pr = PeakRope(peak)
+    for sh in todo_a:
+        _, B, Hq, Hkv, L, Dh, _ = sh
+        rotary, apply_rope = hf_rotary(torch, Dh, max(L, 4096))
+        q = rng.standard_normal((B, Hq, L, Dh), dtype=np.float32)
+        k = rng.standard_normal((B, Hkv, L, Dh), dtype=np.float32)
+        tq, tk = torch.from_numpy(q), torch.from_numpy(k)
+        pos_ids = torch.arange(L, dtype=torch.int64)[None].expand(B, L)
+        with torch.inference_mode():
+            cos, sin = rotary(tq, pos_ids)
+        data = (q, k, tq, tk, cos, sin, rotary, apply_rope, pos_ids)
+        for n in args.threads:
+            log(f"peers-bench: {sh[0]}, {n} thread{'s' if n > 1 else ''}")
+            impls, check, notes = rope_apply_case(sh, n, np, torch, pr, data)
+            entries.append(run_rope_case("rope_apply", sh, n, impls, check, notes, args, torch))
+    for sh in todo_c:
+        _, n_pos, rdim, _ = sh
+        rotary, _ = hf_rotary(torch, rdim, n_pos)
+        pos_ids = torch.arange(n_pos, dtype=torch.int64)[None]
+        for n in args.threads:
+            log(f"peers-bench: {sh[0]}, {n} thread{'s' if n > 1 else ''}")
+            impls, check, notes = rope_cache_case(sh, n, np, torch, pr, rotary, pos_ids)
+            entries.append(run_rope_case("rope_cache", sh, n, impls, check, notes, args, torch))
+    pr.close()
+    return entries
+
+
+def print_rope_table(entries):
+    if not entries:
+        return
+    log("")
+    log(f"{'RoPE case':<26} {'thr':>3}  medians; speed-ups (HF / peak)")
+    for e in entries:
+        m = e["median_s"]
+        times = ", ".join(f"{k} {fmt_t(v)}" for k, v in m.items())
+        sp = ", ".join(f"{k} {v:.2f}x" for k, v in e["speedup_vs_hf"].items())
+        d = ", ".join(f"{k} {v:.2g}" for k, v in e["diffs"].items())
+        log(f"{e['name']:<26} {e['threads']:>3}  {times}")
+        log(f"{'':<26} {'':>3}  {sp} (goal {e['goal']:g}x); {d}"
+            f"{'' if e['agree'] else '  DISAGREE'}")
+
+
 def main(argv):
     args = parse_args(argv)
     import numpy as np
@@ -559,7 +808,10 @@ def main(argv):
             entries.append(run_case("softmax", sh, n, impls, results, bound, notes, args,
                                     torch, np))
     pt.close()
-    print_table(entries)
+    rope_entries = run_rope(args, rx, np, torch, peak, rng)
+    if entries:
+        print_table(entries)
+    print_rope_table(rope_entries)
 
     def ver(mod):
         return getattr(mod, "__version__", None) if mod is not None else None
@@ -573,6 +825,7 @@ def main(argv):
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "torch_parallel_info": torch.__config__.parallel_info().splitlines()[:12],
         "onnxruntime_version": ver(ort), "onnx_version": ver(onnx),
+        "transformers_version": ver(sys.modules.get("transformers")),
         "onnxruntime_missing": ort_why, "numpy_version": np.__version__,
         "threads": args.threads, "repetitions": args.repetitions,
         "min_time_s": args.min_time, "warmup": args.warmup, "gap_s": args.gap,
@@ -581,14 +834,14 @@ def main(argv):
         "tolerance": f"max abs diff from torch <= {TOL:g} * max|V| (softmax: {TOL:g})",
         "speedup": "peer median time / peak median time (> 1: peak is faster)",
     }
-    doc = {"context": ctx, "results": entries}
+    doc = {"context": ctx, "results": entries, "rope": rope_entries}
     text = json.dumps(doc, indent=1, sort_keys=True)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text + "\n")
     else:
         print(text)
-    bad = [e["name"] for e in entries if not e["agree"]]
+    bad = [e["name"] for e in entries + rope_entries if not e["agree"]]
     if bad:
         log(f"peers-bench: outputs disagree with torch beyond the bound: {', '.join(bad)}")
         return 1

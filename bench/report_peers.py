@@ -2,10 +2,10 @@
 bench/report.py, the entry point): peers-bench.py's JSON (peak against
 PyTorch 2.x's scaled_dot_product_attention and ONNX Runtime's
 MultiHeadAttention / GroupQueryAttention at 1 and 2 threads, softmax against
-torch.softmax) as tables and goals, and the scaling table: peak's measured
-2-thread over 1-thread speed-up beside the curve bench_replay simulates for
-N = 2 ... 192 workers.  Both inputs are optional; a section whose input is
-missing says so.
+torch.softmax, RoPE against Hugging Face transformers) as tables and goals,
+and the scaling table: peak's measured 2-thread over 1-thread speed-up
+beside the curve bench_replay simulates for N = 2 ... 192 workers.  Both
+inputs are optional; a section whose input is missing says so.
 """
 
 import json
@@ -30,7 +30,7 @@ def load_json(path):
 
 def load_peers(path):
     doc = load_json(path)
-    return doc if doc and doc.get("results") else None
+    return doc if doc and (doc.get("results") or doc.get("rope")) else None
 
 
 def load_replay(path):
@@ -173,6 +173,52 @@ def md_peer_goals(rows):
     return out
 
 
+# ---- RoPE against transformers ----------------------------------------------------------
+
+# The speed-ups peers-bench.py reports for each RoPE family, and what they
+# compare: HF's median over peak's.
+ROPE_RATIOS = {
+    "rope_apply": [("peak_cache_vs_hf", "peak from a cache vs apply_rotary_pos_emb"),
+                   ("peak_fly_vs_hf", "peak on the fly vs apply_rotary_pos_emb"),
+                   ("peak_fly_vs_hf_emb", "peak on the fly vs LlamaRotaryEmbedding + apply")],
+    "rope_cache": [("peak_hf_f32_vs_hf", "peak HF_F32 vs LlamaRotaryEmbedding.forward"),
+                   ("peak_exact_vs_hf", "peak EXACT vs LlamaRotaryEmbedding.forward")],
+}
+
+
+def md_rope(doc):
+    """peers-bench.py's "rope" entries: medians, speed-ups against
+    transformers and the goals (>= 4x the rotation, >= 10x the table)."""
+    entries = doc.get("rope") or []
+    if not entries:
+        return []
+    out = ["### RoPE against Hugging Face transformers", "",
+           "peak_rope_apply on q [1, 32, 4096, 128] and k [1, 8, 4096, 128] (HF's [B, H, L, D], "
+           "out of place) against transformers' Llama apply_rotary_pos_emb with the same "
+           "cos/sin, and peak_rope_cache's 131072 x 128 table against LlamaRotaryEmbedding."
+           "forward for positions 0 .. 131071 (float32), at equal thread counts.  "
+           "Ratios: HF median / peak median.", "",
+           "| case | threads | medians | comparison | HF / peak | goal | |",
+           "|---|---|---|---|---|---|---|"]
+    met = total = 0
+    for e in entries:
+        times = ", ".join(f"{k} {fmt_time(v)}" for k, v in e["median_s"].items())
+        case, thr = e.get("what", e["name"]), e["threads"]
+        for key, what in ROPE_RATIOS.get(e["family"], []):
+            r = e.get("speedup_vs_hf", {}).get(key)
+            ok = r is not None and r >= e.get("goal", 0)
+            met += ok
+            total += 1
+            out.append(f"| {case} | {thr} | {times} | {what} | "
+                       f"{_x(r)} | >= {e.get('goal', 0):g}x | {'met' if ok else 'missed'} |")
+            case = thr = times = ""  # the entry's further ratios: one cell each
+    diffs = "; ".join(f"{e['name']} ({e['threads']} thr): " + ", ".join(
+        f"{k} {v:.2g}" for k, v in e.get("diffs", {}).items()) +
+        ("" if e.get("agree", True) else " **disagree**") for e in entries)
+    out += ["", f"{met} of {total} met.  Checks (max abs difference, or ulps): {diffs}."]
+    return out
+
+
 # ---- scaling -----------------------------------------------------------------------------
 
 def _pair(t):
@@ -309,6 +355,8 @@ def md_sections(peers_doc, peers_path, replay_doc, replay_path, bench_threads=No
                "peak >= 1.3x torch's scaled_dot_product_attention on every attention shape "
                "and >= 1.5x torch.softmax, at 1 and at 2 threads.", ""]
         md += md_peer_goals(peer_goal_rows(peers_doc)) + [""]
+        rope = md_rope(peers_doc)
+        md += rope + [""] if rope else []
     rows, workers = scaling_rows(peers_doc, replay_doc, bench_threads)
     md += ["## Thread scaling", "",
            "Measured: peak's median time at 1 thread and the 1-thread over 2-thread ratio "
