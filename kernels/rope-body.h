@@ -74,31 +74,25 @@ void PEAK_TIER_FN(peak_f32_rope_cache)(float *out, ptrdiff_t ld_out, size_t n_ro
 
 /* ---- the rotation -------------------------------------------------------- */
 
-/* y = x C + partner(x) S (rope.h) over n-element halves: partner of the
-   first half is the second and back.  Both halves are loaded before
-   either is stored, so y may be x. */
-static inline void rope_half_split(float *y, const float *x, const float *c2, const float *s2,
+/* The half-split rotation (rope.h) over n-element halves, c and s the
+   row's cosines and sines.  Both halves are loaded before either is
+   stored, so y may be x. */
+static inline void rope_half_split(float *y, const float *x, const float *c, const float *s,
                                    size_t n)
 {
     size_t i = 0;
     for (; i + PEAK_VF_LANES <= n; i += PEAK_VF_LANES) {
         const peak_vf a = peak_vf_loadu(x + i), b = peak_vf_loadu(x + n + i);
-        peak_vf_storeu(y + i, peak_vf_add(peak_vf_mul(a, peak_vf_loadu(c2 + i)),
-                                          peak_vf_mul(b, peak_vf_loadu(s2 + i))));
-        peak_vf_storeu(y + n + i, peak_vf_add(peak_vf_mul(b, peak_vf_loadu(c2 + n + i)),
-                                              peak_vf_mul(a, peak_vf_loadu(s2 + n + i))));
+        const peak_vf vc = peak_vf_loadu(c + i), vs = peak_vf_loadu(s + i);
+        peak_vf_storeu(y + i, peak_vf_sub(peak_vf_mul(a, vc), peak_vf_mul(b, vs)));
+        peak_vf_storeu(y + n + i, peak_vf_add(peak_vf_mul(b, vc), peak_vf_mul(a, vs)));
     }
     if (i < n) {
         const size_t m = n - i;
         const peak_vf a = peak_vf_load_first(x + i, m), b = peak_vf_load_first(x + n + i, m);
-        peak_vf_store_first(y + i,
-                            peak_vf_add(peak_vf_mul(a, peak_vf_load_first(c2 + i, m)),
-                                        peak_vf_mul(b, peak_vf_load_first(s2 + i, m))),
-                            m);
-        peak_vf_store_first(y + n + i,
-                            peak_vf_add(peak_vf_mul(b, peak_vf_load_first(c2 + n + i, m)),
-                                        peak_vf_mul(a, peak_vf_load_first(s2 + n + i, m))),
-                            m);
+        const peak_vf vc = peak_vf_load_first(c + i, m), vs = peak_vf_load_first(s + i, m);
+        peak_vf_store_first(y + i, peak_vf_sub(peak_vf_mul(a, vc), peak_vf_mul(b, vs)), m);
+        peak_vf_store_first(y + n + i, peak_vf_add(peak_vf_mul(b, vc), peak_vf_mul(a, vs)), m);
     }
 }
 
@@ -125,13 +119,13 @@ static inline void rope_interleaved(float *y, const float *x, const float *c2, c
     }
 }
 
-static void rope_head(float *y, const float *x, const float *cs2, size_t r,
+static void rope_head(float *y, const float *x, const float *cs, size_t r,
                       const peak_rope_desc *d, bool copy_tail)
 {
     if (d->pairing == PEAK_ROPE_HALF_SPLIT)
-        rope_half_split(y, x, cs2, cs2 + r, r / 2);
+        rope_half_split(y, x, cs, cs + r / 2, r / 2);
     else
-        rope_interleaved(y, x, cs2, cs2 + r, r);
+        rope_interleaved(y, x, cs, cs + r, r);
     if (copy_tail && d->head_dim > r)
         memcpy(y + r, x + r, (d->head_dim - r) * sizeof *y);
 }

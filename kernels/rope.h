@@ -138,32 +138,29 @@ peak_rope_rows_run(float *out, ptrdiff_t ld_out, size_t n_rows, size_t pos0, con
 
 /* ---- the rotation -------------------------------------------------------- */
 
-/* Both pairings are y = x C + partner(x) S elementwise over the rotary_dim
-   columns, with C and S the token's cos/sin row expanded once per token
-   (and shared by its heads):
-     half-split:   C = [c, c],              S = [-s, s],
-                   partner(x) = [x_n .. x_2n-1, x_0 .. x_n-1];
-     interleaved:  C = [c0, c0, c1, c1 ..], S = [-s0, s0, -s1, s1 ..],
-                   partner(x) = x with each pair swapped.
-   x (-s) = -(x s) exactly, so x c + partner (-s) rounds as transformers'
-   q * cos + rotate_half(q) * sin: two products, one add. */
-typedef void (*peak_rope_head_fn)(float *y, const float *x, const float *cs2, size_t r,
+/* With c, s the token's cos/sin (its cache row: n cosines, n sines):
+     half-split:   y_i = x_i c_i - x_{n+i} s_i,  y_{n+i} = x_{n+i} c_i + x_i s_i,
+                   straight from the row;
+     interleaved:  y = x C + swap_pairs(x) S with the row expanded once per
+                   token (and shared by its heads) into C = [c0, c0, c1, c1
+                   ..], S = [-s0, s0, -s1, s1 ..].
+   a - b s = a + b (-s) exactly, so both round as transformers'
+   q * cos + rotate_half(q) * sin: two products, one add or subtract.
+   cs: the row (half-split) or the expansion [C | S] (interleaved). */
+typedef void (*peak_rope_head_fn)(float *y, const float *x, const float *cs, size_t r,
                                   const peak_rope_desc *desc, bool copy_tail);
 
-/* cs2[0 .. r) = C, cs2[r .. 2r) = S of cache row `row`. */
-static inline void peak_rope_expand(float *cs2, const float *row, size_t r,
-                                    peak_rope_pairing pairing)
+/* cs2[0 .. r) = C, cs2[r .. 2r) = S of cache row `row` (interleaved). */
+static inline void peak_rope_expand(float *cs2, const float *row, size_t r)
 {
     const size_t n = r / 2;
     float *c2 = cs2, *s2 = cs2 + r;
     for (size_t i = 0; i < n; i++) {
         const float c = row[i], s = row[n + i];
-        const size_t lo = pairing == PEAK_ROPE_HALF_SPLIT ? i : 2 * i;
-        const size_t hi = pairing == PEAK_ROPE_HALF_SPLIT ? n + i : 2 * i + 1;
-        c2[lo] = c;
-        c2[hi] = c;
-        s2[lo] = -s;
-        s2[hi] = s;
+        c2[2 * i] = c;
+        c2[2 * i + 1] = c;
+        s2[2 * i] = -s;
+        s2[2 * i + 1] = s;
     }
 }
 
@@ -211,12 +208,14 @@ peak_rope_apply_run(float *y, const float *x, const peak_rope_desc *d, const pea
         }
         for (size_t t = 0; t < m; t++) {
             const float *row = cache ? cache + peak_rope_position(d, b, l + t) * r : rows + t * r;
-            peak_rope_expand(cs2, row, r, d->pairing);
+            const bool expand = d->pairing == PEAK_ROPE_INTERLEAVED;
+            if (expand)
+                peak_rope_expand(cs2, row, r);
             const ptrdiff_t xo = (ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)(l + t) * d->x_stride[1];
             const ptrdiff_t yo = (ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)(l + t) * d->y_stride[1];
             for (size_t h = 0; h < d->heads; h++)
                 head(y + yo + (ptrdiff_t)h * d->y_stride[2], x + xo + (ptrdiff_t)h * d->x_stride[2],
-                     cs2, r, d, copy_tail);
+                     expand ? cs2 : row, r, d, copy_tail);
         }
     }
 }

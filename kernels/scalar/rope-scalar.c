@@ -39,17 +39,23 @@ void peak_f32_rope_cache__scalar(float *out, ptrdiff_t ld_out, size_t n_rows, si
 }
 
 /* Both elements of a pair are read before either is written: y may be x. */
-static void rotate_head(float *y, const float *x, const float *cs2, size_t r,
+static void rotate_head(float *y, const float *x, const float *cs, size_t r,
                         const peak_rope_desc *d, bool copy_tail)
 {
     const size_t n = r / 2;
-    const float *c2 = cs2, *s2 = cs2 + r;
-    const size_t step = d->pairing == PEAK_ROPE_HALF_SPLIT ? n : 1;
-    for (size_t i = 0; i < n; i++) {
-        const size_t lo = d->pairing == PEAK_ROPE_HALF_SPLIT ? i : 2 * i, hi = lo + step;
-        const float a = x[lo], b = x[hi];
-        y[lo] = a * c2[lo] + b * s2[lo];
-        y[hi] = b * c2[hi] + a * s2[hi];
+    if (d->pairing == PEAK_ROPE_HALF_SPLIT) {
+        for (size_t i = 0; i < n; i++) { /* cs: the row, c then s */
+            const float a = x[i], b = x[n + i], c = cs[i], s = cs[n + i];
+            y[i] = a * c - b * s;
+            y[n + i] = b * c + a * s;
+        }
+    } else {
+        const float *c2 = cs, *s2 = cs + r; /* cs: the expansion */
+        for (size_t i = 0; i < n; i++) {
+            const float a = x[2 * i], b = x[2 * i + 1];
+            y[2 * i] = a * c2[2 * i] + b * s2[2 * i];
+            y[2 * i + 1] = b * c2[2 * i + 1] + a * s2[2 * i + 1];
+        }
     }
     if (copy_tail && d->head_dim > r)
         memcpy(y + r, x + r, (d->head_dim - r) * sizeof *y);
