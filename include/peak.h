@@ -830,6 +830,95 @@ typedef struct peak_mask {
 #define PEAK_MASK_DEFAULT {0, PEAK_ALIGN_TOP_LEFT, 0, 0, NULL, NULL, {0, 0, 0}, NULL, {0, 0, 0}}
 
 /* ------------------------------------------------------------------------ */
+/* Logit options (shared by softmax and attention)                            */
+/* ------------------------------------------------------------------------ */
+
+/** @brief Which distance the ALiBi bias grows with (peak_logits::alibi). */
+typedef enum peak_alibi {
+    PEAK_ALIBI_NONE = 0,     /**< No ALiBi bias. */
+    PEAK_ALIBI_CAUSAL = 1,   /**< distance = qpos - j (BLOOM, MPT, Falcon;
+                                  negative, so a bonus, for keys after qpos
+                                  when the mask lets a row see them). */
+    PEAK_ALIBI_SYMMETRIC = 2 /**< distance = |qpos - j| (bidirectional
+                                  encoders). */
+} peak_alibi;
+
+/**
+ * @brief What current decoders do to the attention logits besides scaling
+ *        and masking: soft-capping (Gemma 2), ALiBi (BLOOM, MPT, Falcon-RW)
+ *        and attention sinks (gpt-oss, StreamingLLM).  A field of
+ *        peak_softmax_desc and peak_attention_desc; start from
+ *        PEAK_LOGITS_DEFAULT (every option off).
+ *
+ * For score row (b, h, i) -- h the query head -- and key j, in this order:
+ *   1. s = x * scale (softmax) or q . k * scale (attention);
+ *   2. soft-capping, when softcap > 0: s = softcap * tanh(s / softcap),
+ *      before every mask, so a masked key stays masked (the other order was
+ *      onnxruntime#28379); +-inf scores become +-softcap;
+ *   3. ALiBi, when alibi != PEAK_ALIBI_NONE: s += -slope[h] * distance,
+ *      with qpos as peak_mask defines it (q_offset and the causal alignment
+ *      included, whether or not the mask is causal);
+ *   4. the additive mask (peak_mask::bias), then the other masks;
+ *   5. sinks, when sinks != NULL: the row's softmax denominator takes one
+ *      more term e^sink[h], which has no value (no probability is output
+ *      for it, no V row is read for it): probabilities sum to less than 1.
+ * peak_softmax forms steps 1-4 in float (each operation rounded once:
+ * t = s / softcap, tanh(t) by the library's own vector tanh, its product
+ * with softcap; (float)distance, its product with the slope, the sum), the
+ * same bits on every tier; peak_attention's accuracy bounds count |ALiBi|
+ * with |bias|.
+ *
+ * ALiBi slopes: slopes[h * alibi_slopes_stride] when alibi_slopes is not
+ * NULL (finite, >= 0), else peak_alibi_slopes() of the call's head count
+ * (Press et al. 2022; BLOOM's rule for head counts that are not powers of
+ * two).  The bias is added as -slope * distance (the ALiBi paper's form);
+ * implementations that add slope * j instead (BLOOM's, ggml's) give the
+ * same softmax and a log-sum-exp larger by slope * qpos: peak_attention's
+ * lse is that of the distance form.  distance is exact in float up to
+ * 2^24; beyond, it is rounded once (relative 2^-24), and the product keeps
+ * its relative accuracy at any position.
+ *
+ * Sinks: sinks[h * sinks_stride] (stride 0: one sink for every head),
+ * finite.  The sink joins the row's maximum and sum: y_j = e^(s_j - m') /
+ * (sum_k e^(s_k - m') + e^(sink - m')), m' = max(m, sink); peak_attention's
+ * lse includes it (log(sum e^s + e^sink)).  A row with no visible key, or
+ * whose visible scores are all -inf, is still all zeros (attention: O = 0,
+ * lse = sink, the log of the sink's term alone); a visible NaN or +inf
+ * score still makes the row NaN.
+ */
+typedef struct peak_logits {
+    float softcap;               /**< 0: off; else a positive finite cap. */
+    peak_alibi alibi;            /**< PEAK_ALIBI_NONE: no ALiBi. */
+    const float *alibi_slopes;   /**< [heads] or NULL: peak_alibi_slopes(). */
+    ptrdiff_t alibi_slopes_stride; /**< Between heads, in elements (>= 0). */
+    const float *sinks;          /**< [heads] sink logits, or NULL: none. */
+    ptrdiff_t sinks_stride;      /**< Between heads (>= 0; 0 broadcasts). */
+} peak_logits;
+
+/** @brief Every logit option off. */
+#define PEAK_LOGITS_DEFAULT {0.0f, PEAK_ALIBI_NONE, NULL, 0, NULL, 0}
+
+/**
+ * @brief The ALiBi slopes of a model with `heads` attention heads:
+ *        slopes[h] for h < heads, float32.
+ *
+ * For n = heads a power of two, slope[h] = 2^(-8 (h + 1) / n).  Otherwise,
+ * with p the largest power of two below n: the p slopes of p heads, then
+ * the slopes of 2p heads at odd h' = 1, 3, 5, ... for the remaining n - p
+ * heads (2^(-4 h' / p) for h' = 1, 3, ..., 2 (n - p) - 1).  Each is the
+ * exact value rounded once to float (the power is computed in double).
+ * @param[out] slopes  [heads] float32, contiguous.
+ * @param heads  number of query heads, 1 to 2^20.
+ * @return PEAK_OK, or an error (below).
+ * @errors PEAK_ERR_INVALID_ARG for NULL slopes or heads 0;
+ *   PEAK_ERR_OUT_OF_RANGE for heads above 2^20.
+ * @threadsafety Reentrant.
+ * @source Press, Smith and Lewis 2022 (ALiBi), sec. 3; BigScience BLOOM's
+ *   build_alibi_tensor for head counts that are not powers of two.
+ */
+PEAK_API peak_status peak_alibi_slopes(float *slopes, size_t heads);
+
+/* ------------------------------------------------------------------------ */
 /* Masked softmax                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -845,10 +934,13 @@ typedef struct peak_softmax_desc {
     ptrdiff_t y_stride[3]; /**< For b, h, i; j contiguous. */
     float scale;           /**< Multiplies x before the mask; 0: 1. */
     peak_mask mask;        /**< Which keys each row sees. */
+    peak_logits logits;    /**< Soft-capping, ALiBi, sinks (peak_logits). */
 } peak_softmax_desc;
 
-/** @brief Zero sizes and strides (set them), scale 1, no mask. */
-#define PEAK_SOFTMAX_DESC_DEFAULT {0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, 0.0f, PEAK_MASK_DEFAULT}
+/** @brief Zero sizes and strides (set them), scale 1, no mask, no logit
+    options. */
+#define PEAK_SOFTMAX_DESC_DEFAULT                                                \
+    {0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, 0.0f, PEAK_MASK_DEFAULT, PEAK_LOGITS_DEFAULT}
 
 /**
  * @brief Masked row softmax: y[b,h,i,:] = softmax_j(x[b,h,i,j] * scale +
@@ -1011,13 +1103,14 @@ typedef struct peak_attention_desc {
     /** Rotary embedding of Q and K done by the call itself, or NULL: none.
         See peak_attention_rope. */
     const struct peak_attention_rope *rope;
+    peak_logits logits; /**< Soft-capping, ALiBi, sinks (peak_logits). */
 } peak_attention_desc;
 
 /** @brief Zero sizes and strides (set them), kv_heads = heads, Dv = Dh,
     scale 1/sqrt(Dh), no mask, no lse. */
 #define PEAK_ATTENTION_DESC_DEFAULT                                              \
     {0, 0, 0, 0, 0, 0, 0, 0.0f, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},     \
-     PEAK_MASK_DEFAULT, NULL, {0, 0, 0}, NULL}
+     PEAK_MASK_DEFAULT, NULL, {0, 0, 0}, NULL, PEAK_LOGITS_DEFAULT}
 
 /**
  * @brief Bytes of scratch memory peak_attention() needs for desc on the

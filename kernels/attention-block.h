@@ -30,6 +30,18 @@ typedef struct attention_block {
     size_t head[PEAK_ATTENTION_BQ], pos[PEAK_ATTENTION_BQ];
     const uint8_t *keep[PEAK_ATTENTION_BQ];
     const float *bias[PEAK_ATTENTION_BQ];
+    /* The logit options (peak_logits), set by attention_block_logits. */
+    bool capped;        /* soft-capping at softcap */
+    float softcap;
+    bool alibi;
+    bool symmetric;     /* PEAK_ALIBI_SYMMETRIC */
+    bool has_sink;
+    bool shifted;       /* the finish adds the shift (ALiBi) or the sink */
+    float slope[PEAK_ATTENTION_BQ]; /* 0 past the block */
+    /* ALiBi from key aref, and the row's shift (attention_alibi_ref). */
+    int64_t aref[PEAK_ATTENTION_BQ];
+    double shift[PEAK_ATTENTION_BQ];
+    float sink[PEAK_ATTENTION_BQ];
 } attention_block;
 
 static inline const float *attention_q_row(const float *q, const peak_attention_desc *d, size_t b,
@@ -73,6 +85,40 @@ static inline void attention_block_rows(attention_block *blk, size_t kvh, size_t
         blk->lo[r] = blk->hi[r] = 0; /* rows past the block see nothing */
         blk->keep[r] = NULL;
         blk->bias[r] = NULL;
+    }
+}
+
+/* The logit options of the block's rows, from their key ranges before
+   they are narrowed to the part's (attention_block_clip: every chunk of a
+   split row takes the same ALiBi frame): slopes, reference keys, shifts
+   and sinks; rows past the block get slope 0 and no shift.  A chunk of a
+   split call's keys (chunk) leaves the shift and the sink to the merge
+   (attention-logits.h). */
+static inline void attention_block_logits(attention_block *blk, bool chunk)
+{
+    const peak_attention_desc *d = blk->d;
+    const peak_logits *lg = &d->logits;
+    blk->capped = !peak_f32_is_zero(lg->softcap);
+    blk->softcap = lg->softcap;
+    blk->alibi = lg->alibi != PEAK_ALIBI_NONE;
+    blk->symmetric = lg->alibi == PEAK_ALIBI_SYMMETRIC;
+    blk->has_sink = lg->sinks != NULL && !chunk;
+    blk->shifted = (blk->alibi && !chunk) || blk->has_sink;
+    if (!blk->alibi && !blk->has_sink)
+        return;
+    for (size_t r = 0; r < PEAK_ATTENTION_BQ; r++) {
+        blk->slope[r] = blk->sink[r] = 0.0f;
+        blk->aref[r] = 0;
+        blk->shift[r] = 0.0;
+        if (r >= blk->rows)
+            continue;
+        const peak_logit_row lr = peak_logit_row_of(lg, &d->mask, d->heads, blk->head[r],
+                                                    blk->pos[r], d->q_len, d->kv_len);
+        blk->sink[r] = lr.sink;
+        if (blk->alibi) {
+            blk->slope[r] = lr.slope;
+            attention_alibi_ref(&lr, blk->lo[r], blk->hi[r], &blk->aref[r], &blk->shift[r]);
+        }
     }
 }
 

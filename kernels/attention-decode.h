@@ -3,10 +3,12 @@
  * include that, not this): parts of fewer than PEAK_ATTENTION_VW / 2 query
  * rows per kv head (decode, a small MQA group, a kv head's last few rows)
  * are vectorised along head_dim instead of rows, several kv heads' rows
- * walking the keys in step (attention_rows_run).  Also attention_lse, the log-sum-exp of a finished
- * row, which the tile path's finish uses too.  Expects the fold interval
- * (attention-tile.h), the row addresses (attention-block.h), attention_ws
- * and the row path's micro-kernels isa_dot, isa_row_exp, isa_row_pv.
+ * walking the keys in step (attention_rows_run), with the logit options
+ * (the cap, ALiBi in the bias array, the sink at the finish).  Also
+ * attention_lse, the log-sum-exp of a finished row, which the tile path's
+ * finish uses too.  Expects the fold interval (attention-tile.h), the row
+ * addresses (attention-block.h), attention_ws and the row path's
+ * micro-kernels isa_dot, isa_row_softcap, isa_row_exp, isa_row_pv.
  */
 #ifndef PEAK_ATTENTION_DECODE_H
 #define PEAK_ATTENTION_DECODE_H
@@ -22,6 +24,19 @@ static inline float attention_row_scores(float *s, const float *q, const float *
     float m = -INFINITY;
     for (size_t j = 0; j < n; j++) {
         s[j] = b[j] == -INFINITY ? -INFINITY : isa_dot(q, kp[j], dh) * scale + b[j];
+        m = s[j] > m ? s[j] : m;
+    }
+    return m;
+}
+
+/* The cap of a tile's scaled scores (a masked key's -inf becomes -cap,
+   then -inf again), then b[j] added; returns their max (NaN ignored). */
+static inline float attention_row_cap(float *s, const float *b, float cap, size_t n)
+{
+    isa_row_softcap(s, cap, n);
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = b[j] == -INFINITY ? -INFINITY : s[j] + b[j];
         m = s[j] > m ? s[j] : m;
     }
     return m;
@@ -44,6 +59,10 @@ typedef struct attention_row_state {
     const uint8_t *keep;     /* element masks of the row, or NULL */
     const float *bias;
     size_t lo, hi, head, pos; /* keys [lo, hi) by the key-range masks */
+    float slope;             /* ALiBi (0 without), from key aref, */
+    int64_t aref;            /* shift added at the finish, as the */
+    double shift;            /* tile path's (attention_alibi_ref) */
+    float sink;              /* with d->logits.sinks */
     float m, l;
     float *acc;              /* round16(v_head_dim) floats */
     float m2, l2, *acc2;     /* the folded sums, as attention_fold's */
@@ -93,6 +112,25 @@ static inline void attention_row_tile(const peak_attention_desc *d, const attent
         w->kp[j] = r->k + (ptrdiff_t)key * d->k_stride[1];
         w->vp[j] = vis ? r->v + (ptrdiff_t)key * d->v_stride[1] : NULL;
     }
+    if (d->logits.alibi != PEAK_ALIBI_NONE) { /* as isa_logits' */
+        const float base = (float)(r->aref - (int64_t)t0);
+        if (d->logits.alibi == PEAK_ALIBI_SYMMETRIC)
+            for (size_t j = 0; j < n; j++)
+                bias[j] -= r->slope * fabsf(base - (float)j);
+        else
+            for (size_t j = 0; j < n; j++)
+                bias[j] -= r->slope * (base - (float)j);
+    }
+    /* With a cap, the scores are the scaled dots first (b: the mask
+       alone), capped, then take the bias and ALiBi. */
+    const bool capped = !peak_f32_is_zero(d->logits.softcap);
+    const float *b = bias;
+    if (capped) {
+        float *mask = w->bt + PEAK_ATTENTION_BC;
+        for (size_t j = 0; j < n; j++)
+            mask[j] = bias[j] == -INFINITY ? -INFINITY : 0.0f;
+        b = mask;
+    }
     /* The row's next tile is requested a few keys at a time between the
        scores, so that the misses stay in flight while this tile computes
        (requested all at once, they stall on the line fill buffers and the
@@ -101,11 +139,13 @@ static inline void attention_row_tile(const peak_attention_desc *d, const attent
     for (size_t j0 = 0; j0 < n; j0 += PEAK_ATTENTION_ROW_CHUNK) {
         const size_t nc = n - j0 < PEAK_ATTENTION_ROW_CHUNK ? n - j0 : PEAK_ATTENTION_ROW_CHUNK;
         const float mc =
-            attention_row_scores(s + j0, r->q, w->kp + j0, bias + j0, d->scale, nc, d->head_dim);
+            attention_row_scores(s + j0, r->q, w->kp + j0, b + j0, d->scale, nc, d->head_dim);
         mt = mc > mt ? mc : mt;
         for (size_t j = j0; j < j0 + nc; j++)
             attention_prefetch_key(d, r, t0 + PEAK_ATTENTION_BC + j);
     }
+    if (capped)
+        mt = attention_row_cap(s, bias, d->logits.softcap, n);
     const float mn = mt > r->m ? mt : r->m;
     const float ms = mn == -INFINITY ? 0.0f : mn; /* as in the tiled path */
     const float alpha = isnan(r->m) ? NAN : r->m == -INFINITY ? 0.0f : expf(r->m - ms);
@@ -150,6 +190,18 @@ static inline void attention_row_begin(attention_row_state *r, const peak_attent
     r->hi = kr.hi < khi ? kr.hi : khi;
     if (r->lo > r->hi)
         r->lo = r->hi;
+    r->slope = r->sink = 0.0f;
+    r->aref = 0;
+    r->shift = 0.0;
+    if (d->logits.alibi != PEAK_ALIBI_NONE || d->logits.sinks) {
+        const peak_logit_row lr = peak_logit_row_of(&d->logits, &d->mask, d->heads, r->head,
+                                                    r->pos, d->q_len, d->kv_len);
+        r->sink = lr.sink;
+        r->slope = lr.slope;
+        /* The frame of the row's whole range, as attention_block_logits. */
+        if (d->logits.alibi != PEAK_ALIBI_NONE)
+            attention_alibi_ref(&lr, kr.lo, kr.hi, &r->aref, &r->shift);
+    }
     r->m = -INFINITY;
     r->l = 0.0f;
     r->acc = w->vpack + n * ldacc;
@@ -176,6 +228,7 @@ static inline void attention_rows_run(float *o, const float *q, const float *k, 
     assert(part->nkvh * part->rows <= PEAK_ATTENTION_ROW_STATES);
     const attention_ws ws = attention_ws_carve(slot, d), *w = &ws;
     const size_t b = part->b;
+    const bool chunk = part->key_lo > 0 || part->key_hi < d->kv_len;
     attention_row_state st[PEAK_ATTENTION_ROW_STATES];
     size_t n = 0, lo = SIZE_MAX, hi = 0;
     for (size_t kvh = part->kvh; kvh < part->kvh + part->nkvh; kvh++)
@@ -204,11 +257,18 @@ static inline void attention_rows_run(float *o, const float *q, const float *k, 
             r->l += r->l2 * sc;
         }
         float *orow = attention_o_row(o, d, b, r->head, r->pos);
-        /* As attention_block_finish: a division, +0 for a row that saw nothing. */
+        /* As attention_block_finish: a division, +0 for a row that saw
+           nothing; ALiBi's shift and the sink by attention_logits_finish. */
+        float div = r->l, lse;
+        if (!chunk && (d->logits.alibi != PEAK_ALIBI_NONE || d->logits.sinks))
+            lse = attention_logits_finish(r->m, r->l, r->shift, d->logits.sinks != NULL, r->sink,
+                                          &div);
+        else /* a chunk leaves the shift and the sink to the merge */
+            lse = attention_lse(r->m, r->l);
         for (size_t c = 0; c < d->v_head_dim; c++)
-            orow[c] = r->l == 0.0f ? 0.0f : r->acc[c] / r->l;
+            orow[c] = r->l == 0.0f ? 0.0f : r->acc[c] / div;
         if (d->lse)
-            *attention_lse_at(d, b, r->head, r->pos) = attention_lse(r->m, r->l);
+            *attention_lse_at(d, b, r->head, r->pos) = lse;
     }
 }
 

@@ -1,9 +1,10 @@
 /*
  * attention-isa.h - the micro-kernels the including tier file defines for
  * the attention driver (part of attention.h; include that, not this): the
- * tile path's isa_scores, isa_online_softmax, isa_pv and isa_pack_rows, the
- * row path's isa_dot, isa_row_exp and isa_row_pv, each with its contract,
- * and PEAK_ATTENTION_DEFINE_ROW_PAIR_DRIVERS, which defines isa_scores and
+ * tile path's isa_scores, isa_logits, isa_online_softmax, isa_pv and
+ * isa_pack_rows, the row path's isa_dot, isa_row_softcap, isa_row_exp and
+ * isa_row_pv, each with its contract, and
+ * PEAK_ATTENTION_DEFINE_ROW_PAIR_DRIVERS, which defines isa_scores and
  * isa_pv for tiers whose micro-kernels take one or two row vectors.
  * Expects attention_ws (attention-workspace.h) and PEAK_ATTENTION_VW,
  * PEAK_ATTENTION_BQ.
@@ -25,6 +26,21 @@ static void isa_scores(float *st, const float *const *kp, const float *qt, size_
                        float scale, float *tmax, size_t r0, size_t r1);
 static void isa_online_softmax(const attention_ws *w, const float *bt, size_t dv, size_t n,
                                size_t r0, size_t r1);
+/* The logit options that shape the scores (peak_logits), in their order:
+   soft-capping, then ALiBi's -slope * distance(aref, key) (the row's
+   shift is the finish's: attention_alibi_ref). */
+typedef struct attention_logit_pass {
+    bool capped, alibi, symmetric;
+    float cap;
+    const float *slope; /* [BQ] per row */
+    const float *base;  /* [BQ] per row: (float)(aref - t0), key t0's distance */
+} attention_logit_pass;
+/* After isa_scores: st[j][r] shaped by lp for keys t0 + j, j < n, rows
+   [r0, r1), and tmax[r] their max (attention-body.h, over the vector
+   vocabulary).  Masked scores are shaped too (finite garbage or NaN),
+   and B^T's select drops them. */
+static void isa_logits(float *st, float *tmax, const attention_logit_pass *lp, size_t n,
+                       size_t r0, size_t r1);
 /* V rows are v + j * ldv (packed): one pointer stepping by ldv, so that
    the column broadcasts are fixed displacements from it (through a pointer
    array, GCC kept the column offsets on the stack and reloaded them before
@@ -82,6 +98,8 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
 /* The row path (a block of fewer than PEAK_ATTENTION_VW / 2 rows: decode).  The dot
    product of two vectors of n floats (one rounding per FMA). */
 static float isa_dot(const float *a, const float *b, size_t n);
+/* s[j] = cap tanh(s[j] / cap) in place (attention-body.h). */
+static void isa_row_softcap(float *s, float cap, size_t n);
 /* s[j] = 2^((s[j] - m) log2 e) in place; returns their sum. */
 static float isa_row_exp(float *s, float m, size_t n);
 /* acc = acc * alpha + sum_j p[j] V[vp[j]] over the keys with vp[j] != NULL

@@ -5,11 +5,12 @@
  * scheduler gave it) streams over the tiles of its keys, folding the
  * running sums every PEAK_ATTENTION_FOLD_TILES tiles, prefetching the next
  * part's rows and the cached tiles, and finishes with the division into O
- * and lse (attention_block_finish; optionally through the including file's
- * PEAK_ATTENTION_T8X8_OUT).  Which parts there are, in which order, and
- * which go to the row path instead (attention-decode.h) is the
- * scheduler's (schedule/schedule-attention.c).  Expects every other piece
- * of attention.h.
+ * and lse (attention_block_finish, which adds ALiBi's shift and the sink;
+ * optionally through the including file's PEAK_ATTENTION_T8X8_OUT).
+ * Which parts there are, in which order, and which go to the row path
+ * instead (attention-decode.h) is the scheduler's
+ * (schedule/schedule-attention.c).  Expects every other piece of
+ * attention.h.
  */
 #ifndef PEAK_ATTENTION_LOOP_H
 #define PEAK_ATTENTION_LOOP_H
@@ -25,13 +26,21 @@ static inline void attention_block_finish(const attention_block *blk, const atte
        a division, not a multiply by 1/l -- one rounding, not two.  A row
        with l = 0 saw nothing and is +0; one with l = NaN gets NaN from the
        division. */
-    float div[PEAK_ATTENTION_BQ];
+    float div[PEAK_ATTENTION_BQ], lse[PEAK_ATTENTION_BQ];
     uint32_t keep[PEAK_ATTENTION_BQ]; /* all ones, or 0 where l = 0 */
     const size_t vrows = blk->vrows;
     for (size_t r = 0; r < vrows; r++) {
         div[r] = w->l[r] == 0.0f ? 1.0f : w->l[r];
         keep[r] = w->l[r] == 0.0f ? 0u : ~0u;
     }
+    /* ALiBi's shift or a sink: the row's lse and divisor. */
+    if (blk->shifted)
+        for (size_t r = 0; r < blk->rows; r++) {
+            float dr;
+            lse[r] = attention_logits_finish(w->m[r], w->l[r], blk->shift[r], blk->has_sink,
+                                             blk->sink[r], &dr);
+            div[r] = w->l[r] == 0.0f ? 1.0f : dr;
+        }
     /* Eight rows at a time (vrows is a multiple of 8), the +0 of an l = 0
        row by a mask of the bits: GCC vectorises that, where it left a
        select after the division scalar (trapping math). */
@@ -88,7 +97,7 @@ static inline void attention_block_finish(const attention_block *blk, const atte
         if (d->lse)
             for (size_t r = r8; r < r8 + nr; r++)
                 *attention_lse_at(d, blk->b, blk->head[r], blk->pos[r]) =
-                    attention_lse(w->m[r], w->l[r]);
+                    blk->shifted ? lse[r] : attention_lse(w->m[r], w->l[r]);
     }
 }
 
@@ -273,6 +282,7 @@ static inline void attention_block_run(float *o, const float *q, const float *k,
     blk.v = v + (ptrdiff_t)part->b * d->v_stride[0] + (ptrdiff_t)part->kvh * d->v_stride[2];
     blk.rows = part->rows;
     attention_block_rows(&blk, part->kvh, part->first);
+    attention_block_logits(&blk, part->key_lo > 0 || part->key_hi < d->kv_len);
     attention_block_clip(&blk, part->key_lo, part->key_hi);
     attention_cache_claim(&w, part->b, part->kvh);
     const peak_key_range keys = attention_block_keys(&blk);

@@ -3,9 +3,10 @@
  * attention.h; include that, not this): the tile's K and V packed, into the
  * kv head's tile cache when the tile is whole (attention_tile_pack), the
  * staircase of a causal diagonal tile, and attention_tile, which runs the
- * tier's isa_scores, isa_online_softmax and isa_pv on it.  Ends with the
- * fold interval of the running sums (PEAK_ATTENTION_FOLD_TILES,
- * attention_fold_scale), which the row path and the tile loop share.
+ * tier's isa_scores, isa_logits (the cap and ALiBi), isa_online_softmax
+ * and isa_pv on it.  Ends with the fold interval of the running sums
+ * (PEAK_ATTENTION_FOLD_TILES, attention_fold_scale), which the row path
+ * and the tile loop share.
  * Expects attention-mask.h's tile views and the micro-kernels of
  * attention-isa.h.
  */
@@ -64,7 +65,8 @@ static inline bool attention_tile_pack(const attention_block *blk, const attenti
    for all its rows (their weights would be 0).  Returns false, having
    done nothing, when every vector needs the whole tile. */
 static inline bool attention_tile_staircase(const attention_block *blk, const attention_ws *w,
-                                            size_t t0, size_t n, size_t r0, size_t r1)
+                                            size_t t0, size_t n, size_t r0, size_t r1,
+                                            const attention_logit_pass *lp)
 {
     const peak_attention_desc *d = blk->d;
     size_t nv[PEAK_ATTENTION_NRV] = {0}, prev = 0;
@@ -83,6 +85,11 @@ static inline bool attention_tile_staircase(const attention_block *blk, const at
         if (nv[v] > prev)
             isa_scores(w->st + prev * PEAK_ATTENTION_BQ, w->kp + prev, w->qt, d->head_dim,
                        nv[v] - prev, d->scale, w->tmax, v * PEAK_ATTENTION_VW, r1);
+    if (lp) /* each vector's keys [0, n_v) */
+        for (size_t v = r0 / PEAK_ATTENTION_VW; v < r1 / PEAK_ATTENTION_VW; v++)
+            if (nv[v])
+                isa_logits(w->st, w->tmax, lp, nv[v], v * PEAK_ATTENTION_VW,
+                           (v + 1) * PEAK_ATTENTION_VW);
     for (size_t v = r0 / PEAK_ATTENTION_VW; v < r1 / PEAK_ATTENTION_VW; v++)
         if (nv[v])
             isa_online_softmax(w, w->bt, d->v_head_dim, nv[v], v * PEAK_ATTENTION_VW,
@@ -112,13 +119,31 @@ static inline void attention_tile(const attention_block *blk, const attention_ws
         attention_tile_mask(blk, w, t0, n, r0, r1);
     }
     const bool finite = attention_tile_pack(blk, w, t0, n, whole);
+    /* The cap and ALiBi, in a pass over the tile's scores in L1 after the
+       products; ALiBi's distances from (float)(aref - t0) per row. */
+    float base[PEAK_ATTENTION_BQ];
+    attention_logit_pass pass, *lp = NULL;
+    if (blk->capped || blk->alibi) {
+        pass.capped = blk->capped;
+        pass.cap = blk->softcap;
+        pass.alibi = blk->alibi;
+        pass.symmetric = blk->symmetric;
+        pass.slope = blk->slope;
+        pass.base = base;
+        if (blk->alibi)
+            for (size_t r = r0; r < r1; r++)
+                base[r] = (float)(blk->aref[r] - (int64_t)t0);
+        lp = &pass;
+    }
     /* S^T[j][r0..r1) = K[kp[j]] . Q^T[.][r0..r1) * scale, j < n, and their
        max. */
     for (size_t r = r0; r < r1; r++)
         w->tmax[r] = -INFINITY;
-    if (!whole && finite && attention_tile_staircase(blk, w, t0, n, r0, r1))
+    if (!whole && finite && attention_tile_staircase(blk, w, t0, n, r0, r1, lp))
         return;
     isa_scores(w->st, w->kp, w->qt, d->head_dim, n, d->scale, w->tmax, r0, r1);
+    if (lp)
+        isa_logits(w->st, w->tmax, lp, n, r0, r1);
     /* Mask with B^T unless NULL, update m and l, rescale O^T by
        e^(m_old - m_new), and leave P^T in st. */
     isa_online_softmax(w, whole ? NULL : w->bt, d->v_head_dim, n, r0, r1);

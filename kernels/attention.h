@@ -57,6 +57,15 @@
  * exact P.V that skips zero weights, so that 0 * inf cannot reach a row
  * that does not see the key.
  *
+ * Logit options (peak_logits; attention-logits.h).  Soft-capping and
+ * ALiBi shape the scores in one pass over the tile in L1 after isa_scores
+ * (isa_logits), before B^T's masks and bias: a whole tile stays whole.
+ * ALiBi's distances are taken from a key of the row's range (its frame),
+ * the rest of the term is the row's shift, added at the finish with the
+ * sink (attention_logits_finish).  The row path puts ALiBi in its bias
+ * array and caps after the dots.  A split-KV chunk leaves the shift and the
+ * sink to the merge.
+ *
  * Special rows need no branch in the vector code: with m_safe = 0 when
  * m = -inf, a row that has seen no visible score keeps p = 0 and l = 0
  * (zeros, lse -inf), and a visible +inf or NaN score makes l NaN, which
@@ -64,6 +73,8 @@
  *
  * The pieces, in the order they are included (each one's head comment
  * says what it holds and what it needs from the ones before it):
+ *   attention-logits.h     a row's logit options, ISA-free (also the
+ *                          merge's): the ALiBi frame, the finish;
  *   attention-workspace.h  a worker's scratch: regions, sizes, carving,
  *                          the tile cache's tag;
  *   attention-isa.h        the tier's micro-kernels and their contracts;
@@ -77,6 +88,7 @@
 #ifndef PEAK_ATTENTION_H
 #define PEAK_ATTENTION_H
 
+#include "attention-logits.h"
 #include "internal.h"
 #include "mask.h"
 

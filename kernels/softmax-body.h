@@ -3,13 +3,15 @@
  * vocabulary (simd/f32-<isa>.h): the row algorithm of softmax.h, step by
  * step over a group of rows, and its vector passes.  A tier's file
  * includes its exponentials (<isa>/exp-<isa>.h, which include its
- * vocabulary), defines peak_softmax_scores_masked (a masked row's lanes
- * are per ISA: VMASKMOVPS masks, mask registers, lane-by-lane loads), may
- * set PEAK_SOFTMAX_FUSE_SUM and includes this file, which defines the
- * tier's kernel (PEAK_TIER_FN).
+ * vocabulary), may set PEAK_SOFTMAX_FUSE_SUM, includes this file, which
+ * defines the tier's kernel (PEAK_TIER_FN), and then defines the one pass
+ * it declares, peak_softmax_scores_masked (a masked row's lanes are per
+ * ISA: VMASKMOVPS masks, mask registers, lane-by-lane loads), which
+ * shapes its scores with this file's peak_softmax_shape.
  *
- * The same bits on every tier: the same exponential (exp-body.h), the sum
- * in the order of PEAK_SOFTMAX_SUM_LANES, one rounding in each product.
+ * The same bits on every tier: the same exponential (exp-body.h) and tanh
+ * (tanh-body.h), the sum in the order of PEAK_SOFTMAX_SUM_LANES, one
+ * rounding in each operation, the sink's term added last.
  *
  * Row ends: a row of PEAK_VF_LANES keys or more ends with a plain store of
  * its last vector, overlapping the one before with the same bits (its
@@ -26,6 +28,8 @@
 #if !defined(PEAK_VF_LANES) || !defined(PEAK_EXP_BODY_H)
 #error "include the tier's exponentials (<isa>/exp-<isa>.h) before softmax-body.h"
 #endif
+
+#include "tanh-body.h"
 
 /* 1: row k's scaling runs in one loop with row k + 1's sum (conversions
    and adds, on other ports than the multiplies and stores): the AVX2
@@ -73,6 +77,142 @@ PEAK_SOFTMAX_INLINE float peak_softmax_max_dense(const float *x, size_t n, float
     }
     vmax0 = peak_vf_max(peak_vf_max(vmax0, vmax1), peak_vf_max(vmax2, vmax3));
     return peak_vf_reduce_max(vmax0);
+}
+
+/* ---- pass 1 of a shaped row: the logit options ------------------------- */
+
+/* Lane offsets: key j + l is lane l. */
+static const float peak_softmax_iota[16] = {0.0f, 1.0f, 2.0f,  3.0f,  4.0f,  5.0f,  6.0f,  7.0f,
+                                            8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f, 14.0f, 15.0f};
+
+/* What a shaped row's vectors need: the cap, the slope and the distances'
+   form (softmax.h's peak_softmax_alibi_exact holds for the row). */
+typedef struct peak_softmax_shaper {
+    peak_vf vcap, vslope, viota;
+    int64_t qpos;
+    bool cap, alibi, symmetric;
+} peak_softmax_shaper;
+
+/* What the masked passes of rows that are not shaped get: never read. */
+static const peak_softmax_shaper peak_softmax_no_shaper;
+
+static inline peak_softmax_shaper peak_softmax_shaper_for(const peak_softmax_row *r)
+{
+    peak_softmax_shaper sh;
+    sh.vcap = peak_vf_set1(r->lg->softcap);
+    sh.vslope = peak_vf_set1(r->lg->slope);
+    sh.viota = peak_vf_loadu(peak_softmax_iota);
+    sh.qpos = r->lg->qpos;
+    sh.cap = r->lg->softcap != 0.0f;
+    sh.alibi = r->lg->alibi != PEAK_ALIBI_NONE;
+    sh.symmetric = r->lg->alibi == PEAK_ALIBI_SYMMETRIC;
+    return sh;
+}
+
+/* The signed distances qpos - j - l of keys j + l: exact integers for the
+   keys of the row (lanes past its end are never kept). */
+static inline peak_vf peak_softmax_signed_dist(const peak_softmax_shaper *sh, size_t j)
+{
+    return peak_vf_sub(peak_vf_set1((float)(sh->qpos - (int64_t)j)), sh->viota);
+}
+
+/* vs capped, then less slope * distance (|d| for the symmetric form),
+   each operation rounded once as in the scalar reference (no FMA: the
+   build contracts none). */
+PEAK_SOFTMAX_INLINE peak_vf peak_softmax_shape_with(peak_vf vs, const peak_softmax_shaper *sh,
+                                                    peak_vf vd, bool cap, bool alibi)
+{
+    if (cap)
+        vs = peak_vf_softcap(vs, sh->vcap);
+    if (alibi) {
+        if (sh->symmetric)
+            vd = peak_vf_abs(vd);
+        vs = peak_vf_sub(vs, peak_vf_mul(sh->vslope, vd));
+    }
+    return vs;
+}
+
+/* For the tiers' masked passes: keys j .. j + PEAK_VF_LANES - 1 of vs
+   (x * scale) shaped, nothing done unless `shaped`. */
+PEAK_SOFTMAX_INLINE peak_vf peak_softmax_shape(peak_vf vs, const peak_softmax_shaper *sh, size_t j,
+                                               bool shaped)
+{
+    if (!shaped)
+        return vs;
+    const peak_vf vd = sh->alibi ? peak_softmax_signed_dist(sh, j) : vs;
+    return peak_softmax_shape_with(vs, sh, vd, sh->cap, sh->alibi);
+}
+
+/* Pass 1 of a shaped row without element masks: work[lo, hi) = the
+   scores, their maximum returned (NaN skipped).  x and work may be the
+   same row: each vector is read before it is written.  The distances
+   step by PEAK_VF_LANES, exactly. */
+PEAK_SOFTMAX_INLINE float peak_softmax_shape_dense(const peak_softmax_row *r,
+                                                   const peak_softmax_shaper *sh, bool scaled,
+                                                   bool cap, bool alibi)
+{
+    const size_t lanes = PEAK_VF_LANES, n = r->hi - r->lo;
+    const float *x = r->x + r->lo;
+    float *dst = r->work + r->lo;
+    const peak_vf vscale = peak_vf_set1(r->scale);
+    const peak_vf vstep = peak_vf_set1((float)PEAK_VF_LANES);
+    peak_vf vmax0 = peak_vf_set1(-INFINITY), vmax1 = vmax0;
+    peak_vf vd = alibi ? peak_softmax_signed_dist(sh, r->lo) : vscale;
+    size_t j = 0;
+    for (; j + 2 * lanes <= n; j += 2 * lanes) {
+        const peak_vf vd1 = alibi ? peak_vf_sub(vd, vstep) : vd;
+        const peak_vf vs0 = peak_softmax_shape_with(
+            peak_softmax_score(peak_vf_loadu(x + j), vscale, scaled), sh, vd, cap, alibi);
+        const peak_vf vs1 = peak_softmax_shape_with(
+            peak_softmax_score(peak_vf_loadu(x + j + lanes), vscale, scaled), sh, vd1, cap, alibi);
+        peak_vf_storeu(dst + j, vs0);
+        peak_vf_storeu(dst + j + lanes, vs1);
+        vmax0 = peak_vf_max(vs0, vmax0);
+        vmax1 = peak_vf_max(vs1, vmax1);
+        if (alibi)
+            vd = peak_vf_sub(vd1, vstep);
+    }
+    for (; j < n; j += lanes) {
+        const size_t left = n - j < lanes ? n - j : lanes;
+        const peak_vf vx = peak_softmax_score(peak_vf_load_first(x + j, left), vscale, scaled);
+        const peak_vf vs = peak_softmax_shape_with(vx, sh, vd, cap, alibi);
+        peak_vf_store_first(dst + j, vs, left);
+        vmax0 = peak_vf_max(peak_vf_first_or(vs, left, -INFINITY), vmax0);
+        if (alibi)
+            vd = peak_vf_sub(vd, vstep);
+    }
+    return peak_vf_reduce_max(peak_vf_max(vmax0, vmax1));
+}
+
+/* A tier's peak_softmax_scores_masked(r, scaled, sh, shaped), pass 1 of a
+   row with element masks: work[lo, hi) gets the score at visible keys
+   (x * scale, peak_softmax_shape'd when `shaped`, + bias) and -inf at
+   masked ones (so passes 2 and 3 run unmasked, and e^-inf gives the
+   masked keys their exact 0); returns the maximum, NaN scores skipped.
+   Defined by the tier after this file's include. */
+PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, bool scaled,
+                                                     const peak_softmax_shaper *sh, bool shaped);
+
+/* Pass 1 of a shaped row, out of line (rows with logit options only):
+   specialised for the cap and ALiBi without element masks, where the
+   whole pass is these; the tier's masked pass tests them a vector. */
+static __attribute__((noinline)) float peak_softmax_max_shaped(const peak_softmax_row *r,
+                                                               bool scaled)
+{
+    if (!peak_softmax_alibi_exact(r))
+        return peak_softmax_scores_one_by_one(r);
+    const peak_softmax_shaper sh = peak_softmax_shaper_for(r);
+    if (r->keep || r->bias)
+        return scaled ? peak_softmax_scores_masked(r, true, &sh, true)
+                      : peak_softmax_scores_masked(r, false, &sh, true);
+    if (!sh.alibi)
+        return scaled ? peak_softmax_shape_dense(r, &sh, true, true, false)
+                      : peak_softmax_shape_dense(r, &sh, false, true, false);
+    if (!sh.cap)
+        return scaled ? peak_softmax_shape_dense(r, &sh, true, false, true)
+                      : peak_softmax_shape_dense(r, &sh, false, false, true);
+    return scaled ? peak_softmax_shape_dense(r, &sh, true, true, true)
+                  : peak_softmax_shape_dense(r, &sh, false, true, true);
 }
 
 /* ---- pass 2: the exponentials -------------------------------------------- */
@@ -335,57 +475,112 @@ PEAK_SOFTMAX_INLINE void peak_softmax_store_zeros(float *y, size_t n, bool strea
 
 /* ---- the row algorithm (softmax.h) ------------------------------------------ */
 
-/* A tier's peak_softmax_scores_masked(r, scaled), pass 1 of a row with
-   element masks: work[lo, hi) gets the score at visible keys and -inf at
-   masked ones (so passes 2 and 3 run unmasked, and e^-inf gives the masked
-   keys their exact 0); returns the maximum, NaN scores skipped. */
-
 /* Step 1; the max of the row's visible scores. */
 PEAK_SOFTMAX_INLINE float peak_softmax_max(const peak_softmax_row *r, bool scaled)
 {
-    if (r->keep || r->bias)
-        return peak_softmax_scores_masked(r, scaled);
-    return peak_softmax_max_dense(r->x + r->lo, r->hi - r->lo, r->scale, scaled);
+    if (!r->formed)
+        return peak_softmax_max_dense(r->x + r->lo, r->hi - r->lo, r->scale, scaled);
+    if (r->shaped)
+        return peak_softmax_max_shaped(r, scaled);
+    return peak_softmax_scores_masked(r, scaled, &peak_softmax_no_shaper, false);
 }
 
-/* Step 3's exponentials.  A masked row's scores in the work area are
-   finished: no scale. */
-PEAK_SOFTMAX_INLINE void peak_softmax_exp(const peak_softmax_row *r, bool scaled, float max)
+/* The sinks' terms 2^-k e^(sink - shift) of a group's rows, by the keys'
+   own exponential: lane k takes row k's argument a[k] = sink - shift (the
+   subtraction peak_softmax_exp_of makes, where it makes one) and
+   constants, and every lane is computed on its own, so each row gets the
+   bits it would alone, on every tier.  One vector exponential for the
+   group rather than one a row (a broadcast, then a reduction): 4% faster
+   on AVX-512 for rows of 128 keys, even on AVX2.  Lanes without a term
+   (no visible finite score, or past the group) take a = -inf: +0. */
+#define PEAK_SOFTMAX_SINK_LANES 16
+
+typedef struct peak_softmax_sinks {
+    float a[PEAK_SOFTMAX_SINK_LANES], lo[PEAK_SOFTMAX_SINK_LANES];
+    float magic[PEAK_SOFTMAX_SINK_LANES], term[PEAK_SOFTMAX_SINK_LANES];
+} peak_softmax_sinks;
+
+static inline void peak_softmax_sinks_clear(peak_softmax_sinks *sk)
+{
+    for (size_t k = 0; k < PEAK_SOFTMAX_SINK_LANES; k++) {
+        sk->a[k] = -INFINITY;
+        sk->lo[k] = 0.0f;
+        sk->magic[k] = PEAK_EXP_ROUND_MAGIC_BIASED;
+    }
+}
+
+static inline void peak_softmax_sinks_set(peak_softmax_sinks *sk, size_t k,
+                                          const peak_softmax_exp_row *e, float sink)
+{
+    sk->a[k] = e->shift != 0.0f ? sink - e->shift : sink;
+    sk->lo[k] = e->lo;
+    sk->magic[k] = e->magic;
+}
+
+static inline void peak_softmax_sinks_terms(peak_softmax_sinks *sk, size_t n)
+{
+    for (size_t k = 0; k < n; k += PEAK_VF_LANES)
+        peak_vf_storeu(sk->term + k, peak_vf_exp_sm(peak_vf_loadu(sk->a + k),
+                                                   peak_vf_loadu(sk->lo + k),
+                                                   peak_vf_loadu(sk->magic + k)));
+}
+
+/* Step 3's exponentials, with the constants of the row's max (and sink:
+   softmax.h's peak_softmax_row_top, `sinks`: the call has sinks), which
+   it returns.  A formed row's scores in the work area are finished: no
+   scale. */
+PEAK_SOFTMAX_INLINE peak_softmax_exp_row peak_softmax_exp(const peak_softmax_row *r, bool scaled,
+                                                          float max, bool sinks)
 {
     float *dst = r->work + r->lo;
     const float *s = peak_softmax_scores(r);
     const size_t n = r->hi - r->lo;
-    const peak_softmax_exp_row e = peak_softmax_exp_row_for(max);
-    if (scaled && !r->keep && !r->bias)
+    const peak_softmax_exp_row e =
+        peak_softmax_exp_row_for(sinks ? peak_softmax_row_top(r, max) : max);
+    if (scaled && !r->formed)
         peak_softmax_exp_store(dst, s, n, r->scale, &e, true);
     else
         peak_softmax_exp_store(dst, s, n, 1.0f, &e, false);
+    return e;
 }
 
 /* Steps 1 to 5 for each of the n rows of a group, step by step. */
 PEAK_SOFTMAX_INLINE void peak_softmax_group_steps(const peak_softmax_row *rows, size_t n, bool scaled,
-                                                  bool stream)
+                                                  bool stream, bool sinks)
 {
     float max[PEAK_SOFTMAX_GROUP];
     bool terms[PEAK_SOFTMAX_GROUP]; /* step 3 stored the row's terms */
+    peak_softmax_sinks sk;
+    if (sinks)
+        peak_softmax_sinks_clear(&sk);
     for (size_t k = 0; k < n; k++) /* (-inf where unused: clang-analyzer) */
         max[k] = rows[k].lo < rows[k].hi ? peak_softmax_max(&rows[k], scaled) : -INFINITY;
     for (size_t k = 0; k < n; k++) {
         const peak_softmax_row *r = &rows[k];
         terms[k] = r->lo < r->hi && max[k] != -INFINITY;
-        if (terms[k])
-            peak_softmax_exp(r, scaled, max[k]);
-        else if (r->lo < r->hi)
+        if (terms[k]) {
+            const peak_softmax_exp_row e = peak_softmax_exp(r, scaled, max[k], sinks);
+            if (sinks)
+                peak_softmax_sinks_set(&sk, k, &e, r->lg->sink);
+        } else if (r->lo < r->hi) {
             peak_softmax_no_finite_max(r);
+        }
     }
     /* Step 3's sums and step 4, row after row of those with terms (with
        PEAK_SOFTMAX_FUSE_SUM, row k's scaling and row k + 1's sum in one
        loop).  A NaN sum (a visible NaN or +inf) makes a NaN row; otherwise
-       sum >= 1: the largest term is at least 1 (softmax.h). */
+       sum >= 1: the largest term, a key's or the sink's, is at least 1
+       (softmax.h).  The sink's term is added after the keys' sum, the same
+       order on every tier. */
     size_t k = 0;
     while (k < n && !terms[k])
         k++;
     double sum = k < n ? peak_softmax_sum(rows[k].work + rows[k].lo, rows[k].hi - rows[k].lo) : NAN;
+    if (sinks) { /* after a sum: the scalar stores of sk's inputs are done */
+        peak_softmax_sinks_terms(&sk, n);
+        if (k < n)
+            sum += (double)sk.term[k];
+    }
     while (k < n) {
         const peak_softmax_row *r = &rows[k];
         size_t next = k + 1;
@@ -407,6 +602,8 @@ PEAK_SOFTMAX_INLINE void peak_softmax_group_steps(const peak_softmax_row *rows, 
                                      peak_softmax_factor_for(sum), stream, false, src, 0);
         if (next < n && !fuse)
             next_sum = peak_softmax_sum(next_terms, next_n);
+        if (sinks && next < n)
+            next_sum += (double)sk.term[next];
         sum = next_sum;
         k = next;
     }
@@ -416,16 +613,23 @@ PEAK_SOFTMAX_INLINE void peak_softmax_group_steps(const peak_softmax_row *rows, 
     }
 }
 
-/* A group, with the steps specialised for scale == 1 and for streaming. */
-static inline void peak_softmax_group(const peak_softmax_row *rows, size_t n, bool stream)
+/* A group, with the steps specialised for scale == 1, for streaming and
+   for sinks (`sinks`: the call has them; tested at run time, they cost
+   calls without them 2% more instructions, rows of 128 keys).  With sinks
+   the scale is always applied: x * 1 == x, the same bits. */
+static inline void peak_softmax_group(const peak_softmax_row *rows, size_t n, bool stream,
+                                      bool sinks)
 {
     const bool scaled = rows[0].scale != 1.0f;
-    if (stream)
-        scaled ? peak_softmax_group_steps(rows, n, true, true)
-               : peak_softmax_group_steps(rows, n, false, true);
+    if (sinks)
+        stream ? peak_softmax_group_steps(rows, n, true, true, true)
+               : peak_softmax_group_steps(rows, n, true, false, true);
+    else if (stream)
+        scaled ? peak_softmax_group_steps(rows, n, true, true, false)
+               : peak_softmax_group_steps(rows, n, false, true, false);
     else
-        scaled ? peak_softmax_group_steps(rows, n, true, false)
-               : peak_softmax_group_steps(rows, n, false, false);
+        scaled ? peak_softmax_group_steps(rows, n, true, false, false)
+               : peak_softmax_group_steps(rows, n, false, false, false);
 }
 
 /* Rows row0 .. row0+rows-1 on this tier: the groups of softmax.h's walk,
@@ -437,9 +641,10 @@ static inline void peak_softmax_run(float *y, const float *x, const peak_softmax
     _Alignas(64) float scratch[PEAK_SOFTMAX_SCRATCH_KEYS];
     peak_softmax_walk w = peak_softmax_walk_start(y, x, d, scratch, row0, rows, stream);
     peak_softmax_row group[PEAK_SOFTMAX_GROUP];
+    peak_logit_row lg[PEAK_SOFTMAX_GROUP];
     size_t n;
-    while ((n = peak_softmax_next_group(&w, group)) != 0)
-        peak_softmax_group(group, n, w.stream);
+    while ((n = peak_softmax_next_group(&w, group, lg)) != 0)
+        peak_softmax_group(group, n, w.stream, w.sinks);
     peak_vf_stream_fence();
 }
 

@@ -12,14 +12,18 @@
  * for the special rows):
  *   1. max m of the visible scores over the structural range [lo, hi)
  *      (causal, window, key_len: nothing outside it is read or computed);
- *      a row with element masks (keep, bias) first writes its scores to
- *      its work area, -inf at masked keys, so that later passes need no
- *      mask;
+ *      a row with element masks (keep, bias) or whose scores the logit
+ *      options shape (a cap, ALiBi: peak.h's peak_logits) first forms its
+ *      scores in its work area, -inf at masked keys, so that later passes
+ *      need neither;
  *   2. if m is -inf (every visible score -inf or NaN): a zero row, or a
  *      NaN row if some visible score is NaN;
  *   3. the terms e_j = c e^(s_j - m) into the row's work area (c in
  *      [1, 2), common to the row: below), then their sum in double; a NaN
- *      sum means a visible NaN or +inf (inf - inf): a NaN row;
+ *      sum means a visible NaN or +inf (inf - inf): a NaN row.  With a
+ *      sink, m is max(m, sink) from here on, and the sink's term c
+ *      e^(sink - m), by the same exponential, joins the sum after the
+ *      keys' (it has no output);
  *   4. y = work * (1/sum), rounded once;
  *   5. zeros over [0, lo) and [hi, k_len), by stores alone.
  * The work area is y[lo, hi) itself (step 4 scales in place), except for
@@ -34,8 +38,11 @@
  * Accuracy: every probability of at least FLT_MIN within 4 ulp of the
  * exact softmax of the float scores, relative however small (peak.h).
  * Where the error goes, in u = 2^-24 (an ulp of y is u to 2u of y):
- *   - the scores x * scale (+ bias): formed in float, as peak.h defines
- *     them and as the oracle forms them: no error to count;
+ *   - the scores x * scale (the cap, the ALiBi term, + bias): formed in
+ *     float, as peak.h defines them and as the oracle forms them, each
+ *     operation rounded once (the cap by tanh-body.h, tanh.h's bits; the
+ *     distance exact below 2^24, converted once beyond): no error to
+ *     count;
  *   - s - m: never rounded.  fl(s - m) errs by up to half an ulp of
  *     s - m, which e^(s - m) turns into as much relative error: 64 u where
  *     s - m = -87, near FLT_MIN (the earlier 2^t, t = fl(fl(s - m) log2 e),
@@ -54,11 +61,11 @@
  *     exhaustively over every float a in [-345, 256], the range both kinds
  *     of row reach (a >= (k - 127) ln 2 >= -344.5 after the clamp);
  *   - the sum: added in double, into 16 accumulators (2^-37 relative for
- *     a million keys), so its error is its terms': a weighted mean of
- *     theirs, at most 1.29 u.  (In float, a lane whose partial sum is large rounds each
- *     small term added to it away: 7 ulp in tests/test-softmax.c's
- *     wide_range_relative_ulp.)  One order of addition on every SIMD
- *     tier, PEAK_SOFTMAX_SUM_LANES;
+ *     a million keys), so its error is its terms' (a sink's too): a
+ *     weighted mean of theirs, at most 1.29 u.  (In float, a lane whose
+ *     partial sum is large rounds each small term added to it away: 7 ulp
+ *     in tests/test-softmax.c's wide_range_relative_ulp.)  One order of
+ *     addition on every SIMD tier, PEAK_SOFTMAX_SUM_LANES;
  *   - 1/sum: a double, split into two floats hi + lo, y = e * hi + e * lo
  *     in one FMA: one rounding, 0.5 ulp, and 2^-47 for e * lo's.  Where
  *     hi alone is within 0.5 u of 1/sum (most rows, peak_softmax_factor_for),
@@ -74,10 +81,11 @@
  * when M - k <= -127, i.e. when 2^-k e^s < 2^-126.5, so when
  * e^(s - m) < 2^-127.5 at least (the factor above is below 2); a term of
  * at least FLT_MIN stays a normal float (c >= 1), the others may be
- * subnormal.  The largest term is 1 (e^0, exactly, when m is subtracted)
- * or c e^0 in [1, 2) (less its rounding), so sum >= 1, and a row with one
- * visible key gives exactly 1 (e * (hi + lo) is within 2^-47 of 1, e * hi
- * alone within 2^-25: peak_softmax_factor_for).
+ * subnormal.  The largest term, a key's or the sink's, is 1 (e^0,
+ * exactly, when m is subtracted) or c e^0 in [1, 2) (less its rounding),
+ * so sum >= 1, and a row with one visible key and no sink gives exactly 1
+ * (e * (hi + lo) is within 2^-47 of 1, e * hi alone within 2^-25:
+ * peak_softmax_factor_for).
  *
  * Rows are processed in groups of up to PEAK_SOFTMAX_GROUP, each step for every
  * row of the group before the next step: a short row is a chain of
@@ -95,7 +103,9 @@
 
 #include "exp.h"
 #include "internal.h"
+#include "logits.h"
 #include "mask.h"
+#include "tanh.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -120,6 +130,12 @@ typedef struct peak_softmax_row {
     size_t lo, hi;       /* structural key range; lo == hi: none visible */
     size_t k_len;
     float scale;         /* never 0 (api.c resolves "0 means 1") */
+    bool shaped;         /* a cap or ALiBi: the scores are more than x * scale */
+    bool formed;         /* keep, bias or shaped: step 1 forms the scores in work */
+    /* Soft-capping, ALiBi, sink (logits.h), read only in a call with logit
+       options; kept apart from the row: 32 bytes more a row took calls
+       without them 1% more instructions, rows of 128 keys. */
+    const peak_logit_row *lg;
 } peak_softmax_row;
 
 /* Rows per group at most, and the L1 bytes a group's x and y rows may
@@ -167,7 +183,21 @@ typedef struct peak_softmax_walk {
     float scale;
     size_t b, h, i;
     size_t left;
+    /* The call's options, the same for every row: any at all (else a row's
+       lg is not set), a cap or ALiBi, scores formed in the work area, a
+       sink. */
+    bool logits, shaped, formed, sinks;
+    peak_logit_row lg; /* head h's options, qpos aside (peak_softmax_walk_head) */
 } peak_softmax_walk;
+
+/* The options of head w->h, once a head, not once a row: the slope is an
+   exp2 when the caller gives none. */
+static inline void peak_softmax_walk_head(peak_softmax_walk *w)
+{
+    const peak_softmax_desc *d = w->d;
+    if (w->logits)
+        w->lg = peak_logit_row_of(&d->logits, &d->mask, d->heads, w->h, 0, d->q_len, d->k_len);
+}
 
 static inline peak_softmax_walk peak_softmax_walk_start(float *y, const float *x,
                                                         const peak_softmax_desc *d, float *scratch,
@@ -184,12 +214,20 @@ static inline peak_softmax_walk peak_softmax_walk_start(float *y, const float *x
                            .b = bh / d->heads,
                            .h = bh % d->heads,
                            .i = row0 % d->q_len,
-                           .left = rows};
+                           .left = rows,
+                           .logits = peak_logits_any(&d->logits),
+                           .shaped = peak_logits_shape(&d->logits),
+                           .sinks = d->logits.sinks != NULL};
+    w.formed = w.shaped || d->mask.keep || d->mask.bias;
+    if (rows > 0)
+        peak_softmax_walk_head(&w);
     return w;
 }
 
-/* Row [b, h, i] of w as the n-th of a group. */
-static inline void peak_softmax_row_at(const peak_softmax_walk *w, size_t n, peak_softmax_row *r)
+/* Row [b, h, i] of w as the n-th of a group, its options into *lg
+   (`logits`: the call has some). */
+PEAK_SOFTMAX_INLINE void peak_softmax_row_at(const peak_softmax_walk *w, size_t n,
+                                             peak_softmax_row *r, peak_logit_row *lg, bool logits)
 {
     const peak_softmax_desc *d = w->d;
     const size_t b = w->b, h = w->h, i = w->i;
@@ -205,25 +243,48 @@ static inline void peak_softmax_row_at(const peak_softmax_walk *w, size_t n, pea
     r->bias = peak_mask_bias_row(&d->mask, b, h, i);
     r->k_len = d->k_len;
     r->scale = w->scale;
+    r->shaped = w->shaped;
+    r->formed = w->formed;
+    r->lg = lg;
+    if (logits) {
+        *lg = w->lg;
+        if (w->lg.alibi != PEAK_ALIBI_NONE)
+            lg->qpos = peak_mask_qpos(&d->mask, i, d->q_len, d->k_len);
+    }
 }
 
-/* The next group of up to per_group consecutive rows into rows; their
-   number, 0 when every row of the walk has been. */
-static inline size_t peak_softmax_next_group(peak_softmax_walk *w, peak_softmax_row *rows)
+/* The next group of up to per_group consecutive rows into rows, their
+   options into lg (arrays of PEAK_SOFTMAX_GROUP, apart from the walk,
+   which then stays in registers); their number, 0 when every row of the
+   walk has been. */
+PEAK_SOFTMAX_INLINE size_t peak_softmax_next_group_with(peak_softmax_walk *w,
+                                                        peak_softmax_row *rows, peak_logit_row *lg,
+                                                        bool logits)
 {
     const peak_softmax_desc *d = w->d;
     size_t n = 0;
     for (; n < w->per_group && w->left > 0; n++, w->left--) {
-        peak_softmax_row_at(w, n, &rows[n]);
+        peak_softmax_row_at(w, n, &rows[n], &lg[n], logits);
         if (++w->i < d->q_len)
             continue;
         w->i = 0;
-        if (++w->h < d->heads)
-            continue;
-        w->h = 0;
-        w->b++;
+        if (++w->h == d->heads) {
+            w->h = 0;
+            w->b++;
+        }
+        if (logits && w->left > 1) /* (not past the last row) */
+            peak_softmax_walk_head(w);
     }
     return n;
+}
+
+/* The walk specialised for calls without logit options, whose rows it
+   leaves as they were: 1.3% fewer instructions, rows of 16 keys. */
+static inline size_t peak_softmax_next_group(peak_softmax_walk *w, peak_softmax_row *rows,
+                                             peak_logit_row *lg)
+{
+    return w->logits ? peak_softmax_next_group_with(w, rows, lg, true)
+                     : peak_softmax_next_group_with(w, rows, lg, false);
 }
 
 /* A rare row (at most once per row, never in the hot loop): `value` at
@@ -319,16 +380,72 @@ static inline peak_softmax_factor peak_softmax_factor_for(double sum)
 /* Where step 3 finds a row's scores. */
 static inline const float *peak_softmax_scores(const peak_softmax_row *r)
 {
-    return (r->keep || r->bias ? r->work : r->x) + r->lo;
+    return (r->formed ? r->work : r->x) + r->lo;
 }
 
-/* Step 2 of the row algorithm: every visible score is -inf or NaN.  An
-   unmasked row's scores are still x (times scale); a masked row's in the
+/* Step 2 of the row algorithm: every visible score is -inf or NaN.  A
+   plain row's scores are still x (times scale); a formed row's in the
    work area are finished. */
 static inline void peak_softmax_no_finite_max(const peak_softmax_row *r)
 {
-    const float scale = r->keep || r->bias ? 1.0f : r->scale;
+    const float scale = r->formed ? 1.0f : r->scale;
     peak_softmax_fill_visible(r, peak_softmax_any_nan(peak_softmax_scores(r), r->hi - r->lo, scale) ? NAN : 0.0f);
+}
+
+/* ---- the logit options (peak.h: peak_logits) ----------------------------- */
+
+/* s = x * scale shaped by the cap and the ALiBi term of key j, one key:
+   the scalar reference's operations, each rounded once.  peak_softcap_ref
+   gives the bits of the tiers' vector cap (tanh.h). */
+static inline float peak_softmax_shape1(const peak_logit_row *lg, float s, size_t j)
+{
+    if (lg->softcap != 0.0f)
+        s = peak_softcap_ref(s, lg->softcap);
+    return peak_alibi_add(lg, s, j);
+}
+
+/* Distances below this are exact in float, and so are their differences:
+   a row whose distances all are can build them in vectors, lane offsets
+   subtracted from one converted distance. */
+#define PEAK_SOFTMAX_EXACT_DIST ((int64_t)1 << 24)
+
+/* Whether every ALiBi distance of [lo, hi) (lo < hi) is below
+   PEAK_SOFTMAX_EXACT_DIST in magnitude: the distance is monotonic in j
+   (or has its minimum inside), so the ends decide. */
+static inline bool peak_softmax_alibi_exact(const peak_softmax_row *r)
+{
+    const int64_t a = r->lg->qpos - (int64_t)r->lo, b = r->lg->qpos - (int64_t)(r->hi - 1);
+    return r->lg->alibi == PEAK_ALIBI_NONE ||
+           (a < PEAK_SOFTMAX_EXACT_DIST && a > -PEAK_SOFTMAX_EXACT_DIST &&
+            b < PEAK_SOFTMAX_EXACT_DIST && b > -PEAK_SOFTMAX_EXACT_DIST);
+}
+
+/* Step 1 one key at a time, for a shaped row whose ALiBi distances reach
+   2^24 (a query 16M positions from a key: rare): work[lo, hi) = the
+   scores, -inf at masked keys; returns their maximum, NaN skipped as
+   peak_vf_max does.  x and work may be the same row: key j is read
+   before it is written. */
+static inline float peak_softmax_scores_one_by_one(const peak_softmax_row *r)
+{
+    float m = -INFINITY;
+    for (size_t j = r->lo; j < r->hi; j++) {
+        float s = -INFINITY;
+        if (peak_mask_visible(r->keep, r->bias, j)) {
+            s = peak_softmax_shape1(r->lg, r->x[j] * r->scale, j);
+            if (r->bias)
+                s += r->bias[j];
+        }
+        r->work[j] = s;
+        m = s > m ? s : m;
+    }
+    return m;
+}
+
+/* The maximum that decides a row's exponentials: its scores' max, or the
+   sink where that is larger (peak.h: m' = max(m, sink)). */
+static inline float peak_softmax_row_top(const peak_softmax_row *r, float max)
+{
+    return r->lg->has_sink && r->lg->sink > max ? r->lg->sink : max;
 }
 
 #endif /* PEAK_SOFTMAX_H */

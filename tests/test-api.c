@@ -282,6 +282,229 @@ START_TEST(mask_index_limit_is_inclusive)
 }
 END_TEST
 
+/* ---- logit options (peak_logits) ------------------------------------------ */
+
+/* |got - exact| in units of the last place of floats of exact's binade. */
+static long double ulps_off(float got, long double exact)
+{
+    int e;
+    frexpl(exact, &e);
+    return fabsl((long double)got - exact) / ldexpl(1.0L, e - 24);
+}
+
+/* peak_alibi_slopes for 1..64 heads, and 2^20 - 1 and 2^20 (sampled):
+   each the exact value rounded once, so within half a unit in the last
+   place of the formula evaluated in long double (test-util.c; the hair
+   above 0.5 is that evaluation's own error, below 2^-40 relative). */
+START_TEST(alibi_slopes_follow_the_formula)
+{
+    static const size_t big[] = {((size_t)1 << 20) - 1, (size_t)1 << 20};
+    float *slopes = malloc(((size_t)1 << 20) * sizeof *slopes);
+    ck_assert_ptr_nonnull(slopes);
+    for (size_t k = 0; k < 64 + 2; k++) {
+        const size_t n = k < 64 ? k + 1 : big[k - 64];
+        peak_test_fill_canary(slopes, n);
+        ck_assert_int_eq(peak_alibi_slopes(slopes, n), PEAK_OK);
+        for (size_t h = 0; h < n; h += n > 64 ? 997 : 1) {
+            const long double exact = peak_test_alibi_slope_exact(h, n);
+            const long double off = ulps_off(slopes[h], exact);
+            ck_assert_msg(off <= 0.5L + 1e-6L,
+                          "heads %zu: slope[%zu] = %a, exact %.12Lg: %.4Lg ulp", n, h,
+                          (double)slopes[h], exact, off);
+        }
+        const size_t last = n - 1; /* the sampling's end, and no write beyond n */
+        ck_assert(ulps_off(slopes[last], peak_test_alibi_slope_exact(last, n)) <= 0.5L + 1e-6L);
+    }
+    free(slopes);
+}
+END_TEST
+
+/* Head counts whose slopes are powers of two: exact. */
+START_TEST(alibi_slopes_exact_values)
+{
+    static const struct {
+        size_t n;
+        int log2[8]; /* slope[h] = 2^log2[h] */
+    } want[] = {
+        {1, {-8}},
+        {2, {-4, -8}},
+        {3, {-4, -8, -2}},
+        {4, {-2, -4, -6, -8}},
+        {5, {-2, -4, -6, -8, -1}},
+        {6, {-2, -4, -6, -8, -1, -3}},
+        {7, {-2, -4, -6, -8, -1, -3, -5}},
+        {8, {-1, -2, -3, -4, -5, -6, -7, -8}},
+    };
+    for (size_t c = 0; c < sizeof want / sizeof want[0]; c++) {
+        float s[8];
+        peak_test_fill_canary(s, 8);
+        ck_assert_int_eq(peak_alibi_slopes(s, want[c].n), PEAK_OK);
+        for (size_t h = 0; h < 8; h++) {
+            if (h < want[c].n)
+                ck_assert_msg(s[h] == ldexpf(1.0f, want[c].log2[h]), "heads %zu: slope[%zu] = %a",
+                              want[c].n, h, (double)s[h]);
+            else
+                ck_assert(peak_test_is_canary(s[h]));
+        }
+    }
+    /* 12 heads (BLOOM-style): 2^-1 .. 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5 */
+    float s[12];
+    ck_assert_int_eq(peak_alibi_slopes(s, 12), PEAK_OK);
+    for (size_t h = 0; h < 12; h++) {
+        const double e = h < 8 ? -(double)(h + 1) : -0.5 - (double)(h - 8);
+        ck_assert_msg(s[h] == (float)exp2(e), "12 heads: slope[%zu] = %a", h, (double)s[h]);
+    }
+}
+END_TEST
+
+START_TEST(alibi_slopes_rejects)
+{
+    float s[4];
+    peak_test_fill_canary(s, 4);
+    ck_assert_int_eq(peak_alibi_slopes(NULL, 8), PEAK_ERR_INVALID_ARG);
+    ck_assert_int_eq(peak_alibi_slopes(s, 0), PEAK_ERR_INVALID_ARG);
+    for (int k = 0; k < 4; k++)
+        ck_assert(peak_test_is_canary(s[k]));
+    const size_t n = ((size_t)1 << 20) + 1;
+    float *big = malloc(n * sizeof *big);
+    ck_assert_ptr_nonnull(big);
+    peak_test_fill_canary(big, n);
+    ck_assert_int_eq(peak_alibi_slopes(big, n), PEAK_ERR_OUT_OF_RANGE);
+    ck_assert_int_eq(peak_alibi_slopes(big, SIZE_MAX), PEAK_ERR_OUT_OF_RANGE);
+    for (size_t k = 0; k < n; k++)
+        ck_assert(peak_test_is_canary(big[k]));
+    free(big);
+}
+END_TEST
+
+/* A softmax of 2 heads x 2 rows x 4 keys in y[0..16) from x. */
+static peak_softmax_desc logit_softmax_desc(void)
+{
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = 1, d.heads = 2, d.q_len = 2, d.k_len = 4;
+    const ptrdiff_t st[3] = {16, 8, 4};
+    memcpy(d.x_stride, st, sizeof st);
+    memcpy(d.y_stride, st, sizeof st);
+    return d;
+}
+
+/* The slopes or sinks inside an output are rejected (the kernels read them
+   while writing), nothing written: softmax's y, attention's O, lse and
+   workspace.  Strides whose extent overflows are out of range; a call of
+   more than 2^20 heads has no default slopes. */
+START_TEST(logit_arrays_must_not_overlap_outputs)
+{
+    float x[16], y[32], before[32];
+    uint64_t rng = 11;
+    peak_test_fill_uniform(x, 16, &rng, -1, 1);
+    peak_softmax_desc d = logit_softmax_desc();
+    for (int which = 0; which < 2; which++) {
+        peak_test_fill_canary(y, 32);
+        y[5] = 0.25f, y[6] = 0.5f; /* valid values: only the place is wrong */
+        memcpy(before, y, sizeof y);
+        peak_softmax_desc bad = d;
+        if (which)
+            bad.logits.sinks = y + 5, bad.logits.sinks_stride = 1;
+        else
+            bad.logits.alibi = PEAK_ALIBI_CAUSAL, bad.logits.alibi_slopes = y + 5,
+            bad.logits.alibi_slopes_stride = 1;
+        ck_assert_int_eq(peak_softmax(y, x, &bad, NULL), PEAK_ERR_INVALID_ARG);
+        ck_assert(peak_test_bytes_equal(y, before, sizeof y));
+        /* just past y's extent: fine */
+        if (which)
+            bad.logits.sinks = y + 16;
+        else
+            bad.logits.alibi_slopes = y + 16;
+        y[16] = y[17] = 0.25f;
+        ck_assert_int_eq(peak_softmax(y, x, &bad, NULL), PEAK_OK);
+        /* a stride whose extent overflows */
+        if (which)
+            bad.logits.sinks_stride = PTRDIFF_MAX / 2;
+        else
+            bad.logits.alibi_slopes_stride = PTRDIFF_MAX / 2;
+        memcpy(before, y, sizeof y);
+        ck_assert_int_eq(peak_softmax(y, x, &bad, NULL), PEAK_ERR_OUT_OF_RANGE);
+        ck_assert(peak_test_bytes_equal(y, before, sizeof y));
+    }
+
+    /* attention: 1 batch, 2 heads, 2 queries, 2 keys, D 4 */
+    float q[16], k[16], v[16], arena[64 + 32];
+    peak_test_fill_uniform(q, 16, &rng, -1, 1);
+    peak_test_fill_uniform(k, 16, &rng, -1, 1);
+    peak_test_fill_uniform(v, 16, &rng, -1, 1);
+    peak_attention_desc a = PEAK_ATTENTION_DESC_DEFAULT;
+    a.batch = 1, a.heads = 2, a.q_len = 2, a.kv_len = 2, a.head_dim = 4;
+    const ptrdiff_t as[3] = {16, 8, 4}, ls[3] = {4, 2, 1};
+    memcpy(a.q_stride, as, sizeof as);
+    memcpy(a.k_stride, as, sizeof as);
+    memcpy(a.v_stride, as, sizeof as);
+    memcpy(a.o_stride, as, sizeof as);
+    memcpy(a.lse_stride, ls, sizeof ls);
+    float *o = arena, *lse = arena + 16; /* O [0, 16), lse [16, 20) */
+    for (int which = 0; which < 4; which++) {
+        peak_test_fill_canary(arena, 64 + 32);
+        float *at = which < 2 ? o + 9 : lse + 1;
+        at[0] = 0.5f, at[1] = 0.125f;
+        memcpy(before, arena, sizeof before);
+        peak_attention_desc bad = a;
+        bad.lse = lse;
+        if (which & 1)
+            bad.logits.sinks = at, bad.logits.sinks_stride = 1;
+        else
+            bad.logits.alibi = PEAK_ALIBI_SYMMETRIC, bad.logits.alibi_slopes = at,
+            bad.logits.alibi_slopes_stride = 1;
+        ck_assert_int_eq(peak_attention(o, q, k, v, &bad, NULL, 0, NULL), PEAK_ERR_INVALID_ARG);
+        ck_assert(peak_test_bytes_equal(arena, before, sizeof before));
+    }
+    /* the workspace over the sinks */
+    peak_attention_desc ws_desc = a;
+    float sinks[2] = {0.5f, -0.5f};
+    ws_desc.logits.sinks = sinks, ws_desc.logits.sinks_stride = 1;
+    size_t need = 0;
+    ck_assert_int_eq(peak_attention_workspace_size(&ws_desc, NULL, &need), PEAK_OK);
+    if (need) {
+        const size_t up = (need + 63) & ~(size_t)63;
+        unsigned char *ws = aligned_alloc(64, up + 64);
+        ck_assert_ptr_nonnull(ws);
+        memset(ws, 0, up + 64);
+        float *in_ws = (float *)(ws + 64); /* valid sinks inside the workspace */
+        in_ws[0] = 0.5f, in_ws[1] = -0.5f;
+        ws_desc.logits.sinks = in_ws;
+        peak_test_fill_canary(o, 16);
+        float o_before[16];
+        memcpy(o_before, o, sizeof o_before);
+        ck_assert_int_eq(peak_attention(o, q, k, v, &ws_desc, ws, need, NULL),
+                         PEAK_ERR_INVALID_ARG);
+        ck_assert(peak_test_bytes_equal(o, o_before, sizeof o_before));
+        ck_assert(in_ws[0] == 0.5f && in_ws[1] == -0.5f);
+        free(ws);
+    }
+
+    /* 2^20 + 1 heads of one key: no default slopes (peak_alibi_slopes'
+       limit), given slopes are fine */
+    const size_t H = ((size_t)1 << 20) + 1;
+    float *hx = malloc(H * sizeof *hx), *hy = malloc(H * sizeof *hy);
+    ck_assert(hx && hy);
+    peak_test_fill_uniform(hx, H, &rng, -1, 1);
+    peak_test_fill_canary(hy, H);
+    peak_softmax_desc hd = PEAK_SOFTMAX_DESC_DEFAULT;
+    hd.batch = hd.q_len = hd.k_len = 1, hd.heads = H;
+    hd.x_stride[1] = hd.y_stride[1] = 1;
+    hd.x_stride[0] = hd.y_stride[0] = (ptrdiff_t)H;
+    hd.x_stride[2] = hd.y_stride[2] = 1;
+    hd.logits.alibi = PEAK_ALIBI_CAUSAL;
+    ck_assert_int_eq(peak_softmax(hy, hx, &hd, NULL), PEAK_ERR_OUT_OF_RANGE);
+    for (size_t e = 0; e < H; e++)
+        ck_assert(peak_test_is_canary(hy[e]));
+    const float one_slope = 0.25f;
+    hd.logits.alibi_slopes = &one_slope; /* stride 0: one slope for every head */
+    ck_assert_int_eq(peak_softmax(hy, hx, &hd, NULL), PEAK_OK);
+    ck_assert(hy[0] == 1.0f && hy[H - 1] == 1.0f);
+    free(hx);
+    free(hy);
+}
+END_TEST
+
 static Suite *make_suite(peak_isa isa)
 {
     (void)isa;
@@ -296,6 +519,10 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, attention_subnormal_scale_under_daz);
     tcase_add_test(tc, outputs_must_not_overlap_inputs);
     tcase_add_test(tc, deprecated_attention_aliases_still_compile);
+    tcase_add_test(tc, alibi_slopes_follow_the_formula);
+    tcase_add_test(tc, alibi_slopes_exact_values);
+    tcase_add_test(tc, alibi_slopes_rejects);
+    tcase_add_test(tc, logit_arrays_must_not_overlap_outputs);
     suite_add_tcase(s, tc);
     return s;
 }

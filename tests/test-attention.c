@@ -64,6 +64,8 @@ typedef struct att_opts {
     void (*edit_data)(peak_tester_problem *p, att_problem *a, int arg);
     int arg;
     double o_tol; /* 0: ATTENTION_TOL */
+    peak_logits logits; /* soft-capping, ALiBi, sinks (zeros: none) */
+    double lse_tol;     /* 0: LSE_TOL */
 } att_opts;
 
 /* The sweeps' problems: over head dims, 2 heads on their own kv heads, 3
@@ -112,7 +114,7 @@ static float *operand(peak_tester_problem *p, const char *name, const att_proble
 
 /* lse as [B, H, Lq] entries, a float of gap between them when rows have
    gaps. */
-static void add_lse(peak_tester_problem *p, att_problem *a)
+static void add_lse(peak_tester_problem *p, att_problem *a, double tol)
 {
     const peak_attention_desc *d = &a->d;
     const size_t step = p->c.gap ? 2 : 1;
@@ -120,7 +122,7 @@ static void add_lse(peak_tester_problem *p, att_problem *a)
     a->d.lse_stride[1] = (ptrdiff_t)(d->q_len * step);
     a->d.lse_stride[0] = (ptrdiff_t)(d->heads * d->q_len * step);
     a->lse = a->d.lse = peak_tester_output(p, "lse", d->batch * d->heads * d->q_len, 1,
-                                           (ptrdiff_t)step, 0, PEAK_TESTER_ABS_REL, LSE_TOL);
+                                           (ptrdiff_t)step, 0, PEAK_TESTER_ABS_REL, tol);
 }
 
 static peak_test_dims att_dims(const att_problem *a)
@@ -201,6 +203,7 @@ static void make_desc(att_problem *a, const peak_tester_case *c, const att_opts 
     a->d.head_dim = c->n;
     a->d.v_head_dim = dv == c->n && (c->seed & 2) ? 0 : dv;
     a->d.scale = o->scale;
+    a->d.logits = o->logits;
     a->kvh = o->KVH;
     a->bhld = (int)(c->variant & 1);
     a->own_workspace = o->workspace == ATT_WS_BY_SEED ? (int)(c->seed >> 2 & 1)
@@ -230,7 +233,7 @@ static int att_setup(peak_tester_problem *p)
     a->v = operand(p, "V", a, d->kv_len, a->kvh, dv, d->v_stride, 2, 0, 0.0);
     a->o = operand(p, "O", a, d->q_len, d->heads, dv, d->o_stride, 3, 1, o_tol);
     if (o->with_lse)
-        add_lse(p, a);
+        add_lse(p, a, o->lse_tol != 0.0 ? o->lse_tol : LSE_TOL);
     a->sc = xcalloc(d->kv_len, sizeof *a->sc);
     a->out = xcalloc(dv, sizeof *a->out);
     make_mask(a, &o->mask, &p->rng);
@@ -239,6 +242,8 @@ static int att_setup(peak_tester_problem *p)
     fill_inputs(a, &p->rng, or_one(o->kq), or_one(o->vr));
     if (o->edit_data)
         o->edit_data(p, a, o->arg);
+    if (a->d.logits.softcap != 0.0f || a->d.logits.alibi != PEAK_ALIBI_NONE || a->d.logits.sinks)
+        peak_test_describe_logits(p->note, sizeof p->note, o->B, o->H, &a->d.mask, &a->d.logits);
     return 1;
 }
 
@@ -286,6 +291,28 @@ static double resolved_scale(const peak_attention_desc *d)
     return d->scale != 0.0f ? (double)d->scale : (double)(float)(1.0 / sqrt((double)d->head_dim));
 }
 
+/* The ALiBi slope of query head h: the caller's, or peak.h's formula
+   evaluated here (test-util.c). */
+static double oracle_slope(const peak_attention_desc *d, size_t h)
+{
+    const peak_logits *l = &d->logits;
+    return l->alibi_slopes ? (double)l->alibi_slopes[(ptrdiff_t)h * l->alibi_slopes_stride]
+                           : (double)peak_test_alibi_slope(h, d->heads);
+}
+
+/* The exact ALiBi distance of key j from row i (peak.h: qpos as peak_mask
+   defines it, whether or not the mask is causal). */
+static double oracle_distance(const peak_attention_desc *d, size_t i, size_t j)
+{
+    long long qpos = (long long)i + (long long)d->mask.q_offset;
+    if (d->mask.align == PEAK_ALIGN_BOTTOM_RIGHT)
+        qpos += (long long)d->kv_len - (long long)d->q_len;
+    const long long dist = qpos - (long long)j;
+    return (double)(d->logits.alibi == PEAK_ALIBI_SYMMETRIC && dist < 0 ? -dist : dist);
+}
+
+/* The score in double, as peak.h orders it: q . k * scale, the cap
+   (cap tanh(s / cap)), the ALiBi term (-slope * distance), the bias. */
 static double oracle_score(const att_inputs *in, size_t b, size_t h, size_t i, size_t j)
 {
     const peak_attention_desc *d = in->d;
@@ -295,18 +322,31 @@ static double oracle_score(const att_inputs *in, size_t b, size_t h, size_t i, s
     for (size_t c = 0; c < d->head_dim; c++)
         s += (double)q[c] * (double)k[c];
     s *= resolved_scale(d);
+    if (d->logits.softcap != 0.0f)
+        s = (double)d->logits.softcap * tanh(s / (double)d->logits.softcap);
+    if (d->logits.alibi != PEAK_ALIBI_NONE)
+        s -= oracle_slope(d, h) * oracle_distance(d, i, j);
     if (d->mask.bias)
         s += d->mask.bias[b * d->mask.bias_stride[0] + h * d->mask.bias_stride[1] +
                           i * d->mask.bias_stride[2] + j];
     return s;
 }
 
+/* The sink of query head h, or NULL. */
+static const float *oracle_sink(const peak_attention_desc *d, size_t h)
+{
+    const peak_logits *l = &d->logits;
+    return l->sinks ? &l->sinks[(ptrdiff_t)h * l->sinks_stride] : NULL;
+}
+
 /* out[Dv] and *lse of row (b, h, i), with sc[Lk] as scratch; returns the
-   row's kind (a visible NaN or +inf score: NaN; no finite one: zero). */
+   row's kind (a visible NaN or +inf score: NaN; no finite one: zero, whose
+   lse is the sink's, or -inf).  A sink joins the maximum and the sum. */
 static int oracle_attention(const att_inputs *in, size_t b, size_t h, size_t i, double *sc,
                             double *out, double *lse)
 {
     const peak_attention_desc *d = in->d;
+    const float *sink = oracle_sink(d, h);
     double m = -INFINITY;
     int poisoned = 0;
     for (size_t j = 0; j < d->kv_len; j++) {
@@ -318,9 +358,15 @@ static int oracle_attention(const att_inputs *in, size_t b, size_t h, size_t i, 
         else if (sc[j] > m)
             m = sc[j];
     }
-    if (poisoned || m == -INFINITY)
-        return poisoned ? ROW_NAN : ROW_ZERO;
-    double sum = 0.0;
+    if (poisoned)
+        return ROW_NAN;
+    if (m == -INFINITY) {
+        *lse = sink ? (double)*sink : -INFINITY;
+        return ROW_ZERO;
+    }
+    if (sink)
+        m = fmax(m, (double)*sink);
+    double sum = sink ? exp((double)*sink - m) : 0.0;
     for (size_t c = 0; c < value_dim(d); c++)
         out[c] = 0.0;
     for (size_t j = 0; j < d->kv_len; j++) {
@@ -366,7 +412,7 @@ static void att_oracle_row(const peak_tester_problem *p, size_t buf, size_t t, d
         if (kind == ROW_NAN) {
             ref[c] = NAN;
         } else if (kind == ROW_ZERO) {
-            ref[c] = is_lse ? -INFINITY : 0.0;
+            ref[c] = is_lse ? lse : 0.0; /* the sink, or -inf */
             p->exact[c] = PEAK_TESTER_ENTRY_EXACT;
         } else {
             ref[c] = is_lse ? lse : out[c];
@@ -1658,10 +1704,10 @@ static void rope_unfused(float *y, const float *x, const ptrdiff_t st[3], size_t
 /* O and lse of the fused call equal, byte for byte, those of the rotation
    followed by the call without rope (with no pool and with a pool of 3
    when the build has one); the inputs are left untouched. */
-START_TEST(rope_fused_matches_rotation_then_attention)
+static void check_rope_fused(int which, const peak_logits *logits)
 {
-    const rope_case *c = &rope_cases[_i];
-    uint64_t rng = 4100 + (uint64_t)_i;
+    const rope_case *c = &rope_cases[which];
+    uint64_t rng = 4100 + (uint64_t)which;
     const size_t nq = c->B * c->Lq * c->H * c->D, nk = c->B * c->Lk * c->KVH * c->D;
     float *q = peak_test_alloc(nq, 0), *k = peak_test_alloc(nk, 0), *v = peak_test_alloc(nk, 0);
     float *qr = peak_test_alloc(nq, 0), *kr = peak_test_alloc(nk, 0);
@@ -1682,6 +1728,7 @@ START_TEST(rope_fused_matches_rotation_then_attention)
     d.q_len = c->Lq;
     d.kv_len = c->Lk;
     d.head_dim = c->D;
+    d.logits = *logits;
     rope_strides(d.q_stride, c->Lq, c->H, c->D, c->bhld);
     rope_strides(d.k_stride, c->Lk, c->KVH, c->D, c->bhld);
     memcpy(d.v_stride, d.k_stride, sizeof d.k_stride);
@@ -1741,7 +1788,7 @@ START_TEST(rope_fused_matches_rotation_then_attention)
         CHECK(s == PEAK_OK, "fused: %s", peak_status_string(s));
         CHECK(peak_test_bytes_equal(q, q0, nq * sizeof *q) &&
                   peak_test_bytes_equal(k, k0, nk * sizeof *k),
-              "case %d: the fused call changed Q or K", _i);
+              "case %d: the fused call changed Q or K", which);
 
         memcpy(qr, q, nq * sizeof *q);
         memcpy(kr, k, nk * sizeof *k);
@@ -1754,9 +1801,9 @@ START_TEST(rope_fused_matches_rotation_then_attention)
         CHECK(s == PEAK_OK, "unfused: %s", peak_status_string(s));
         CHECK(peak_test_bytes_equal(o1, o2, nq * sizeof *o1),
               "%s case %d (pool %d): fused O differs from rotation + attention",
-              peak_isa_name(peak_test_isa), _i, use_pool);
+              peak_isa_name(peak_test_isa), which, use_pool);
         CHECK(!c->lse || peak_test_bytes_equal(lse1, lse2, c->B * c->H * c->Lq * sizeof *lse1),
-              "%s case %d: fused lse differs", peak_isa_name(peak_test_isa), _i);
+              "%s case %d: fused lse differs", peak_isa_name(peak_test_isa), which);
     }
     peak_threadpool_destroy(pool);
     free(qpos);
@@ -1773,6 +1820,12 @@ START_TEST(rope_fused_matches_rotation_then_attention)
     peak_test_free(o2);
     peak_test_free(lse1);
     peak_test_free(lse2);
+}
+
+START_TEST(rope_fused_matches_rotation_then_attention)
+{
+    const peak_logits none = PEAK_LOGITS_DEFAULT;
+    check_rope_fused(_i, &none);
 }
 END_TEST
 
@@ -1876,6 +1929,494 @@ START_TEST(rope_invalid_arguments)
 }
 END_TEST
 
+/* ---- logit options (peak_logits) ------------------------------------------ */
+
+/* lse within 4e-6 (1 + |lse|) for the logit cases (peak.h's bound). */
+#define LOGIT_LSE_TOL 4e-6
+
+/* What a logit case sets besides the mask. */
+typedef struct att_logit_spec {
+    float cap; /* 0: none */
+    peak_alibi alibi;
+    int slopes;     /* 0: peak.h's; 1: the caller's, one for all (stride 0); 2: stride 2 */
+    float slope_hi; /* the caller's slopes in [0, slope_hi) (0: 1) */
+    int sinks;      /* 0: none; 1: one for all (stride 0); 2: one per head (stride 1) */
+    float sink_lo, sink_hi;
+} att_logit_spec;
+
+/* The caller's slopes and sinks, exactly the floats read (the floats
+   between strided slopes keep the canary, a NaN). */
+typedef struct att_logit_arrays {
+    float *slopes, *sinks;
+} att_logit_arrays;
+
+static peak_logits make_logits(const att_logit_spec *ls, size_t H, uint64_t *rng,
+                               att_logit_arrays *arr)
+{
+    peak_logits l = PEAK_LOGITS_DEFAULT;
+    arr->slopes = arr->sinks = NULL;
+    l.softcap = ls->cap;
+    l.alibi = ls->alibi;
+    if (ls->alibi != PEAK_ALIBI_NONE && ls->slopes) {
+        const ptrdiff_t st = ls->slopes == 2 ? 2 : 0;
+        arr->slopes = peak_test_alloc(st ? (H - 1) * 2 + 1 : 1, 1);
+        for (size_t h = 0; h < (st ? H : 1); h++)
+            arr->slopes[(ptrdiff_t)h * st] =
+                peak_test_uniform(rng, 0.0f, ls->slope_hi != 0.0f ? ls->slope_hi : 1.0f);
+        l.alibi_slopes = arr->slopes;
+        l.alibi_slopes_stride = st;
+    }
+    if (ls->sinks) {
+        const size_t n = ls->sinks == 2 ? H : 1;
+        arr->sinks = peak_test_alloc(n, 2);
+        for (size_t h = 0; h < n; h++)
+            arr->sinks[h] = peak_test_uniform(rng, ls->sink_lo, ls->sink_hi);
+        l.sinks = arr->sinks;
+        l.sinks_stride = ls->sinks == 2 ? 1 : 0;
+    }
+    return l;
+}
+
+static void free_logit_arrays(att_logit_arrays *arr)
+{
+    peak_test_free(arr->slopes);
+    peak_test_free(arr->sinks);
+}
+
+/* Sets o's logit options from ls (arr receives the arrays). */
+static void logit_opts(att_opts *o, const att_logit_spec *ls, size_t H, uint64_t seed,
+                       att_logit_arrays *arr)
+{
+    uint64_t rng = seed ^ 0x10917ull;
+    o->logits = make_logits(ls, H, &rng, arr);
+    o->lse_tol = LOGIT_LSE_TOL;
+}
+
+/* The largest errors of this process's logit cases against the oracle,
+   over rows with some visible key: |O - exact| / max|V| and |lse - exact|
+   / (1 + |exact|) (each Check test runs in a fork of its own). */
+static double logit_o_err, logit_lse_err;
+
+static void note_errors(const peak_tester_problem *p)
+{
+    const att_problem *a = p->user;
+    const att_inputs in = inputs_before(p);
+    const peak_attention_desc *d = &a->d;
+    const double vmax = v_max(p);
+    for (size_t b = 0; b < d->batch; b++)
+        for (size_t h = 0; h < d->heads; h++)
+            for (size_t i = 0; i < d->q_len; i++) {
+                double lse = 0.0;
+                if (oracle_attention(&in, b, h, i, a->sc, a->out, &lse) != ROW_NORMAL)
+                    continue;
+                const float *row = cat(a->o, d->o_stride, b, i, h);
+                for (size_t c = 0; c < value_dim(d) && vmax > 0.0; c++)
+                    if (isfinite(a->out[c]))
+                        logit_o_err = fmax(logit_o_err, fabs((double)row[c] - a->out[c]) / vmax);
+                if (!a->lse)
+                    continue;
+                const double got = *cat(a->lse, d->lse_stride, b, h, i);
+                logit_lse_err = fmax(logit_lse_err, fabs(got - lse) / (1.0 + fabs(lse)));
+            }
+}
+
+/* The largest errors seen, on stdout (meson test -v). */
+static void print_logit_errors(const char *what, int i)
+{
+    printf("attention %s, %s %d: max |O - exact| %.3g max|V|, |lse - exact| %.3g (1 + |lse|)\n",
+           peak_isa_name(peak_test_isa), what, i, logit_o_err, logit_lse_err);
+    fflush(stdout);
+}
+
+static void check_logits(const att_shape *s, uint64_t seed, att_opts *o,
+                         const att_logit_spec *ls)
+{
+    att_logit_arrays arr;
+    logit_opts(o, ls, s->H, seed, &arr);
+    peak_tester_problem p;
+    att_begin(&p, s, seed, o);
+    peak_tester_run(&attention, &p);
+    note_errors(&p);
+    peak_tester_free(&attention, &p);
+    free_logit_arrays(&arr);
+}
+
+/* The option sets of logits_each_and_combined. */
+enum { N_LOGIT_SETS = 7 };
+static att_logit_spec logit_set(int k)
+{
+    switch (k) {
+    case 0: return (att_logit_spec){.cap = 30.0f};
+    case 1: return (att_logit_spec){.cap = 50.0f};
+    case 2: return (att_logit_spec){.alibi = PEAK_ALIBI_CAUSAL};
+    case 3: return (att_logit_spec){.alibi = PEAK_ALIBI_SYMMETRIC, .slopes = 2};
+    case 4: return (att_logit_spec){.sinks = 1, .sink_lo = -2.0f, .sink_hi = 2.0f};
+    case 5: return (att_logit_spec){.sinks = 2, .sink_lo = 3.0f, .sink_hi = 8.0f};
+    default:
+        return (att_logit_spec){.cap = 30.0f, .alibi = PEAK_ALIBI_CAUSAL, .slopes = 1,
+                                .sinks = 2, .sink_lo = -1.0f, .sink_hi = 4.0f};
+    }
+}
+
+/* Each option alone and all together on MHA, GQA 4:1, cross attention
+   (Lq 5, Lk 300), a decode step over 2048 keys, and a 70-row prefill
+   (more than a block of query rows per kv head); the capped sets with
+   q, k in [-4, 4) and scale 1 (scores of tens, across tanh's range); the
+   last set under a bottom-right causal mask with a bias. */
+START_TEST(logits_each_and_combined)
+{
+    static const att_shape shapes[] = {
+        {2, 4, 4, 9, 33, 16, 16, 0, 1, 0, 1},     {1, 8, 2, 7, 70, 16, 12, 1, 0, 1, 1},
+        {2, 3, 3, 5, 300, 32, 24, 0, 0, 2, 1},    {1, 8, 8, 1, 2048, 64, 64, 0, 0, 0, 1},
+        {1, 2, 1, 70, 150, 16, 16, 0, 0, 0, 1},
+    };
+    const att_shape *sh = &shapes[_i / N_LOGIT_SETS];
+    const int set = _i % N_LOGIT_SETS;
+    const att_logit_spec ls = logit_set(set);
+    att_opts o = {0};
+    o.workspace = ATT_WS_BY_SEED;
+    if (ls.cap != 0.0f) {
+        o.kq = 4.0f;
+        o.scale = 1.0f;
+    }
+    if (set == N_LOGIT_SETS - 1) {
+        o.mask.causal = 1;
+        o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        bias_spec(&o.mask, 0, -2.0f, 2.0f, 0.1);
+    }
+    check_logits(sh, 8000 + (uint64_t)_i, &o, &ls);
+    print_logit_errors("logits_each_and_combined", _i);
+}
+END_TEST
+
+/* Every mask kind under all three options (cap 50; ALiBi alternating its
+   form, the caller's slopes at stride 2; a sink per head), both causal
+   alignments: a causal mask at q_offset 0 and 5, a window, key lengths,
+   a keep mask per head, a bias, all of them. */
+START_TEST(logits_under_masks)
+{
+    const peak_align align = (peak_align)(_i & 1);
+    const int kind = _i / 2;
+    const att_shape s = {2, 4, 2, 7, 37, 8, 8, kind & 1, (size_t)kind % 2, (size_t)kind % 3, 1};
+    att_opts o = {0};
+    o.mask.align = align;
+    switch (kind) {
+    case 0: o.mask.causal = 1; break;
+    case 1: o.mask.causal = 1, o.mask.q_offset = 5; break;
+    case 2: o.mask.window = 6, o.mask.q_offset = 3; break;
+    case 3: o.mask.key_len = 1; break;
+    case 4: o.mask.keep = 1, o.mask.keep_bcast = 1, o.mask.keep_density = 0.6; break;
+    case 5: bias_spec(&o.mask, 4, -3.0f, 3.0f, 0.3); break;
+    default:
+        o.mask.causal = 1, o.mask.window = 9, o.mask.key_len = 1, o.mask.keep = 1;
+        o.mask.keep_density = 0.8;
+        bias_spec(&o.mask, 0, -1.0f, 1.0f, 0.1);
+        break;
+    }
+    o.kq = 3.0f;
+    const att_logit_spec ls = {.cap = 50.0f,
+                               .alibi = (kind & 1) ? PEAK_ALIBI_SYMMETRIC : PEAK_ALIBI_CAUSAL,
+                               .slopes = 2, .sinks = 2, .sink_lo = -2.0f, .sink_hi = 2.0f};
+    check_logits(&s, 8100 + (uint64_t)_i, &o, &ls);
+}
+END_TEST
+
+/* ALiBi at q_offset 1e6 (causal, both alignments, 12 heads over 4 kv
+   heads, BLOOM's slopes for 12), with peak.h's slopes (terms up to 5e5,
+   the same for every key of a row but for slope * (j - j')) and the
+   caller's below 1e-5 (stride 0 or 2); sinks in the second half.  O is
+   held to 1e-5 max|V| like any call: peak.h counts |ALiBi| with |bias| in
+   its bound, which would allow 2^-24 (a few) 5e5 = 0.03 max|V| here, but
+   the kernels keep the plain bound (measured 1e-7). */
+START_TEST(alibi_far_positions)
+{
+    const att_shape s = {1, 12, 4, 5, 70, 16, 16, _i & 1, 0, 0, 1};
+    att_opts o = {0};
+    o.mask.causal = 1;
+    o.mask.align = (peak_align)(_i & 1);
+    o.mask.q_offset = 1000000;
+    att_logit_spec ls = {.alibi = (_i & 2) ? PEAK_ALIBI_SYMMETRIC : PEAK_ALIBI_CAUSAL};
+    if (_i & 4)
+        ls.slopes = 1 + ((_i >> 1) & 1), ls.slope_hi = 1e-5f;
+    if (_i & 8)
+        ls.sinks = 2, ls.sink_lo = -3.0f, ls.sink_hi = 3.0f;
+    check_logits(&s, 8200 + (uint64_t)_i, &o, &ls);
+    print_logit_errors("alibi_far_positions", _i);
+}
+END_TEST
+
+/* The causal form without a causal mask: keys after qpos get a bonus of
+   slope * (j - qpos), up to 4096 for head 0 (slope 1/2) over 8192 keys,
+   and those keys carry the row's weight.  A decode row at position 0 and
+   4 rows at q_offset 4000, 8 heads: O within 1e-5 max|V| as any call.
+   (peak.h's wording, |ALiBi| counted with |bias|, would allow
+   2^-24 (a few) 4096 = 2.4e-4 (a few) max|V|.) */
+START_TEST(alibi_bonus_after_qpos)
+{
+    const att_shape s = {1, 8, 8, _i ? 4 : 1, 8192, 64, 64, 0, 0, 0, 1};
+    att_opts o = {0};
+    o.mask.q_offset = _i ? 4000 : 0;
+    const att_logit_spec ls = {.alibi = PEAK_ALIBI_CAUSAL};
+    check_logits(&s, 8350 + (uint64_t)_i, &o, &ls);
+    print_logit_errors("alibi_bonus_after_qpos", _i);
+}
+END_TEST
+
+/* Scores of magnitude 1e4 (q, k in [-25, 25), scale 1, Dh 16) capped at
+   30 and 50: every score near +-cap; rows longer than a tile (70 x 150,
+   causal bottom-right) and a decode row. */
+START_TEST(softcap_scores_of_1e4)
+{
+    const int decode = _i >> 1;
+    const att_shape s = {1, 2, 2, decode ? 1 : 70, 150, 16, 16, 0, 0, 0, 1};
+    att_opts o = {0};
+    o.scale = 1.0f;
+    o.kq = 25.0f;
+    o.mask.causal = !decode;
+    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    const att_logit_spec ls = {.cap = (_i & 1) ? 50.0f : 30.0f};
+    check_logits(&s, 8300 + (uint64_t)_i, &o, &ls);
+    print_logit_errors("softcap_scores_of_1e4", _i);
+}
+END_TEST
+
+/* Rows that see no key stay O = 0, and their lse is the sink (peak.h):
+   key_len 0, keep all zero, bias all -inf, bottom-right causal with
+   Lq > Lk, a window ending before key 0; one sink for all or per head. */
+START_TEST(sinks_fully_masked_rows)
+{
+    const int kind = _i / 2;
+    att_shape s = {3, 2, 1, 4, kind >= 3 ? 2 : 11, 8, 6, kind & 1, 1, 0, 1};
+    att_opts o = {0};
+    switch (kind) {
+    case 0: o.mask.key_len = 1; break;
+    case 1: o.mask.keep = 1; break; /* density 0 */
+    case 2: bias_spec(&o.mask, 7, 0.0f, 1.0f, 1.0); break;
+    case 3: o.mask.causal = 1, o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT; break;
+    default:
+        o.mask.causal = 1, o.mask.window = 2, o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+        break;
+    }
+    const att_logit_spec ls = {.sinks = 1 + (_i & 1), .sink_lo = -2.0f, .sink_hi = 2.0f,
+                               .cap = kind == 4 ? 30.0f : 0.0f,
+                               .alibi = kind == 3 ? PEAK_ALIBI_CAUSAL : PEAK_ALIBI_NONE};
+    check_logits(&s, 8400 + (uint64_t)_i, &o, &ls);
+}
+END_TEST
+
+/* NaN and inf in K and V at every key the mask hides, with every option:
+   none of it may reach O or lse (the cap must not turn a masked +-inf
+   score into a visible +-cap). */
+START_TEST(logits_masked_nonfinite_kv_never_read)
+{
+    att_shape s = {2, 2, 1, 6, 10, 8, 8, _i & 1, 0, 0, 1};
+    att_opts o = {0};
+    o.mask.key_len = 1;
+    o.mask.causal = 1;
+    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    o.edit_mask = key_len_7_at_b0;
+    o.edit_data = poison_masked_kv;
+    o.arg = _i;
+    const att_logit_spec ls = {.cap = 30.0f, .alibi = PEAK_ALIBI_SYMMETRIC, .sinks = 2,
+                               .sink_lo = -1.0f, .sink_hi = 1.0f};
+    check_logits(&s, 8500 + (uint64_t)_i, &o, &ls);
+}
+END_TEST
+
+/* A visible NaN score still makes its row NaN, sink or not; a visible
+   +inf score (q all +inf against keys of 0.5) is NaN without the cap and
+   +cap with it: that row is then a normal row, O the mean of its V. */
+START_TEST(logits_nonfinite_visible_scores)
+{
+    att_shape s = {1, 2, 2, 3, 6, 4, 4, 0, 0, 0, 1};
+    att_opts o = {0};
+    o.edit_data = nonfinite_score;
+    o.arg = _i & 1;
+    const att_logit_spec ls = {.cap = (_i & 2) ? 30.0f : 0.0f, .sinks = 2, .sink_lo = -1.0f,
+                               .sink_hi = 1.0f};
+    check_logits(&s, 8600 + (uint64_t)_i, &o, &ls);
+}
+END_TEST
+
+/* Decode over long caches with every option, cut into key chunks on the
+   SIMD tiers (the sink and the ALiBi terms must count once per row, not
+   once per chunk): 8 heads over 2048 keys; 32 heads over 8 kv heads and
+   8192 keys, causal bottom-right; and 3 queries of 2 batches over 3001
+   keys with key lengths (chunks that see nothing). */
+START_TEST(logits_split_kv)
+{
+    static const att_shape shapes[] = {
+        {1, 8, 8, 1, 2048, 64, 64, 0, 0, 0, 1},
+        {1, 32, 8, 1, 8192, 64, 64, 0, 0, 0, 1},
+        {2, 8, 2, 3, 3001, 32, 48, 1, 0, 0, 1},
+    };
+    const att_shape *sh = &shapes[_i];
+    att_opts o = {0};
+    o.workspace = ATT_WS_CALLER;
+    o.mask.causal = _i > 0;
+    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    o.mask.key_len = _i == 2;
+    const att_logit_spec ls = {.cap = 30.0f,
+                               .alibi = _i == 1 ? PEAK_ALIBI_SYMMETRIC : PEAK_ALIBI_CAUSAL,
+                               .slopes = _i == 2 ? 2 : 0, .sinks = 2, .sink_lo = -2.0f,
+                               .sink_hi = 6.0f};
+    att_logit_arrays arr;
+    logit_opts(&o, &ls, sh->H, 8700 + (uint64_t)_i, &arr);
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, sh, 8700 + (uint64_t)_i, &o);
+    CHECK(peak_test_isa == PEAK_ISA_SCALAR || split_chunks(&a->d) > 1,
+          "%s: the decode with logit options was not split", peak_isa_name(peak_test_isa));
+    peak_tester_run(&attention, &p);
+    note_errors(&p);
+    peak_tester_free(&attention, &p);
+    free_logit_arrays(&arr);
+    print_logit_errors("logits_split_kv", _i);
+}
+END_TEST
+
+/* With every option, a pool of 3 workers gives the bytes of no pool
+   (peak.h), O and lse: a causal prefill of 130 rows over GQA 4:1, a
+   split decode (32 heads, 8192 keys), cross attention. */
+START_TEST(logits_same_bytes_with_pool)
+{
+    static const att_shape shapes[] = {
+        {2, 8, 2, 130, 130, 64, 64, 0, 0, 0, 1},
+        {1, 32, 8, 1, 8192, 64, 64, 0, 0, 0, 1},
+        {1, 4, 4, 5, 300, 32, 32, 1, 0, 0, 1},
+    };
+    peak_threadpool *pool = NULL;
+    if (peak_threadpool_create(3, &pool) != PEAK_OK)
+        return; /* a build without threads */
+    att_shape sh_ = shapes[_i];
+    if (peak_test_quick() && _i == 1) /* still split, a quarter of the keys */
+        sh_.Lk = 2048;
+    const att_shape *sh = &sh_;
+    att_opts o = {0};
+    o.mask.causal = _i != 2;
+    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    const att_logit_spec ls = {.cap = 30.0f, .alibi = PEAK_ALIBI_CAUSAL, .sinks = 2,
+                               .sink_lo = -2.0f, .sink_hi = 2.0f};
+    att_logit_arrays arr;
+    logit_opts(&o, &ls, sh->H, 8800 + (uint64_t)_i, &arr);
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, sh, 8800 + (uint64_t)_i, &o);
+    peak_tester_run(&attention, &p); /* no pool, against the oracle */
+    const peak_tester_buf *bo = &p.buf[peak_tester_index(&p, a->o)];
+    const peak_tester_buf *bl = &p.buf[peak_tester_index(&p, a->lse)];
+    float *o1 = malloc(bo->n * sizeof *o1), *l1 = malloc(bl->n * sizeof *l1);
+    ck_assert(o1 && l1);
+    memcpy(o1, bo->p, bo->n * sizeof *o1);
+    memcpy(l1, bl->p, bl->n * sizeof *l1);
+    peak_test_fill_canary(bo->p, bo->n);
+    peak_test_fill_canary(bl->p, bl->n);
+    ck_assert_int_eq(peak_attention(a->o, a->q, a->k, a->v, &a->d, NULL, 0, pool), PEAK_OK);
+    CHECK(peak_test_bytes_equal(o1, bo->p, bo->n * sizeof *o1) &&
+              peak_test_bytes_equal(l1, bl->p, bl->n * sizeof *l1),
+          "%s shape %d: a pool of 3 changed O or lse", peak_isa_name(peak_test_isa), _i);
+    free(o1);
+    free(l1);
+    peak_threadpool_destroy(pool);
+    peak_tester_free(&attention, &p);
+    free_logit_arrays(&arr);
+}
+END_TEST
+
+/* RoPE inside the call with every option: the bytes of the rotation
+   followed by the call without rope (no pool and a pool of 3): self
+   attention GQA, cross attention with per-token positions, a split
+   decode over 8192 keys. */
+START_TEST(logits_with_rope)
+{
+    static const int which[] = {0, 2, 4};
+    if (peak_test_quick() && which[_i] == 4) /* 8192 keys: the split decode of the others */
+        return;
+    const size_t H = rope_cases[which[_i]].H;
+    att_logit_arrays arr;
+    const att_logit_spec ls = {.cap = 30.0f, .alibi = PEAK_ALIBI_CAUSAL, .slopes = 2,
+                               .sinks = 2, .sink_lo = -2.0f, .sink_hi = 2.0f};
+    uint64_t rng = 8900 + (uint64_t)_i;
+    const peak_logits l = make_logits(&ls, H, &rng, &arr);
+    check_rope_fused(which[_i], &l);
+    free_logit_arrays(&arr);
+}
+END_TEST
+
+/* Invalid logit options are rejected, nothing written (as for softmax);
+   a cap of -0 is off. */
+START_TEST(invalid_logit_options)
+{
+    att_shape s = {1, 4, 2, 3, 8, 8, 8, 0, 0, 0, 1};
+    att_opts o = {0};
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, &s, 8950, &o);
+    const peak_status inval = PEAK_ERR_INVALID_ARG;
+    float bad[4] = {0.5f, 0.25f, 0.125f, 1.0f};
+    peak_attention_desc d;
+    static const float caps[] = {NAN, -1.0f, INFINITY, -INFINITY, -FLT_MIN};
+    for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
+        d = a->d;
+        d.logits.softcap = caps[k];
+        reject_desc(&p, "bad cap", inval, &d);
+    }
+    d = a->d;
+    d.logits.alibi = (peak_alibi)3;
+    reject_desc(&p, "alibi 3", inval, &d);
+    static const float bad_slope[] = {-0.25f, NAN, INFINITY, -FLT_MIN};
+    for (size_t k = 0; k < sizeof bad_slope / sizeof bad_slope[0]; k++) {
+        d = a->d;
+        d.logits.alibi = PEAK_ALIBI_CAUSAL;
+        bad[3] = bad_slope[k];
+        d.logits.alibi_slopes = bad;
+        d.logits.alibi_slopes_stride = 1;
+        reject_desc(&p, "bad slope", inval, &d);
+        d.logits.alibi_slopes = &bad[3];
+        d.logits.alibi_slopes_stride = 0;
+        reject_desc(&p, "bad slope, stride 0", inval, &d);
+    }
+    bad[3] = 1.0f;
+    d = a->d;
+    d.logits.alibi = PEAK_ALIBI_CAUSAL;
+    d.logits.alibi_slopes = &bad[3];
+    d.logits.alibi_slopes_stride = -1;
+    reject_desc(&p, "negative slopes stride", inval, &d);
+    static const float bad_sink[] = {NAN, INFINITY, -INFINITY};
+    for (size_t k = 0; k < 3; k++) {
+        d = a->d;
+        bad[3] = bad_sink[k];
+        d.logits.sinks = bad;
+        d.logits.sinks_stride = 1;
+        reject_desc(&p, "bad sink", inval, &d);
+        d.logits.sinks = &bad[3];
+        d.logits.sinks_stride = 0;
+        reject_desc(&p, "bad sink, stride 0", inval, &d);
+    }
+    bad[3] = 1.0f;
+    d = a->d;
+    d.logits.sinks = &bad[3];
+    d.logits.sinks_stride = -1;
+    reject_desc(&p, "negative sinks stride", inval, &d);
+    /* the size query validates the options too */
+    size_t bytes = 0;
+    d = a->d;
+    d.logits.softcap = NAN;
+    CHECK(peak_attention_workspace_size(&d, NULL, &bytes) == inval, "%s: size query of a NaN cap",
+          peak_isa_name(peak_test_isa));
+    /* a cap of -0 is off: the bits of no cap */
+    const peak_tester_buf *bo = &p.buf[peak_tester_index(&p, a->o)];
+    float *o0 = malloc(bo->n * sizeof *o0);
+    ck_assert_ptr_nonnull(o0);
+    d = a->d;
+    d.logits.softcap = -0.0f;
+    ck_assert_int_eq(peak_attention(a->o, a->q, a->k, a->v, &d, NULL, 0, NULL), PEAK_OK);
+    memcpy(o0, a->o, bo->n * sizeof *o0);
+    ck_assert_int_eq(peak_attention(a->o, a->q, a->k, a->v, &a->d, NULL, 0, NULL), PEAK_OK);
+    CHECK(peak_test_bytes_equal(o0, a->o, bo->n * sizeof *o0), "%s: a cap of -0 is not off",
+          peak_isa_name(peak_test_isa));
+    free(o0);
+    peak_tester_free(&attention, &p);
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------- */
 
 static Suite *make_suite(peak_isa isa)
@@ -1920,6 +2461,18 @@ static Suite *make_suite(peak_isa isa)
                         (int)(sizeof rope_cases / sizeof *rope_cases));
     tcase_add_test(tc, rope_workspace_counts_the_copies);
     tcase_add_test(tc, rope_invalid_arguments);
+    tcase_add_loop_test(tc, logits_each_and_combined, 0, 5 * N_LOGIT_SETS);
+    tcase_add_loop_test(tc, logits_under_masks, 0, 14);
+    tcase_add_loop_test(tc, alibi_far_positions, 0, 16);
+    tcase_add_loop_test(tc, alibi_bonus_after_qpos, 0, 2);
+    tcase_add_loop_test(tc, softcap_scores_of_1e4, 0, 4);
+    tcase_add_loop_test(tc, sinks_fully_masked_rows, 0, 10);
+    tcase_add_loop_test(tc, logits_masked_nonfinite_kv_never_read, 0, 3);
+    tcase_add_loop_test(tc, logits_nonfinite_visible_scores, 0, 4);
+    tcase_add_loop_test(tc, logits_split_kv, 0, 3);
+    tcase_add_loop_test(tc, logits_same_bytes_with_pool, 0, 3);
+    tcase_add_loop_test(tc, logits_with_rope, 0, 3);
+    tcase_add_test(tc, invalid_logit_options);
     suite_add_tcase(s, tc);
     return s;
 }

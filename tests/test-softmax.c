@@ -62,11 +62,12 @@ typedef struct sm_opts {
     /* Changes the mask's arrays once made, before x is filled (NULL: none). */
     void (*edit_mask)(struct sm_problem *s, int arg);
     int arg;
+    peak_logits logits; /* soft-capping, ALiBi, sinks (zeros: none) */
 } sm_opts;
 
 /* The sweeps' problem: 2 batches of 2 heads, unmasked scores in [-8, 8);
    y's gap one more than x's, so that x and y rows are not in step. */
-static const sm_opts sm_sweep_opts = {2, 2, 0, -8.0f, 8.0f, {0}, NULL, 0};
+static const sm_opts sm_sweep_opts = {2, 2, 0, -8.0f, 8.0f, {0}, NULL, 0, PEAK_LOGITS_DEFAULT};
 
 /* case.variant: bit 0 orders the rows [b, i, h] instead of [b, h, i] (the
    layout of a [B, L, H, Lk] tensor); variant / 2 picks the scale: the
@@ -88,6 +89,9 @@ typedef struct sm_problem {
     uint8_t *keep;
     float *bias;
     int32_t *key_len;
+    /* The row sums' relative bound: SM_SUM_TOL, wider with a cap, as the
+       y buffer's ULP bound (set_cap_bounds). */
+    double sum_tol;
 } sm_problem;
 
 /* Strides of a [B, H, Lq, Lk] operand whose rows are `ld` apart. */
@@ -159,6 +163,8 @@ static int sm_setup(peak_tester_problem *p)
     s->d.q_len = c->rows;
     s->d.k_len = c->n;
     s->d.scale = case_scale(c);
+    s->d.logits = o->logits;
+    s->sum_tol = SM_SUM_TOL;
     s->bih = (int)(c->variant & SM_BIH);
     s->ld_x = c->n + c->gap;
     layout_strides(s, s->ld_x, s->d.x_stride);
@@ -176,12 +182,17 @@ static int sm_setup(peak_tester_problem *p)
     if (o->edit_mask)
         o->edit_mask(s, o->arg);
     fill_visible(s, &p->rng, o->lo, o->hi);
+    if (s->d.logits.softcap != 0.0f || s->d.logits.alibi != PEAK_ALIBI_NONE || s->d.logits.sinks)
+        peak_test_describe_logits(p->note, sizeof p->note, o->B, o->H, &s->d.mask, &s->d.logits);
     return 1;
 }
+
+static void set_cap_bounds(peak_tester_problem *p);
 
 static peak_status sm_call(peak_tester_problem *p)
 {
     const sm_problem *s = p->user;
+    set_cap_bounds(p); /* from x as the call reads it, edits included */
     return peak_softmax(s->y, s->x, &s->d, NULL);
 }
 
@@ -196,16 +207,147 @@ static void sm_teardown(peak_tester_problem *p)
 
 /* ---- the oracle ---------------------------------------------------------------- */
 
-/* The score as peak.h defines it: float x*scale, then float + bias. */
+/* The library's tanh (peak_logits' cap) is within SM_TANH_ULP units in the
+   last place of tanh for every float argument (kernels/tanh.h: 0.959,
+   measured over all 2^32 floats); the oracle has only the C library's
+   tanh.  So for a capped score it takes c_oracle = (float)(cap * tanh(t))
+   in double, t = s / cap in float as the kernels have it, and the
+   kernels' c (their tanh times cap, rounded once) lies within
+   (SM_TANH_ULP + 1) 2^-23 |c_oracle| of it (ulp(y) <= 2^-23 |y|; one ulp
+   for the two roundings).  Each later float sum (the ALiBi term, the bias)
+   may round the two apart by one more ulp of its result.  Scores that
+   move by at most delta move each probability by a factor within
+   e^(+-2 delta) (the row's log-sum-exp moves by at most delta), so a
+   capped call's probabilities are held to SM_ULP_TOL + 1 + 2^24
+   (e^(2 delta) - 1) ulp, delta the largest slack of its scores
+   (set_cap_bounds): 240 ulp at worst for cap 30 (delta = 2 * 2^-23 * 30).
+   +-inf and 0 are capped exactly (peak.h: +-cap, and tanh(0) = 0), no
+   slack.  On the SIMD tiers near_scalar then holds every probability
+   within SM_ULP_TOL + 1 ulp of the scalar tier's, which a capped score one
+   ulp off near 30 would miss by 16 ulp or more (2^-19 relative): the
+   vector cap must give the scalar cap's bits. */
+#define SM_TANH_ULP 1
+
+/* The ALiBi slope of head h (the caller's, or peak.h's formula evaluated
+   here, test-util.c). */
+static float oracle_slope(const peak_logits *l, size_t h, size_t heads)
+{
+    return l->alibi_slopes ? l->alibi_slopes[(ptrdiff_t)h * l->alibi_slopes_stride]
+                           : peak_test_alibi_slope(h, heads);
+}
+
+/* The ALiBi distance of key j from row i as peak.h defines it (qpos as
+   peak_mask's, whether or not the mask is causal), rounded once to float. */
+static float oracle_distance(const peak_softmax_desc *d, size_t i, size_t j)
+{
+    long long qpos = (long long)i + (long long)d->mask.q_offset;
+    if (d->mask.align == PEAK_ALIGN_BOTTOM_RIGHT)
+        qpos += (long long)d->k_len - (long long)d->q_len;
+    long long dist = qpos - (long long)j;
+    if (d->logits.alibi == PEAK_ALIBI_SYMMETRIC && dist < 0)
+        dist = -dist;
+    return (float)dist;
+}
+
+/* The score as peak.h defines it, in float, each operation rounded once:
+   x*scale, the cap (t = s / cap, then cap * tanh(t), in double here: see
+   SM_TANH_ULP), s - slope * distance, then + bias.  *slack (if not NULL)
+   receives how far the kernels' score may lie from it: 0 without a cap. */
 static float oracle_score(const sm_problem *s, const float *x, size_t b, size_t h, size_t i,
-                          size_t j)
+                          size_t j, double *slack)
 {
     const peak_mask *m = &s->d.mask;
+    const peak_logits *l = &s->d.logits;
     const float scale = s->d.scale == 0.0f ? 1.0f : s->d.scale;
+    double sl = 0.0;
     float v = x[j] * scale;
-    if (m->bias)
+    if (l->softcap != 0.0f) {
+        const float t = v / l->softcap;
+        v = (float)((double)l->softcap * tanh((double)t));
+        if (!isinf(t) && t != 0.0f)
+            sl = (SM_TANH_ULP + 1) * 0x1p-23 * fabs((double)v);
+    }
+    if (l->alibi != PEAK_ALIBI_NONE) {
+        const float a = oracle_slope(l, h, s->d.heads) * oracle_distance(&s->d, i, j);
+        v = v - a;
+        sl += sl != 0.0 ? 0x1p-23 * fabs((double)v) : 0.0;
+    }
+    if (m->bias) {
         v += m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] + i * m->bias_stride[2] + j];
+        sl += sl != 0.0 ? 0x1p-23 * fabs((double)v) : 0.0;
+    }
+    if (slack) /* NaN scores make NaN rows, whatever the slack */
+        *slack = isnan(sl) ? 0.0 : sl;
     return v;
+}
+
+/* peak.h's row of scores s[j] (visible where vis[j]) with a sink (NULL:
+   none): the sink joins the maximum and the sum of a row with a finite
+   maximum; a row of no finite visible score stays a zero row, one with a
+   visible NaN or +inf a NaN row.  Returns the kind; a normal row's s
+   becomes its probabilities. */
+static int softmax_row_with_sink(double *s, const int *vis, size_t n, const float *sink)
+{
+    if (!sink)
+        return peak_test_softmax_row(s, vis, n);
+    double m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        if (!vis[j])
+            continue;
+        if (isnan(s[j]) || s[j] == INFINITY)
+            return ROW_NAN;
+        m = fmax(m, s[j]);
+    }
+    if (m == -INFINITY)
+        return ROW_ZERO;
+    const double ms = fmax(m, (double)*sink);
+    double sum = exp((double)*sink - ms);
+    for (size_t j = 0; j < n; j++)
+        sum += vis[j] ? exp(s[j] - ms) : 0.0;
+    for (size_t j = 0; j < n; j++)
+        s[j] = vis[j] ? exp(s[j] - ms) / sum : 0.0;
+    return ROW_NORMAL;
+}
+
+static const float *row_sink(const sm_problem *s, size_t h)
+{
+    const peak_logits *l = &s->d.logits;
+    return l->sinks ? &l->sinks[(ptrdiff_t)h * l->sinks_stride] : NULL;
+}
+
+/* The harness's record of y (in place, the alias of x, not x). */
+static peak_tester_buf *y_buf(peak_tester_problem *p)
+{
+    const sm_problem *s = p->user;
+    for (size_t k = 0; k < p->nbufs; k++)
+        if (p->buf[k].output && p->buf[k].p == s->y)
+            return &p->buf[k];
+    ck_abort_msg("softmax: no y");
+    return NULL;
+}
+
+/* With a cap, the y buffer's ULP bound and the row sums' from the largest
+   slack of any visible score of the call (SM_TANH_ULP). */
+static void set_cap_bounds(peak_tester_problem *p)
+{
+    sm_problem *s = p->user;
+    if (s->d.logits.softcap == 0.0f)
+        return;
+    double delta = 0.0;
+    for (size_t t = 0; t < n_rows(s); t++) {
+        size_t b, h, i;
+        row_index(s, t, &b, &h, &i);
+        const float *x = s->x + t * s->ld_x;
+        for (size_t j = 0; j < s->d.k_len; j++) {
+            double sl = 0.0;
+            if (visible(s, b, h, i, j))
+                (void)oracle_score(s, x, b, h, i, j, &sl);
+            delta = fmax(delta, sl);
+        }
+    }
+    const double rel = expm1(2.0 * delta) * (1.0 + 0x1p-20);
+    y_buf(p)->tol = SM_ULP_TOL + 1 + ldexp(rel, 24);
+    s->sum_tol = SM_SUM_TOL + rel;
 }
 
 /* Row t: the probabilities of a normal row, NaN at the visible keys of a
@@ -224,9 +366,9 @@ static void sm_oracle_row(const peak_tester_problem *p, size_t buf, size_t t, do
     row_index(s, t, &b, &h, &i);
     for (size_t j = 0; j < lk; j++) {
         vis[j] = visible(s, b, h, i, j);
-        ref[j] = vis[j] ? oracle_score(s, x, b, h, i, j) : -INFINITY;
+        ref[j] = vis[j] ? oracle_score(s, x, b, h, i, j, NULL) : -INFINITY;
     }
-    const int kind = peak_test_softmax_row(ref, vis, lk);
+    const int kind = softmax_row_with_sink(ref, vis, lk, row_sink(s, h));
     for (size_t j = 0; j < lk; j++) {
         if (!vis[j] || kind == ROW_ZERO) {
             ref[j] = 0.0;
@@ -263,8 +405,9 @@ static void note_entry(double ref, float got)
     sm_seen.probs++;
 }
 
-/* A normal row (no NaN, some probability; its oracle sums to 1) sums to 1;
-   its errors go into sm_seen. */
+/* A normal row (no NaN, some probability) sums to what its oracle sums to:
+   1, or less with a sink, within sum_tol of it (relative), plus FLT_MIN
+   for each probability a tier may flush; its errors go into sm_seen. */
 static void sm_check_row(const peak_tester_problem *p, size_t buf, size_t t, const double *ref,
                          const float *got)
 {
@@ -282,12 +425,12 @@ static void sm_check_row(const peak_tester_problem *p, size_t buf, size_t t, con
         note_entry(ref[j], got[j]);
         sum += got[j];
     }
-    const double err = fabs(sum - 1.0);
+    const double err = fabs(sum - mass);
     if (err > sm_seen.max_sum_err)
         sm_seen.max_sum_err = err;
     sm_seen.rows++;
-    CHECK(err <= SM_SUM_TOL, "%s: row %zu sums to 1 %+.3g", peak_tester_describe(p), t,
-          sum - 1.0);
+    CHECK(err <= s->sum_tol * mass + (double)s->d.k_len * FLT_MIN,
+          "%s: row %zu sums to %.9g %+.3g", peak_tester_describe(p), t, mass, sum - mass);
 }
 
 /* The largest errors seen, on stdout (meson test -v). */
@@ -295,7 +438,7 @@ static void print_stats(const char *what)
 {
     printf("softmax %s, %s: %zu rows, %zu probabilities in [%.3g, 1]: max error %lld ulp "
            "(%.2f ulp from the exact value), %lld ulp for probabilities >= 1/4 (tolerance "
-           "%d ulp); max |row sum - 1| %.3g\n",
+           "%d ulp); max |row sum - exact sum| %.3g\n",
            peak_isa_name(peak_test_isa), what, sm_seen.rows, sm_seen.probs, sm_seen.min_p,
            (long long)sm_seen.max_ulp, sm_seen.max_real_ulp, (long long)sm_seen.max_ulp_top,
            SM_ULP_TOL, sm_seen.max_sum_err);
@@ -1174,6 +1317,559 @@ START_TEST(invalid_arguments)
 }
 END_TEST
 
+/* ---- logit options (peak_logits) ------------------------------------------ */
+
+/* What a logit case sets besides the mask. */
+typedef struct sm_logit_spec {
+    float cap; /* 0: none */
+    peak_alibi alibi;
+    int slopes; /* 0: peak.h's; 1: the caller's, one for all (stride 0); 2: stride 2 */
+    int sinks;  /* 0: none; 1: one for all (stride 0); 2: one per head (stride 1) */
+    float sink_lo, sink_hi; /* sinks uniform in [sink_lo, sink_hi) */
+} sm_logit_spec;
+
+/* The caller's arrays of a logit case, of exactly the floats read (so
+   AddressSanitizer sees a read past the last head's); the floats between
+   strided slopes keep the canary, a NaN, so a wrong stride poisons rows. */
+typedef struct sm_logit_arrays {
+    float *slopes, *sinks;
+} sm_logit_arrays;
+
+static peak_logits make_logits(const sm_logit_spec *ls, size_t H, uint64_t *rng,
+                               sm_logit_arrays *arr)
+{
+    peak_logits l = PEAK_LOGITS_DEFAULT;
+    arr->slopes = arr->sinks = NULL;
+    l.softcap = ls->cap;
+    l.alibi = ls->alibi;
+    if (ls->alibi != PEAK_ALIBI_NONE && ls->slopes) {
+        const ptrdiff_t st = ls->slopes == 2 ? 2 : 0;
+        arr->slopes = peak_test_alloc(st ? (H - 1) * 2 + 1 : 1, 1);
+        for (size_t h = 0; h < (st ? H : 1); h++)
+            arr->slopes[(ptrdiff_t)h * st] = peak_test_uniform(rng, 0.0f, 1.0f);
+        if (st && H > 2)
+            arr->slopes[2 * st] = -0.0f; /* >= 0, so valid: no ALiBi on head 2 */
+        l.alibi_slopes = arr->slopes;
+        l.alibi_slopes_stride = st;
+    }
+    if (ls->sinks) {
+        const size_t n = ls->sinks == 2 ? H : 1;
+        arr->sinks = peak_test_alloc(n, 2);
+        for (size_t h = 0; h < n; h++)
+            arr->sinks[h] = peak_test_uniform(rng, ls->sink_lo, ls->sink_hi);
+        l.sinks = arr->sinks;
+        l.sinks_stride = ls->sinks == 2 ? 1 : 0;
+    }
+    return l;
+}
+
+static void free_logit_arrays(sm_logit_arrays *arr)
+{
+    peak_test_free(arr->slopes);
+    peak_test_free(arr->sinks);
+}
+
+/* The case of shape sh, scores in [lo, hi) under mask m, with the options
+   ls (o and arr receive what the case points to). */
+static peak_tester_case logit_case(const sm_shape *sh, float scale, uint64_t seed, float lo,
+                                   float hi, sm_mask_spec m, const sm_logit_spec *ls, sm_opts *o,
+                                   sm_logit_arrays *arr)
+{
+    *o = (sm_opts){0};
+    o->lo = lo;
+    o->hi = hi;
+    o->mask = m;
+    uint64_t rng = seed ^ 0x10917ull;
+    o->logits = make_logits(ls, sh->H, &rng, arr);
+    return shape_case(sh, scale, seed, o);
+}
+
+/* After peak_tester_run, on the scalar tier from the same inputs: every
+   probability within SM_ULP_TOL + 1 ulp of the tier under test's (both
+   are that close to the exact softmax of the same float scores, peak.h:
+   so a SIMD tier's capped or ALiBi scores are the scalar tier's bits), or
+   within FLT_MIN below it; NaN where it is NaN. */
+static void near_scalar(peak_tester_problem *p)
+{
+    const sm_problem *s = p->user;
+    const peak_tester_buf *by = y_buf(p);
+    float *got = malloc(by->n * sizeof *got);
+    if (!got)
+        abort();
+    memcpy(got, by->p, by->n * sizeof *got);
+    for (size_t k = 0; k < p->nbufs; k++)
+        memcpy(p->buf[k].p, p->buf[k].before, p->buf[k].n * sizeof(float));
+    ck_assert_int_eq(peak_isa_force(PEAK_ISA_SCALAR), PEAK_OK);
+    const peak_status st = peak_softmax(s->y, s->x, &s->d, NULL);
+    ck_assert_int_eq(peak_isa_force(peak_test_isa), PEAK_OK);
+    ck_assert_int_eq(st, PEAK_OK);
+    for (size_t t = 0; t < n_rows(s); t++)
+        for (size_t j = 0; j < s->d.k_len; j++) {
+            const float a = got[t * s->ld_y + j], b = Y_AT(s, t, j);
+            const int ok = (isnan(a) && isnan(b)) || a == b || fabsf(a - b) <= FLT_MIN ||
+                           peak_test_ulp_diff(a, b) <= SM_ULP_TOL + 1;
+            CHECK(ok, "%s: y[%zu,%zu] = %a, the scalar tier's %a", peak_tester_describe(p), t, j,
+                  (double)a, (double)b);
+        }
+    free(got);
+}
+
+/* After peak_tester_run on a SIMD tier: every other SIMD tier this CPU
+   runs gives the same bytes (peak.h), and the scalar tier nearly the same
+   probabilities (near_scalar). */
+static void logits_across_tiers(peak_tester_problem *p)
+{
+    static const peak_isa simd[] = {PEAK_ISA_AVX2, PEAK_ISA_AVX512, PEAK_ISA_NEON};
+    if (peak_test_isa == PEAK_ISA_SCALAR)
+        return;
+    for (size_t k = 0; k < 3; k++)
+        if (simd[k] != peak_test_isa && peak_isa_supported(simd[k]))
+            peak_tester_same_bits(&softmax, p, simd[k]);
+    near_scalar(p);
+}
+
+/* Runs a logit case set up with sm_begin (its x possibly edited): the
+   oracle, then the other tiers. */
+static void logit_end(peak_tester_problem *p)
+{
+    peak_tester_run(&softmax, p);
+    logits_across_tiers(p);
+    peak_tester_free(&softmax, p);
+}
+
+static void check_logits(const sm_shape *sh, float scale, uint64_t seed, float lo, float hi,
+                         sm_mask_spec m, const sm_logit_spec *ls)
+{
+    sm_opts o;
+    sm_logit_arrays arr;
+    const peak_tester_case c = logit_case(sh, scale, seed, lo, hi, m, ls, &o, &arr);
+    peak_tester_problem p;
+    sm_begin(&p, &c);
+    logit_end(&p);
+    free_logit_arrays(&arr);
+}
+
+static const size_t logit_lengths[] = {1, 7, 16, 17, 33, 70, 129};
+#define N_LOGIT_LENGTHS (sizeof logit_lengths / sizeof logit_lengths[0])
+
+/* Soft-capping alone and under masks: caps of 30 and 50 (Gemma 2's final
+   and attention caps), 1 and 0.25; scores of +-8 (tanh's polynomial
+   range and beyond), +-100 and +-1e4 (saturated: every score near +-cap);
+   every tail of both vector widths; negative and non-unit scales. */
+START_TEST(softcap_alone_and_masked)
+{
+    static const float caps[] = {30.0f, 50.0f, 1.0f, 0.25f};
+    static const float lo[] = {-8.0f, -1e4f, -100.0f}, hi[] = {8.0f, 1e4f, 100.0f};
+    static const int kinds[] = {KIND_NONE, KIND_CAUSAL_BR, KIND_BIAS, KIND_KEEP};
+    const sm_logit_spec ls = {.cap = caps[_i]};
+    for (size_t k = 0; k < N_LOGIT_LENGTHS; k++)
+        for (size_t r = 0; r < 3; r++)
+            for (size_t mk = 0; mk < 4; mk++) {
+                const size_t lk = logit_lengths[k];
+                const sm_shape sh = {1, 2, 3, lk, k % 3, (k + 1) % 3, (k + r) % 5,
+                                     (int)((k + r + mk) & 1), (int)(mk == 3)};
+                const float scale = r == 1 ? 1.0f : (mk & 1) ? 0.37f : -0.75f;
+                check_logits(&sh, scale, 5000 + (uint64_t)_i * 1000 + k * 16 + r * 4 + mk, lo[r],
+                             hi[r], kind_mask(kinds[mk], lk), &ls);
+            }
+}
+END_TEST
+
+/* peak.h: the cap maps +-inf to +-cap exactly (so +inf no longer poisons a
+   row), a NaN still does; masked keys (the canary NaN, or +inf written
+   there) are never read.  Only infinite and NaN scores, so the oracle's
+   capped scores are exact and the bound is SM_ULP_TOL + 1.  Rows: all
+   +inf (uniform), all -inf (uniform: -cap is finite), +inf and -inf
+   alternating (the +inf keys share all but e^(-2 cap)), a NaN among
+   +inf (a NaN row), and -inf with +inf at the masked keys. */
+START_TEST(softcap_maps_infinities_to_cap)
+{
+    static const float caps[] = {30.0f, 50.0f};
+    const float scale = (_i & 2) ? -0.75f : 1.0f; /* -inf * -0.75 = +inf: capped too */
+    const sm_shape sh = {1, 1, 5, 19, 0, 0, 0, 0, 0};
+    const sm_mask_spec m = {.bias = 1, .bias_lo = -2.0f, .bias_hi = 2.0f, .bias_masked = 0.2};
+    const sm_logit_spec ls = {.cap = caps[_i & 1]};
+    sm_opts o;
+    sm_logit_arrays arr;
+    const peak_tester_case c = logit_case(&sh, scale, 5900 + (uint64_t)_i, -1.0f, 1.0f, m, &ls,
+                                          &o, &arr);
+    peak_tester_problem p;
+    sm_problem *s = sm_begin(&p, &c);
+    for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 19; j++) {
+            const int vis = visible(s, 0, 0, i, j);
+            float v = INFINITY;
+            if (i == 1 || (i == 2 && (j & 1)) || (i == 4 && vis))
+                v = -INFINITY;
+            if (i == 3 && j == 11)
+                v = NAN;
+            if (vis || i == 4)
+                X_AT(s, i, j) = v;
+        }
+    logit_end(&p);
+    free_logit_arrays(&arr);
+}
+END_TEST
+
+/* ALiBi of both forms and both alignments at q_offset 0, 1e6, 2^24 + 11
+   and 2^40 - 3 (peak.h: distances are rounded once to float beyond 2^24,
+   so rows that straddle 2^24 mix exact and rounded distances, and a
+   distance formed by stepping a float from the row's first key rounds
+   differently; at 2^40 the scores of a row share a few values), with every mask kind (a causal mask, a window, key
+   lengths, keep, bias, all of them, none: then keys after qpos get a
+   bonus under the causal form), 1, 8 and 12 heads (not a power of two:
+   BLOOM's slopes), peak.h's slopes and the caller's with strides 0 and 2.
+   No cap: the oracle's scores are the kernels' bits, and every
+   probability is within SM_ULP_TOL ulp. */
+START_TEST(alibi_masks_heads_slopes)
+{
+    static const size_t offs[] = {0, 1000000, ((size_t)1 << 24) + 11, ((size_t)1 << 40) - 3};
+    static const size_t heads[] = {1, 8, 12};
+    static const int kinds[] = {KIND_NONE,   KIND_CAUSAL_TL, KIND_WINDOW, KIND_KEY_LEN,
+                                KIND_KEEP, KIND_BIAS,      KIND_ALL};
+    const peak_alibi form = (_i & 1) ? PEAK_ALIBI_SYMMETRIC : PEAK_ALIBI_CAUSAL;
+    const peak_align align = (peak_align)((_i >> 1) & 1);
+    const size_t off = offs[_i >> 2];
+    for (size_t hk = 0; hk < 3; hk++)
+        for (int sl = 0; sl < 3; sl++)
+            for (size_t mk = 0; mk < 7; mk++) {
+                const size_t lk = 5 + mk * 11;
+                const sm_shape sh = {2, heads[hk], 3, lk, mk % 3, 1, mk % 4,
+                                     (int)((mk + hk) & 1), (int)(sl == 1)};
+                sm_mask_spec m = kind_mask(kinds[mk], lk);
+                m.causal = m.causal || kinds[mk] == KIND_CAUSAL_TL;
+                m.align = align;
+                m.q_offset = off + (kinds[mk] == KIND_CAUSAL_TL ? 1 : 0);
+                const sm_logit_spec ls = {.alibi = form, .slopes = sl};
+                check_logits(&sh, (mk & 1) ? 0.37f : 1.0f,
+                             6000 + (uint64_t)_i * 100 + hk * 30 + (uint64_t)sl * 10 + mk, -8.0f,
+                             8.0f, m, &ls);
+            }
+}
+END_TEST
+
+/* No slopes given: peak_alibi_slopes() of the call's head count, the same
+   bits as passing them (stride 1), for 8 and 12 heads. */
+START_TEST(alibi_default_slopes_are_peak_alibi_slopes)
+{
+    const size_t H = _i ? 12 : 8, lk = 41, n = H * 2 * lk;
+    uint64_t rng = 6900 + (uint64_t)_i;
+    float *x = peak_test_alloc(n, 0), *y1 = peak_test_alloc(n, 1), *y2 = peak_test_alloc(n, 2);
+    float slopes[12];
+    peak_test_fill_uniform(x, n, &rng, -4.0f, 4.0f);
+    ck_assert_int_eq(peak_alibi_slopes(slopes, H), PEAK_OK);
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = 1, d.heads = H, d.q_len = 2, d.k_len = lk;
+    const ptrdiff_t st[3] = {(ptrdiff_t)n, (ptrdiff_t)(2 * lk), (ptrdiff_t)lk};
+    memcpy(d.x_stride, st, sizeof st);
+    memcpy(d.y_stride, st, sizeof st);
+    d.mask.q_offset = 100;
+    d.logits.alibi = _i ? PEAK_ALIBI_SYMMETRIC : PEAK_ALIBI_CAUSAL;
+    ck_assert_int_eq(peak_softmax(y1, x, &d, NULL), PEAK_OK);
+    d.logits.alibi_slopes = slopes;
+    d.logits.alibi_slopes_stride = 1;
+    ck_assert_int_eq(peak_softmax(y2, x, &d, NULL), PEAK_OK);
+    CHECK(peak_test_bytes_equal(y1, y2, n * sizeof *y1),
+          "%s: %zu heads: the default slopes differ from peak_alibi_slopes'",
+          peak_isa_name(peak_test_isa), H);
+    peak_test_free(x);
+    peak_test_free(y1);
+    peak_test_free(y2);
+}
+END_TEST
+
+/* Row 0 of every (b, h) sees nothing: its bias row all -inf. */
+static void bias_row_0_all_masked(sm_problem *s, int arg)
+{
+    (void)arg;
+    const peak_mask *m = &s->d.mask;
+    for (size_t b = 0; b < s->d.batch; b++)
+        for (size_t h = 0; h < s->d.heads; h++)
+            for (size_t j = 0; j < s->d.k_len; j++)
+                s->bias[b * m->bias_stride[0] + h * m->bias_stride[1] + j] = -INFINITY;
+}
+
+/* Sinks, one for all heads (stride 0) or one per head (stride 1), of the
+   scores' size or far above them (probabilities of e^-60 and less: tiny
+   but as accurate, relatively), alone and with the cap and ALiBi, under
+   masks that leave rows with no key (key_len 0 at b = 2, a bias row of
+   -inf, bottom-right causal with Lq > Lk): those stay zeros. */
+START_TEST(sinks_with_masks_and_options)
+{
+    const int per_head = _i & 1, far = (_i >> 1) & 1;
+    const float s_lo = far ? 60.0f : -3.0f, s_hi = far ? 70.0f : 3.0f;
+    for (int opt = 0; opt < 3; opt++)
+        for (int mk = 0; mk < 5; mk++) {
+            const size_t lk = mk == 3 ? 2 : 9 + (size_t)mk * 13;
+            const sm_shape sh = {3, 3, 4, lk, (size_t)mk % 2, 1, (size_t)mk, (int)(mk == 1),
+                                 (int)(opt == 1)};
+            sm_logit_spec ls = {.sinks = 1 + per_head, .sink_lo = s_lo, .sink_hi = s_hi};
+            if (opt == 1)
+                ls.cap = 30.0f;
+            if (opt == 2)
+                ls.alibi = PEAK_ALIBI_CAUSAL, ls.slopes = 2;
+            sm_mask_spec m = {0};
+            if (mk == 1)
+                m.key_len = 1;
+            if (mk == 2 || mk == 4) {
+                m.bias = 1;
+                m.bias_lo = -2.0f;
+                m.bias_hi = 2.0f;
+                m.bias_masked = mk == 4 ? 0.0 : 0.3;
+            }
+            if (mk == 3)
+                m.causal = 1, m.align = PEAK_ALIGN_BOTTOM_RIGHT;
+            if (mk == 0)
+                m.keep = 1, m.keep_density = 0.5;
+            sm_opts o;
+            sm_logit_arrays arr;
+            const uint64_t seed = 7000 + (uint64_t)_i * 100 + (uint64_t)opt * 10 + (uint64_t)mk;
+            peak_tester_case c = logit_case(&sh, 1.0f, seed, -5.0f, 5.0f, m, &ls, &o, &arr);
+            if (mk == 4)
+                o.edit_mask = bias_row_0_all_masked;
+            peak_tester_problem p;
+            sm_begin(&p, &c);
+            logit_end(&p);
+            free_logit_arrays(&arr);
+        }
+}
+END_TEST
+
+/* Sinks at the ends of float's range: FLT_MAX takes every probability to
+   +0 exactly (each term e^(s - FLT_MAX) is below 2^-127.5, which every
+   tier counts as 0; the row is not a NaN row); -FLT_MAX changes nothing;
+   70 above scores in [-5, 5) leaves probabilities near e^-70 (normal
+   floats), each within SM_ULP_TOL ulp; 0 under scores of 1e30. */
+START_TEST(sink_extremes)
+{
+    static const float sink[] = {FLT_MAX, -FLT_MAX, 70.0f, 0.0f};
+    static const float lo[] = {-5.0f, -5.0f, -5.0f, 1e30f}, hi[] = {5.0f, 5.0f, 5.0f, 2e30f};
+    for (size_t k = 0; k < N_LOGIT_LENGTHS; k++) {
+        const size_t lk = logit_lengths[k];
+        const sm_shape sh = {1, 2, 3, lk, 0, 1, k % 4, (int)(k & 1), 0};
+        const sm_logit_spec ls = {.sinks = 1, .sink_lo = sink[_i], .sink_hi = sink[_i]};
+        sm_opts o;
+        sm_logit_arrays arr;
+        const peak_tester_case c = logit_case(&sh, 1.0f, 7500 + (uint64_t)_i * 16 + k, lo[_i],
+                                              hi[_i], (sm_mask_spec){0}, &ls, &o, &arr);
+        peak_tester_problem p;
+        const sm_problem *s = sm_begin(&p, &c);
+        peak_tester_run(&softmax, &p);
+        if (_i == 0)
+            for (size_t t = 0; t < n_rows(s); t++)
+                for (size_t j = 0; j < lk; j++)
+                    CHECK(Y_AT(s, t, j) == 0.0f && !signbit(Y_AT(s, t, j)),
+                          "%s: sink FLT_MAX: y[%zu,%zu] = %a, want +0", peak_tester_describe(&p),
+                          t, j, (double)Y_AT(s, t, j));
+        logits_across_tiers(&p);
+        peak_tester_free(&softmax, &p);
+        free_logit_arrays(&arr);
+    }
+}
+END_TEST
+
+/* A sink changes neither a NaN row (a visible NaN or +inf) nor a zero row
+   (every visible score -inf); with a cap, -inf is -cap and the row is a
+   normal one; +inf or NaN at masked keys never leaks. */
+START_TEST(sinks_with_nonfinite_scores)
+{
+    const sm_shape sh = {1, 2, 5, 23, 1, 0, 3, _i & 1, 0};
+    const sm_mask_spec m = {.key_len = 1, .keep = 1, .keep_density = 0.7};
+    const sm_logit_spec ls = {.cap = (_i & 2) ? 50.0f : 0.0f, .sinks = 2, .sink_lo = -1.0f,
+                              .sink_hi = 1.0f};
+    sm_opts o;
+    sm_logit_arrays arr;
+    const peak_tester_case c =
+        logit_case(&sh, 1.0f, 7700 + (uint64_t)_i, -3.0f, 3.0f, m, &ls, &o, &arr);
+    o.edit_mask = key_len_0_is;
+    o.arg = 20;
+    peak_tester_problem p;
+    sm_problem *s = sm_begin(&p, &c);
+    for (size_t t = 0; t < n_rows(s); t++) {
+        size_t b, h, i;
+        row_index(s, t, &b, &h, &i);
+        for (size_t j = 0; j < 23; j++) {
+            const int vis = visible(s, b, h, i, j);
+            if (!vis)
+                X_AT(s, t, j) = (j & 1) ? INFINITY : NAN; /* never read */
+            else if (i == 0)
+                X_AT(s, t, j) = -INFINITY; /* a zero row (without the cap) */
+            else if (i == 1 && j == 17)
+                X_AT(s, t, j) = NAN; /* a NaN row */
+            else if (i == 2 && j == 19)
+                X_AT(s, t, j) = INFINITY; /* a NaN row without the cap */
+        }
+    }
+    logit_end(&p);
+    free_logit_arrays(&arr);
+}
+END_TEST
+
+/* Random shapes, masks and logit options together: the cap (30, 50, 5
+   or none), ALiBi (either form, the slopes peak.h's or the caller's at
+   stride 0 or 2, q_offset up to 1e6), sinks (stride 0 or 1, near the
+   scores or above them), in place or not, both row orders. */
+START_TEST(logits_combinations_fuzz)
+{
+    static const float caps[] = {0.0f, 30.0f, 50.0f, 5.0f};
+    static const size_t offs[] = {0, 1, 3, 1000000};
+    uint64_t rng = 7800 + (uint64_t)_i;
+    const int n = peak_test_quick() ? 12 : 40;
+    for (int t = 0; t < n; t++) {
+        const sm_shape sh = {1 + peak_test_next(&rng) % 3, 1 + peak_test_next(&rng) % 13,
+                             1 + peak_test_next(&rng) % 9, 1 + peak_test_next(&rng) % 70,
+                             peak_test_next(&rng) % 3, peak_test_next(&rng) % 3,
+                             peak_test_next(&rng) % 4, (int)(peak_test_next(&rng) % 2),
+                             (int)(peak_test_next(&rng) % 2)};
+        const uint64_t seed = peak_test_next(&rng);
+        const uint64_t pick = peak_test_next(&rng);
+        const sm_mask_spec m = {
+            .causal = (pick >> 1) & 1,
+            .align = (peak_align)((pick >> 2) & 1),
+            .q_offset = offs[(pick >> 3) & 3],
+            .window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0,
+            .key_len = (pick >> 9) & 1,
+            .keep = (pick >> 10) & 1,
+            .keep_bcast = (pick >> 11) & 7,
+            .keep_density = 0.7,
+            .bias = (pick >> 14) & 1,
+            .bias_bcast = (pick >> 15) & 7,
+            .bias_lo = -2.0f,
+            .bias_hi = 2.0f,
+            .bias_masked = 0.2,
+        };
+        const int far = (pick >> 26) & 1;
+        const sm_logit_spec ls = {.cap = caps[(pick >> 18) & 3],
+                                  .alibi = (peak_alibi)((pick >> 20) % 3),
+                                  .slopes = (int)((pick >> 22) % 3),
+                                  .sinks = (int)((pick >> 24) % 3),
+                                  .sink_lo = far ? 10.0f : -4.0f,
+                                  .sink_hi = far ? 20.0f : 4.0f};
+        check_logits(&sh, (pick & 1) ? 0.3f : 0.0f, seed, -6.0f, 6.0f, m, &ls);
+    }
+}
+END_TEST
+
+/* Decoding with the logit options: one query at position t over a cache
+   of L keys is row t of the full causal call (ALiBi sees the same qpos:
+   top-left with q_offset t, or bottom-right over the first t + 1 keys),
+   each probability within SM_ULP_TOL ulp of it. */
+START_TEST(logits_decode_rows_match_full_causal)
+{
+    const size_t L = 1 + (size_t)_i * 9;
+    const sm_shape sh = {1, 2, L, L, 0, 0, 0, 0, 0};
+    const sm_logit_spec ls = {.alibi = (_i & 1) ? PEAK_ALIBI_SYMMETRIC : PEAK_ALIBI_CAUSAL,
+                              .sinks = 2, .sink_lo = -2.0f, .sink_hi = 2.0f};
+    sm_opts o;
+    sm_logit_arrays arr;
+    const peak_tester_case c = logit_case(&sh, 1.0f, 7900 + (uint64_t)_i, -5.0f, 5.0f,
+                                          (sm_mask_spec){.causal = 1}, &ls, &o, &arr);
+    peak_tester_problem full;
+    const sm_problem *s = sm_begin(&full, &c);
+    peak_tester_run(&softmax, &full);
+    for (size_t h = 0; h < 2; h++)
+        for (size_t t = 0; t < L; t++)
+            for (int align = 0; align < 2; align++) {
+                peak_softmax_desc d = s->d;
+                d.heads = 1;
+                d.q_len = 1;
+                d.k_len = align ? t + 1 : L;
+                d.mask.align = (peak_align)align;
+                d.mask.q_offset = align ? 0 : t;
+                const float slope = peak_test_alibi_slope(h, 2);
+                d.logits.alibi_slopes = &slope; /* head h of 2, alone */
+                d.logits.sinks = &arr.sinks[h];
+                float *y = peak_test_alloc(d.k_len, 0);
+                ck_assert_int_eq(peak_softmax(y, &X_AT(s, h * L + t, 0), &d, NULL), PEAK_OK);
+                for (size_t j = 0; j < d.k_len; j++) {
+                    const float want = Y_AT(s, h * L + t, j);
+                    CHECK(want < FLT_MIN ? fabsf(y[j] - want) <= FLT_MIN
+                                         : peak_test_ulp_diff(y[j], want) <= SM_ULP_TOL,
+                          "%s L%zu h%zu t%zu align %d key %zu: decode %.9g, full %.9g",
+                          peak_isa_name(peak_test_isa), L, h, t, align, j, (double)y[j],
+                          (double)want);
+                }
+                peak_test_free(y);
+            }
+    peak_tester_free(&softmax, &full);
+    free_logit_arrays(&arr);
+}
+END_TEST
+
+/* Invalid logit options are rejected, nothing written: a cap that is NaN,
+   negative or infinite; an ALiBi form outside the enum; a slope that is
+   negative, NaN or infinite, a negative slopes stride; a sink that is NaN
+   or infinite, a negative sinks stride.  A cap of -0 is 0: off. */
+START_TEST(invalid_logit_options)
+{
+    const sm_shape sh = {2, 2, 3, 8, 0, 0, 0, 0, 0};
+    sm_opts o = {.lo = -1.0f, .hi = 1.0f};
+    const peak_tester_case c = shape_case(&sh, 1.0f, 7950, &o);
+    peak_tester_problem p;
+    sm_problem *s = sm_begin(&p, &c);
+    const peak_status inval = PEAK_ERR_INVALID_ARG;
+    float bad[2] = {0.5f, 0.25f};
+    peak_softmax_desc d;
+    static const float caps[] = {NAN, -1.0f, INFINITY, -INFINITY, -FLT_MIN};
+    for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
+        d = s->d;
+        d.logits.softcap = caps[k];
+        expect_rejected(&p, "bad cap", &d, s->y, s->x, inval);
+    }
+    d = s->d;
+    d.logits.alibi = (peak_alibi)3;
+    expect_rejected(&p, "alibi 3", &d, s->y, s->x, inval);
+    d.logits.alibi = (peak_alibi)-1;
+    expect_rejected(&p, "alibi -1", &d, s->y, s->x, inval);
+    static const float bad_slope[] = {-0.25f, NAN, INFINITY, -FLT_MIN};
+    for (size_t k = 0; k < sizeof bad_slope / sizeof bad_slope[0]; k++) {
+        d = s->d;
+        d.logits.alibi = PEAK_ALIBI_CAUSAL;
+        bad[1] = bad_slope[k];
+        d.logits.alibi_slopes = bad;
+        d.logits.alibi_slopes_stride = 1;
+        expect_rejected(&p, "bad slope", &d, s->y, s->x, inval);
+        d.logits.alibi_slopes = &bad[1]; /* stride 0: one for all */
+        d.logits.alibi_slopes_stride = 0;
+        expect_rejected(&p, "bad slope, stride 0", &d, s->y, s->x, inval);
+    }
+    bad[1] = 0.25f;
+    d = s->d;
+    d.logits.alibi = PEAK_ALIBI_SYMMETRIC;
+    d.logits.alibi_slopes = &bad[1];
+    d.logits.alibi_slopes_stride = -1;
+    expect_rejected(&p, "negative slopes stride", &d, s->y, s->x, inval);
+    static const float bad_sink[] = {NAN, INFINITY, -INFINITY};
+    for (size_t k = 0; k < 3; k++) {
+        d = s->d;
+        bad[1] = bad_sink[k];
+        d.logits.sinks = bad;
+        d.logits.sinks_stride = 1;
+        expect_rejected(&p, "bad sink", &d, s->y, s->x, inval);
+        d.logits.sinks = &bad[1];
+        d.logits.sinks_stride = 0;
+        expect_rejected(&p, "bad sink, stride 0", &d, s->y, s->x, inval);
+    }
+    bad[1] = 0.25f;
+    d = s->d;
+    d.logits.sinks = &bad[1];
+    d.logits.sinks_stride = -1;
+    expect_rejected(&p, "negative sinks stride", &d, s->y, s->x, inval);
+    /* a cap of -0 is off: the bits of no cap */
+    d = s->d;
+    d.logits.softcap = -0.0f;
+    const size_t ny = y_buf(&p)->n;
+    float *y0 = peak_test_alloc(ny, 0);
+    ck_assert_int_eq(peak_softmax(s->y, s->x, &d, NULL), PEAK_OK);
+    memcpy(y0, s->y, ny * sizeof *y0);
+    ck_assert_int_eq(peak_softmax(s->y, s->x, &s->d, NULL), PEAK_OK);
+    CHECK(peak_test_bytes_equal(y0, s->y, ny * sizeof *y0), "%s: a cap of -0 is not off",
+          peak_isa_name(peak_test_isa));
+    peak_test_free(y0);
+    peak_tester_free(&softmax, &p);
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------- */
 
 static Suite *make_suite(peak_isa isa)
@@ -1214,6 +1910,16 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, accuracy_report);
     tcase_add_loop_test(tc, wide_range_relative_ulp, 0, (int)N_WIDE_MAX);
     tcase_add_loop_test(tc, simd_tiers_same_bits, 0, 3);
+    tcase_add_loop_test(tc, softcap_alone_and_masked, 0, 4);
+    tcase_add_loop_test(tc, softcap_maps_infinities_to_cap, 0, 4);
+    tcase_add_loop_test(tc, alibi_masks_heads_slopes, 0, 16);
+    tcase_add_loop_test(tc, alibi_default_slopes_are_peak_alibi_slopes, 0, 2);
+    tcase_add_loop_test(tc, sinks_with_masks_and_options, 0, 4);
+    tcase_add_loop_test(tc, sink_extremes, 0, 4);
+    tcase_add_loop_test(tc, sinks_with_nonfinite_scores, 0, 4);
+    tcase_add_loop_test(tc, logits_combinations_fuzz, 0, 8);
+    tcase_add_loop_test(tc, logits_decode_rows_match_full_causal, 0, 4);
+    tcase_add_test(tc, invalid_logit_options);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -264,3 +264,45 @@ peak_test_mask_arrays peak_test_make_mask(peak_mask *m, const peak_test_mask_spe
                                     spec->bias_masked, bias_misalign, rng);
     return a;
 }
+
+long double peak_test_alibi_slope_exact(size_t h, size_t n)
+{
+    size_t p = 1;
+    while (2 * p <= n)
+        p *= 2;
+    if (h < p) /* base 2^(-8/p), its powers 1 .. p */
+        return powl(exp2l(-8.0L / (long double)p), (long double)(h + 1));
+    /* the odd powers of 2p heads' base 2^(-4/p) */
+    return powl(exp2l(-4.0L / (long double)p), (long double)(2 * (h - p) + 1));
+}
+
+float peak_test_alibi_slope(size_t h, size_t n)
+{
+    /* The oracles ask per key: the slopes of the last head count, kept
+       (long double powers are slow where long double is emulated). */
+    static float kept[64];
+    static size_t kept_n;
+    if (n > 64)
+        return (float)peak_test_alibi_slope_exact(h, n);
+    if (kept_n != n) {
+        for (size_t k = 0; k < n; k++)
+            kept[k] = (float)peak_test_alibi_slope_exact(k, n);
+        kept_n = n;
+    }
+    return kept[h];
+}
+
+void peak_test_describe_logits(char *text, size_t n, size_t B, size_t H, const peak_mask *m,
+                               const peak_logits *l)
+{
+    char slopes[32] = "default", sinks[32] = "none";
+    if (l->alibi_slopes)
+        snprintf(slopes, sizeof slopes, "stride %td", l->alibi_slopes_stride);
+    if (l->sinks)
+        snprintf(sinks, sizeof sinks, "stride %td", l->sinks_stride);
+    snprintf(text, n,
+             "[B %zu H %zu causal %d align %d q_offset %zu window %zu key_len %d keep %d bias %d; "
+             "cap %g alibi %d slopes %s sinks %s]",
+             B, H, m->causal, (int)m->align, m->q_offset, m->window, m->key_len != NULL,
+             m->keep != NULL, m->bias != NULL, (double)l->softcap, (int)l->alibi, slopes, sinks);
+}

@@ -130,6 +130,20 @@ typedef struct peak_test_mask_arrays {
 peak_test_mask_arrays peak_test_make_mask(peak_mask *m, const peak_test_mask_spec *spec,
                                           peak_test_dims d, size_t bias_misalign, uint64_t *rng);
 
+/* peak.h's ALiBi slope of head h of n heads (peak_alibi_slopes), evaluated
+   here in long double from the formula, independently of the library:
+   2^(-8 (h + 1) / n) for n a power of two; else, p the largest power of
+   two below n, the p slopes of p heads, then 2^(-4 h' / p) at odd h'.
+   peak_test_alibi_slope rounds it once to float, as peak.h defines it. */
+long double peak_test_alibi_slope_exact(size_t h, size_t n);
+float peak_test_alibi_slope(size_t h, size_t n);
+
+/* "[B.. H.. causal.. align.. q_offset.. window.. key_len.. keep.. bias..;
+   cap.. alibi.. slopes.. sinks..]": a call's mask and logit options, into
+   text[n], for failure messages. */
+void peak_test_describe_logits(char *text, size_t n, size_t B, size_t H, const peak_mask *m,
+                               const peak_logits *l);
+
 /* 1 if n bytes at a and b are identical. */
 int peak_test_bytes_equal(const void *a, const void *b, size_t n);
 

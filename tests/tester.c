@@ -90,12 +90,13 @@ const float *peak_tester_before(const peak_tester_problem *p, const float *buf)
 
 const char *peak_tester_describe(const peak_tester_problem *p)
 {
-    static char text[160];
+    static char text[160 + sizeof p->note];
     const peak_tester_case *c = &p->c;
-    snprintf(text, sizeof text,
-             "%s: n %zu n2 %zu rows %zu gap %zu misalign %zu alias %d variant %u data %d param %g",
-             peak_isa_name(peak_test_isa), c->n, c->n2, c->rows, c->gap, c->misalign, c->alias,
-             c->variant, c->data, (double)c->param);
+    snprintf(
+        text, sizeof text,
+        "%s: n %zu n2 %zu rows %zu gap %zu misalign %zu alias %d variant %u data %d param %g%s%s",
+        peak_isa_name(peak_test_isa), c->n, c->n2, c->rows, c->gap, c->misalign, c->alias,
+        c->variant, c->data, (double)c->param, p->note[0] ? " " : "", p->note);
     return text;
 }
 

@@ -99,6 +99,9 @@ typedef struct peak_tester_problem {
        probabilities within a ULP bound); entries it sets to
        PEAK_TESTER_ENTRY_NONFINITE need only be an infinity or a NaN. */
     unsigned char *exact;
+    /* What setup may add to failure messages (peak_tester_describe): the
+       family's options beyond the case, e.g. softmax's logit options. */
+    char note[160];
 } peak_tester_problem;
 
 typedef struct peak_tester_family {
@@ -190,8 +193,8 @@ void peak_tester_expect_rejected(const peak_tester_problem *p, const char *what,
 enum { PEAK_TESTER_MAX_FAMILIES = 4 };
 void peak_tester_add_sweeps(TCase *tc, const peak_tester_family *f);
 
-/* "<tier> <family> n.. n2.. rows.. gap.. misalign.. alias.. variant.. data..": the
-   case, for failure messages (a static buffer). */
+/* "<tier> <family> n.. n2.. rows.. gap.. misalign.. alias.. variant.. data..", then
+   p->note if set: the case, for failure messages (a static buffer). */
 const char *peak_tester_describe(const peak_tester_problem *p);
 
 #endif

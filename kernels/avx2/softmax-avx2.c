@@ -24,6 +24,9 @@
 #include <assert.h>
 #include <string.h>
 
+#define PEAK_SOFTMAX_FUSE_SUM 1
+#include "softmax-body.h"
+
 /* Nonzero keep bytes j .. j+n-1 as lane masks (n <= 8).  A short tail is
    copied out first: an 8-byte load could cross the end of the mask. */
 static inline __m256i keep_lanes(const uint8_t *keep, size_t n)
@@ -53,31 +56,33 @@ static inline __m256 visible_lanes(const peak_softmax_row *r, size_t j, size_t n
 
 /* The scores of the n (<= 8) keys at j: -inf at masked keys and past n. */
 PEAK_SOFTMAX_INLINE __m256 scores_at(const peak_softmax_row *r, size_t j, size_t n, __m256 vscale,
-                                     bool scaled)
+                                     bool scaled, const peak_softmax_shaper *sh, bool shaped)
 {
     __m256 vbias;
     const __m256 vvis = visible_lanes(r, j, n, &vbias);
     const __m256 vx = _mm256_maskload_ps(r->x + j, _mm256_castps_si256(vvis));
-    const __m256 vs = _mm256_add_ps(scaled ? _mm256_mul_ps(vx, vscale) : vx, vbias);
-    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), vs, vvis);
+    const __m256 vs = peak_softmax_shape(scaled ? _mm256_mul_ps(vx, vscale) : vx, sh, j, shaped);
+    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_add_ps(vs, vbias), vvis);
 }
 
 /* softmax-body.h's pass over a masked row.  The last 8 scores are
    computed first: work may be x (in place). */
-PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, bool scaled)
+PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, bool scaled,
+                                                     const peak_softmax_shaper *sh, bool shaped)
 {
     const __m256 vscale = _mm256_set1_ps(r->scale);
     const size_t len = r->hi - r->lo;
     if (len < PEAK_VF_LANES) {
-        const __m256 vscore = scores_at(r, r->lo, len, vscale, scaled);
+        const __m256 vscore = scores_at(r, r->lo, len, vscale, scaled, sh, shaped);
         peak_avx2_store_first(r->work + r->lo, vscore, len);
         return peak_vf_reduce_max(vscore);
     }
-    const __m256 vlast = scores_at(r, r->hi - PEAK_VF_LANES, PEAK_VF_LANES, vscale, scaled);
+    const __m256 vlast =
+        scores_at(r, r->hi - PEAK_VF_LANES, PEAK_VF_LANES, vscale, scaled, sh, shaped);
     __m256 vmax = vlast;
     size_t j = r->lo;
     for (; j + PEAK_VF_LANES <= r->hi; j += PEAK_VF_LANES) {
-        const __m256 vscore = scores_at(r, j, PEAK_VF_LANES, vscale, scaled);
+        const __m256 vscore = scores_at(r, j, PEAK_VF_LANES, vscale, scaled, sh, shaped);
         _mm256_storeu_ps(r->work + j, vscore);
         vmax = _mm256_max_ps(vscore, vmax);
     }
@@ -85,6 +90,3 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
         _mm256_storeu_ps(r->work + r->hi - PEAK_VF_LANES, vlast);
     return peak_vf_reduce_max(vmax);
 }
-
-#define PEAK_SOFTMAX_FUSE_SUM 1
-#include "softmax-body.h"

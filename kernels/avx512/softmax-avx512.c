@@ -29,6 +29,8 @@
 
 #include <assert.h>
 
+#include "softmax-body.h"
+
 /* Keys of the 16 at j (within the first k) that pass keep and bias. */
 static inline __mmask16 visible_lanes(const peak_softmax_row *r, size_t j, __mmask16 k, __m512 *vbias)
 {
@@ -45,7 +47,8 @@ static inline __mmask16 visible_lanes(const peak_softmax_row *r, size_t j, __mma
 }
 
 /* softmax-body.h's pass over a masked row, 16 keys a mask register. */
-PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, bool scaled)
+PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, bool scaled,
+                                                     const peak_softmax_shaper *sh, bool shaped)
 {
     const __m512 vscale = _mm512_set1_ps(r->scale);
     const __m512 vminf = _mm512_set1_ps(-INFINITY);
@@ -55,7 +58,8 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
         __m512 vbias;
         const __mmask16 kvis = visible_lanes(r, j, kin, &vbias);
         const __m512 vx = _mm512_maskz_loadu_ps(kvis, r->x + j);
-        __m512 vs = _mm512_mask_mov_ps(vminf, kvis, scaled ? _mm512_mul_ps(vx, vscale) : vx);
+        const __m512 vsx = scaled ? _mm512_mul_ps(vx, vscale) : vx;
+        __m512 vs = _mm512_mask_mov_ps(vminf, kvis, peak_softmax_shape(vsx, sh, j, shaped));
         /* Masked lanes: -inf + 0 or -inf + -inf, still -inf. */
         vs = _mm512_add_ps(vs, vbias);
         _mm512_mask_storeu_ps(r->work + j, kin, vs);
@@ -63,5 +67,3 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
     }
     return _mm512_reduce_max_ps(vmax);
 }
-
-#include "softmax-body.h"

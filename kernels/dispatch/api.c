@@ -11,6 +11,7 @@
  * peak_status_string is in status.c.
  */
 #include "internal.h"
+#include "logits.h"
 #include "overlap.h"
 #include "rope.h"
 #include "schedule/schedule-embedding.h"
@@ -290,6 +291,65 @@ static peak_status mask_check(const peak_mask *m, size_t batch, size_t heads, si
     return PEAK_OK;
 }
 
+/* ---- logit options ------------------------------------------------------ */
+
+peak_status peak_alibi_slopes(float *slopes, size_t heads)
+{
+    if (!slopes || !heads)
+        return PEAK_ERR_INVALID_ARG;
+    if (heads > PEAK_ALIBI_MAX_HEADS)
+        return PEAK_ERR_OUT_OF_RANGE;
+    for (size_t h = 0; h < heads; h++)
+        slopes[h] = peak_alibi_slope(h, heads);
+    return PEAK_OK;
+}
+
+/* One value per head at p[h * stride], each finite and, when nonneg is
+   set, not negative (a -0 slope is 0). */
+static peak_status per_head_check(const float *p, ptrdiff_t stride, size_t heads, int nonneg)
+{
+    const size_t n[1] = {heads};
+    if (stride < 0)
+        return PEAK_ERR_INVALID_ARG;
+    if (!extent_fits(n, &stride, 1, 1))
+        return PEAK_ERR_OUT_OF_RANGE;
+    for (size_t h = 0; h < heads; h++) {
+        const float v = p[(ptrdiff_t)h * stride];
+        if (!isfinite(v) || (nonneg && v < 0.0f))
+            return PEAK_ERR_INVALID_ARG;
+    }
+    return PEAK_OK;
+}
+
+/* peak_logits for a call of `heads` query heads: a cap that is 0 (off) or
+   positive and finite, an ALiBi form of the enum with finite, non-negative
+   slopes (or a head count peak_alibi_slopes() takes), finite sinks. */
+static peak_status logits_check(const peak_logits *l, size_t heads)
+{
+    if (!peak_f32_is_zero(l->softcap) && (!isfinite(l->softcap) || !(l->softcap > 0.0f)))
+        return PEAK_ERR_INVALID_ARG;
+    if ((unsigned)l->alibi > PEAK_ALIBI_SYMMETRIC)
+        return PEAK_ERR_INVALID_ARG;
+    peak_status s = PEAK_OK;
+    if (l->alibi != PEAK_ALIBI_NONE && l->alibi_slopes)
+        s = per_head_check(l->alibi_slopes, l->alibi_slopes_stride, heads, 1);
+    else if (l->alibi != PEAK_ALIBI_NONE && heads > PEAK_ALIBI_MAX_HEADS)
+        s = PEAK_ERR_OUT_OF_RANGE;
+    if (s == PEAK_OK && l->sinks)
+        s = per_head_check(l->sinks, l->sinks_stride, heads, 0);
+    return s;
+}
+
+/* An output must not overlap the logit options' arrays. */
+static int apart_from_logits(span out, const peak_logits *l, size_t heads)
+{
+    const size_t n[1] = {heads};
+    return !(l->alibi != PEAK_ALIBI_NONE &&
+             spans_meet(out, tensor_span(l->alibi_slopes, n, &l->alibi_slopes_stride, 1, 1,
+                                         sizeof(float)))) &&
+           !spans_meet(out, tensor_span(l->sinks, n, &l->sinks_stride, 1, 1, sizeof(float)));
+}
+
 /* An output must not overlap the mask's arrays: the kernels read them
    row by row while writing. */
 static int apart_from_mask(span out, const peak_mask *m, size_t batch, size_t heads,
@@ -322,11 +382,14 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
                    d->x_stride[2] != d->y_stride[2]))
         return PEAK_ERR_INVALID_ARG;
     peak_status s = mask_check(&d->mask, d->batch, d->heads, d->q_len, d->k_len);
+    if (s == PEAK_OK)
+        s = logits_check(&d->logits, d->heads);
     if (s != PEAK_OK)
         return s;
     const span sy = tensor_span(y, n, d->y_stride, 3, d->k_len, sizeof(float));
     if ((y != x && spans_meet(sy, tensor_span(x, n, d->x_stride, 3, d->k_len, sizeof(float)))) ||
-        !apart_from_mask(sy, &d->mask, d->batch, d->heads, d->q_len, d->k_len))
+        !apart_from_mask(sy, &d->mask, d->batch, d->heads, d->q_len, d->k_len) ||
+        !apart_from_logits(sy, &d->logits, d->heads))
         return PEAK_ERR_INVALID_ARG;
     /* Kernels never see the "0 means 1" default. */
     peak_softmax_desc resolved = *d;
@@ -421,6 +484,8 @@ static peak_status attention_resolve(const peak_attention_desc *in, peak_attenti
         (d->lse && !rows_apart(nl, d->lse_stride, 3, 1)))
         return PEAK_ERR_INVALID_ARG;
     peak_status s = mask_check(&d->mask, d->batch, d->heads, d->q_len, d->kv_len);
+    if (s == PEAK_OK)
+        s = logits_check(&d->logits, d->heads);
     return s != PEAK_OK ? s : attention_rope_check(d);
 }
 
@@ -447,7 +512,7 @@ static int attention_outputs_apart(const float *o, const float *q, const float *
             if (spans_meet(out[j], in[i]))
                 return 0;
         if (!apart_from_mask(out[j], &d->mask, d->batch, d->heads, d->q_len, d->kv_len) ||
-            !apart_from_rope(out[j], d))
+            !apart_from_logits(out[j], &d->logits, d->heads) || !apart_from_rope(out[j], d))
             return 0;
     }
     return 1;

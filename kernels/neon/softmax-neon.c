@@ -33,6 +33,8 @@
 #include <assert.h>
 #include <string.h>
 
+#include "softmax-body.h"
+
 /* The larger of a and b, a NaN b ignored. */
 static inline float max1(float a, float b)
 {
@@ -67,8 +69,10 @@ static inline float32x4_t load_lanes(const float *p, uint32x4_t m)
 }
 
 /* softmax-body.h's pass over a masked row: whole groups of 4 keys, then
-   the rest one at a time. */
-PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, bool scaled)
+   the rest one at a time (shaped by softmax.h's peak_softmax_shape1, the
+   vectors' bits). */
+PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, bool scaled,
+                                                     const peak_softmax_shaper *sh, bool shaped)
 {
     const float32x4_t vscale = vdupq_n_f32(r->scale);
     const float32x4_t vminf = vdupq_n_f32(-INFINITY);
@@ -84,7 +88,7 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
         }
         const float32x4_t vx =
             all_lanes(vvis) ? vld1q_f32(r->x + j) : load_lanes(r->x + j, vvis);
-        float32x4_t vs = scaled ? vmulq_f32(vx, vscale) : vx;
+        float32x4_t vs = peak_softmax_shape(scaled ? vmulq_f32(vx, vscale) : vx, sh, j, shaped);
         if (r->bias)
             vs = vaddq_f32(vs, vbias);
         vs = vbslq_f32(vvis, vs, vminf);
@@ -96,6 +100,8 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
         float s = -INFINITY;
         if (peak_mask_visible(r->keep, r->bias, j)) {
             s = scaled ? r->x[j] * r->scale : r->x[j];
+            if (shaped)
+                s = peak_softmax_shape1(r->lg, s, j);
             if (r->bias)
                 s += r->bias[j];
         }
@@ -104,5 +110,3 @@ PEAK_SOFTMAX_INLINE float peak_softmax_scores_masked(const peak_softmax_row *r, 
     }
     return m;
 }
-
-#include "softmax-body.h"

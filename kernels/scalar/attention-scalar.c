@@ -13,9 +13,13 @@
  * Edge cases, per query row:
  *   - masked keys: neither K nor V is read (NaN stored there cannot leak);
  *   - no visible key, or every visible score -inf: O = 0, lse = -inf;
- *   - a visible score that is +inf or NaN: O = NaN, lse = NaN.
+ *   - a visible score that is +inf or NaN: O = NaN, lse = NaN;
+ *   - logit options (peak_logits) in double too: the cap by tanh, the
+ *     exact ALiBi distance, the sink as one more term of the row's sum;
+ *     with a sink, a row that sees nothing has lse = sink.
  */
 #include "internal.h"
+#include "logits.h"
 #include "mask.h"
 
 #include <assert.h>
@@ -42,6 +46,7 @@ typedef struct attention_row {
     const uint8_t *keep;
     const float *bias;
     peak_key_range keys;
+    peak_logit_row lg;
 } attention_row;
 
 static double dot(const float *a, const float *b, size_t n)
@@ -68,6 +73,12 @@ static double row_scores(const attention_row *r, const peak_attention_desc *d, d
         if (!row_visible(r, j))
             continue;
         double s = dot(r->q, r->k + (ptrdiff_t)j * r->k_ld, d->head_dim) * (double)d->scale;
+        if (r->lg.softcap != 0.0f)
+            s = (double)r->lg.softcap * tanh(s / (double)r->lg.softcap);
+        if (r->lg.alibi != PEAK_ALIBI_NONE) {
+            const double dist = (double)(r->lg.qpos - (int64_t)j);
+            s -= (double)r->lg.slope * (r->lg.alibi == PEAK_ALIBI_SYMMETRIC ? fabs(dist) : dist);
+        }
         if (r->bias)
             s += (double)r->bias[j];
         scores[j] = s;
@@ -80,11 +91,11 @@ static double row_scores(const attention_row *r, const peak_attention_desc *d, d
 }
 
 /* acc = sum_j exp(s_j - m) V_j over visible keys; returns the sum of the
-   weights. */
+   weights, the sink's included. */
 static double row_accumulate(const attention_row *r, size_t dv, double m,
                              const attention_scratch *w)
 {
-    double sum = 0.0;
+    double sum = r->lg.has_sink ? exp((double)r->lg.sink - m) : 0.0;
     for (size_t c = 0; c < dv; c++)
         w->acc[c] = 0.0;
     for (size_t j = r->keys.lo; j < r->keys.hi; j++) {
@@ -126,15 +137,17 @@ static void attention_one_row(const attention_row *r, const peak_attention_desc 
         return;
     }
     if (m == -INFINITY) {
-        row_fill(r, d->v_head_dim, 0.0f, -INFINITY);
+        row_fill(r, d->v_head_dim, 0.0f, r->lg.has_sink ? r->lg.sink : -INFINITY);
         return;
     }
-    /* The maximum contributes exp(0) = 1, so sum >= 1. */
-    const double sum = row_accumulate(r, d->v_head_dim, m, w);
+    /* The maximum (a score's or the sink's) contributes exp(0) = 1, so
+       sum >= 1. */
+    const double ms = r->lg.has_sink && (double)r->lg.sink > m ? (double)r->lg.sink : m;
+    const double sum = row_accumulate(r, d->v_head_dim, ms, w);
     for (size_t c = 0; c < d->v_head_dim; c++)
         r->o[c] = (float)(w->acc[c] / sum);
     if (r->lse)
-        *r->lse = (float)(m + log(sum));
+        *r->lse = (float)(ms + log(sum));
 }
 
 /* Points r at the operands of (b, h, i); the K/V pointers only depend on
@@ -152,6 +165,7 @@ static void row_locate(attention_row *r, const float *q, float *o, const peak_at
     r->keys = peak_mask_keys(&d->mask, b, i, d->q_len, d->kv_len);
     r->keep = peak_mask_keep_row(&d->mask, b, h, i);
     r->bias = peak_mask_bias_row(&d->mask, b, h, i);
+    r->lg = peak_logit_row_of(&d->logits, &d->mask, d->heads, h, i, d->q_len, d->kv_len);
 }
 
 /* The slot after its head: 8 (Lk + Dv) bytes, or the sentinel SIZE_MAX

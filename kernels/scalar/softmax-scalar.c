@@ -3,7 +3,8 @@
  * against (peak_softmax in peak.h).
  *
  * Scores are formed in float exactly as a SIMD tier would form them
- * (s = x * scale, then s += bias, two roundings, never fused); everything
+ * (s = x * scale, the cap, the ALiBi term, then s += bias, each rounded
+ * once, never fused: peak.h, peak_logits); everything
  * after that is double: exp(s - max) by the C library's exp and the row sum
  * accumulated in double, so the only error left in y is the final rounding
  * to float (<= 0.5 ULP plus ~1e-15 relative) and no finite row overflows.
@@ -17,10 +18,13 @@
  *   - no visible key, or every visible score -inf: all zeros (a row whose
  *     visible scores are all -inf has no probability mass to share);
  *   - a visible score that is +inf or NaN: every visible entry NaN, masked
- *     entries still 0.
+ *     entries still 0;
+ *   - a sink joins the max and the sum of a row with a finite maximum.
  */
 #include "internal.h"
+#include "logits.h"
 #include "mask.h"
+#include "tanh.h"
 
 #include <assert.h>
 #include <float.h>
@@ -36,6 +40,7 @@ typedef struct softmax_row {
     peak_key_range keys;
     size_t k_len;
     float scale;
+    peak_logit_row lg; /* soft-capping, ALiBi, sink */
 } softmax_row;
 
 /* The scaled, biased score of a visible key; false if the key is masked. */
@@ -44,6 +49,9 @@ static bool row_score(const softmax_row *r, size_t j, float *s)
     if (!peak_mask_visible(r->keep, r->bias, j))
         return false;
     float v = r->x[j] * r->scale;
+    if (r->lg.softcap != 0.0f)
+        v = peak_softcap_ref(v, r->lg.softcap);
+    v = peak_alibi_add(&r->lg, v, j);
     if (r->bias)
         v += r->bias[j];
     *s = v;
@@ -79,9 +87,10 @@ static double row_exp(float s, float m)
     return e < (double)FLT_MIN ? 0.0 : e;
 }
 
+/* The sink's term joins the sum (peak.h: peak_logits), after the keys'. */
 static double row_sum(const softmax_row *r, float m)
 {
-    double sum = 0.0;
+    double sum = r->lg.has_sink ? row_exp(r->lg.sink, m) : 0.0;
     for (size_t j = r->keys.lo; j < r->keys.hi; j++) {
         float s;
         if (row_score(r, j, &s))
@@ -124,8 +133,10 @@ static void softmax_one_row(const softmax_row *r)
         row_fill(r, 0.0f);
         return;
     }
-    /* The maximum contributes exp(0) = 1, so sum >= 1. */
-    row_normalise(r, m, row_sum(r, m));
+    /* The maximum contributes exp(0) = 1, so sum >= 1.  A sink joins the
+       maximum only once some key is visible: a row of none stays zeros. */
+    const float ms = r->lg.has_sink && r->lg.sink > m ? r->lg.sink : m;
+    row_normalise(r, ms, row_sum(r, ms));
 }
 
 /* stream is ignored: the reference has no non-temporal stores. */
@@ -152,6 +163,7 @@ void peak_f32_softmax__scalar(float *y, const float *x, const peak_softmax_desc 
         r.keys = peak_mask_keys(mask, b, i, d->q_len, d->k_len);
         r.keep = peak_mask_keep_row(mask, b, h, i);
         r.bias = peak_mask_bias_row(mask, b, h, i);
+        r.lg = peak_logit_row_of(&d->logits, mask, d->heads, h, i, d->q_len, d->k_len);
         softmax_one_row(&r);
     }
 }

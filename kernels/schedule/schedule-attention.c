@@ -26,9 +26,11 @@
  * (unit, chunk) is a part whose O rows and lse go to a partial result in
  * the workspace's shared region, and a second phase merges each row's
  * chunks through their log-sum-exp, in chunk order (schedule-merge.c, the
- * code of peak_attention_merge).  So the bytes depend on the shape and the
- * tier only.  The chunks aim at SPLIT_ITEMS parts, no shorter than
- * SPLIT_MIN_TILES tiles and within SPLIT_MAX_BYTES of partials; calls
+ * code of peak_attention_merge), then the row's sink: the chunks leave
+ * each row's ALiBi shift and sink to the merge (attention-logits.h).  So
+ * the bytes depend on the shape and the tier only.  The chunks aim at
+ * SPLIT_ITEMS parts, no shorter than SPLIT_MIN_TILES tiles and within
+ * SPLIT_MAX_BYTES of partials; calls
  * modelled below SPLIT_MIN_NS, calls that would get fewer than
  * SPLIT_MIN_CHUNKS chunks, and tiers that do not allow it (the scalar
  * reference, which rounds once), are not split.
@@ -339,7 +341,7 @@ static void plan_merge(const att_plan *p, const peak_threadpool *pool)
     memcpy(md.lse_stride, d->lse_stride, sizeof md.lse_stride);
     memcpy(md.part_o_stride, p->pd.o_stride, sizeof md.part_o_stride);
     memcpy(md.part_lse_stride, p->pd.lse_stride, sizeof md.part_lse_stride);
-    peak_schedule_attention_merge(p->o, d->lse, parts, parts + c, c, &md, pool);
+    peak_schedule_attention_merge_split(p->o, d->lse, parts, parts + c, c, &md, d, pool);
 }
 
 void peak_schedule_attention_plan(peak_attention_plan *plan, const peak_kernels *kern,

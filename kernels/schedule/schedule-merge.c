@@ -8,11 +8,20 @@
  *   M = max_p lse_p,  w_p = e^(lse_p - M),  s = sum_p w_p,
  *   o = (float)(sum_p w_p o_p / s),  lse = (float)(M + log s).
  * So an element's bytes depend on the parts alone, not on which item (or
- * worker) computes it, nor on how the rows and columns were cut.  ISA-free:
- * a merge is cheap next to the attention it merges (n exponentials and n
- * multiply-adds per element, against Lk / n keys of Dh + Dv per part).
+ * worker) computes it, nor on how the rows and columns were cut.
+ *
+ * Split-KV with logit options (peak_logits): a chunk's lse leaves out the
+ * row's ALiBi shift and its sink (attention-logits.h); the merge works in
+ * that frame, takes the sink as one more part after the chunks (O = 0,
+ * lse = sink - shift: M takes it, s its weight) and adds the shift to lse.
+ *
+ * ISA-free: a merge is cheap next to the attention it merges (n
+ * exponentials and n multiply-adds per element, against Lk / n keys of
+ * Dh + Dv per part).
  */
 #include "schedule.h"
+
+#include "attention-logits.h"
 
 #include <math.h>
 
@@ -26,6 +35,7 @@ typedef struct merge_ctx {
     size_t n;
     const peak_attention_merge_desc *d;
     size_t rows, rows_per;
+    const peak_attention_desc *ad; /* split-KV: the call, for its logits */
 } merge_ctx;
 
 /* Columns merged per pass over the parts, in double on the stack; a
@@ -64,9 +74,10 @@ static const float *part_lse(const float *base, const ptrdiff_t *st, size_t b, s
     return base + (ptrdiff_t)b * st[0] + (ptrdiff_t)h * st[1] + (ptrdiff_t)i * st[2];
 }
 
-/* M over the parts; *bad for a NaN or +inf lse (a part whose row was
-   poisoned, as peak_attention gives for a visible +inf or NaN score). */
-static double merge_max(const merge_ctx *m, size_t b, size_t h, size_t i, bool *bad)
+/* M over the parts and the row's extra part (sink, -inf: none); *bad for
+   a NaN or +inf lse (a part whose row was poisoned, as peak_attention
+   gives for a visible +inf or NaN score). */
+static double merge_max(const merge_ctx *m, size_t b, size_t h, size_t i, double sink, bool *bad)
 {
     double mx = -INFINITY;
     *bad = false;
@@ -77,7 +88,7 @@ static double merge_max(const merge_ctx *m, size_t b, size_t h, size_t i, bool *
         else if (l > mx)
             mx = l;
     }
-    return mx;
+    return sink > mx ? sink : mx;
 }
 
 /* Columns [c0, c1) (at most MERGE_COLS) of one row, and the row's s.  A
@@ -85,7 +96,7 @@ static double merge_max(const merge_ctx *m, size_t b, size_t h, size_t i, bool *
    other is weighted even where w underflows to 0, so that a NaN in its O
    reaches the row, as a visible key's NaN V does in peak_attention. */
 static double merge_cols(const merge_ctx *m, float *orow, size_t b, size_t h, size_t i, double mx,
-                         size_t c0, size_t c1)
+                         double sink, size_t c0, size_t c1)
 {
     double acc[MERGE_COLS] = {0.0}, s = 0.0;
     for (size_t p = 0; p < m->n; p++) {
@@ -98,6 +109,8 @@ static double merge_cols(const merge_ctx *m, float *orow, size_t b, size_t h, si
         for (size_t c = c0; c < c1; c++)
             acc[c - c0] += w * (double)op[c];
     }
+    if (sink != -INFINITY) /* the last part: O = 0 */
+        s += exp(sink - mx);
     for (size_t c = c0; c < c1; c++)
         orow[c] = (float)(acc[c - c0] / s);
     return s;
@@ -110,8 +123,16 @@ static void merge_row(const merge_ctx *m, size_t b, size_t i, size_t h)
     const peak_attention_merge_desc *d = m->d;
     const size_t dv = d->v_head_dim;
     float *orow = out_row(m->o, d->o_stride, b, i, h);
+    /* Split-KV: the chunks' lse are in the row's ALiBi frame (without its
+       shift) and without the sink, which joins them in that frame. */
+    double shift = 0.0, sink = -INFINITY;
+    if (m->ad) {
+        shift = attention_row_frame(m->ad, b, h, i);
+        if (m->ad->logits.sinks)
+            sink = (double)m->ad->logits.sinks[(ptrdiff_t)h * m->ad->logits.sinks_stride] - shift;
+    }
     bool bad;
-    const double mx = merge_max(m, b, h, i, &bad);
+    const double mx = merge_max(m, b, h, i, sink, &bad);
     float lse;
     if (bad || mx == -INFINITY) {
         /* Poisoned: NaN.  Every part saw nothing: O = 0, lse = -inf, as
@@ -122,10 +143,11 @@ static void merge_row(const merge_ctx *m, size_t b, size_t i, size_t h)
     } else {
         /* dv > 0: the first pass always runs, and its sum includes the
            maximum's own weight, 1. */
-        double s = merge_cols(m, orow, b, h, i, mx, 0, dv < MERGE_COLS ? dv : MERGE_COLS);
+        double s = merge_cols(m, orow, b, h, i, mx, sink, 0, dv < MERGE_COLS ? dv : MERGE_COLS);
         for (size_t c = MERGE_COLS; c < dv; c += MERGE_COLS)
-            s = merge_cols(m, orow, b, h, i, mx, c, dv - c < MERGE_COLS ? dv : c + MERGE_COLS);
-        lse = (float)(mx + log(s));
+            s = merge_cols(m, orow, b, h, i, mx, sink, c,
+                           dv - c < MERGE_COLS ? dv : c + MERGE_COLS);
+        lse = (float)(mx + log(s) + shift);
     }
     if (m->lse)
         *out_lse(m->lse, d->lse_stride, b, h, i) = lse;
@@ -167,7 +189,16 @@ void peak_schedule_attention_merge(float *o, float *lse, const float *const *o_p
                                    const peak_attention_merge_desc *desc,
                                    const peak_threadpool *pool)
 {
-    merge_ctx m = {o, lse, o_parts, lse_parts, n_parts, desc, 0, 1};
+    peak_schedule_attention_merge_split(o, lse, o_parts, lse_parts, n_parts, desc, NULL, pool);
+}
+
+void peak_schedule_attention_merge_split(float *o, float *lse, const float *const *o_parts,
+                                         const float *const *lse_parts, size_t n_parts,
+                                         const peak_attention_merge_desc *desc,
+                                         const peak_attention_desc *call,
+                                         const peak_threadpool *pool)
+{
+    merge_ctx m = {o, lse, o_parts, lse_parts, n_parts, desc, 0, 1, call};
     m.rows = desc->batch * desc->q_len * desc->heads;
     const size_t per_row = desc->v_head_dim * n_parts;
     m.rows_per = per_row >= MERGE_ITEM_ELEMS ? 1 : MERGE_ITEM_ELEMS / per_row;

@@ -17,11 +17,16 @@
    (the zeros written at masked keys, the row's walk) and SM_VIS_NS a
    visible key (max, exponential, sum, scaling), SM_MASK_NS more under an
    element mask (keep or bias: one more pass).  AVX2, Zen 3, rows in cache:
-   36 ns a row of 16 keys, 400 of 512 measured. */
+   36 ns a row of 16 keys, 400 of 512 measured.  The logit options: a cap
+   or ALiBi forms the scores in that pass too (ALiBi alone: 0.13 ns more a
+   visible key), and a cap adds a tanh, SM_CAP_NS (AVX2 on Sapphire
+   Rapids, rows of 128 keys: 1.1 ns more a visible key); a sink costs a
+   row next to nothing. */
 #define SM_ROW_NS 25.0
 #define SM_KEY_NS 0.1
 #define SM_VIS_NS 0.65
 #define SM_MASK_NS 0.3
+#define SM_CAP_NS 1.1
 
 typedef struct softmax_work {
     float *y;
@@ -85,7 +90,9 @@ static double softmax_visible(const peak_softmax_desc *d, size_t b, size_t i0, s
 /* Rows i0 .. i1-1 of one (b, h). */
 static double softmax_run_ns(const peak_softmax_desc *d, size_t b, size_t i0, size_t i1)
 {
-    const double vis_ns = SM_VIS_NS + (d->mask.keep || d->mask.bias ? SM_MASK_NS : 0.0);
+    const bool formed = d->mask.keep || d->mask.bias || peak_logits_shape(&d->logits);
+    const double vis_ns = SM_VIS_NS + (formed ? SM_MASK_NS : 0.0) +
+                          (peak_f32_is_zero(d->logits.softcap) ? 0.0 : SM_CAP_NS);
     return (double)(i1 - i0) * (SM_ROW_NS + SM_KEY_NS * (double)d->k_len) +
            vis_ns * softmax_visible(d, b, i0, i1);
 }

@@ -111,5 +111,16 @@ PEAK_INTERNAL void peak_schedule_attention_merge(float *o, float *lse, const flo
                                                  const float *const *lse_parts, size_t n_parts,
                                                  const peak_attention_merge_desc *desc,
                                                  const peak_threadpool *pool);
+/* Split-KV's merge (call: the split attention call, its chunks' parts):
+   the chunks' lse leave out each row's ALiBi shift and sink
+   (attention-logits.h), which the merge adds; the sink as one more part
+   after the chunks, with O = 0.  call NULL: peak_schedule_attention_merge. */
+PEAK_INTERNAL void peak_schedule_attention_merge_split(float *o, float *lse,
+                                                       const float *const *o_parts,
+                                                       const float *const *lse_parts,
+                                                       size_t n_parts,
+                                                       const peak_attention_merge_desc *desc,
+                                                       const peak_attention_desc *call,
+                                                       const peak_threadpool *pool);
 
 #endif /* PEAK_SCHEDULE_H */

@@ -109,6 +109,8 @@ static inline peak_vf peak_vf_sub(peak_vf a, peak_vf b) { return _mm256_sub_ps(a
 static inline peak_vf peak_vf_mul(peak_vf a, peak_vf b) { return _mm256_mul_ps(a, b); }
 /* a * b + c, rounded once. */
 static inline peak_vf peak_vf_fma(peak_vf a, peak_vf b, peak_vf c) { return _mm256_fmadd_ps(a, b, c); }
+/* a / b, rounded once. */
+static inline peak_vf peak_vf_div(peak_vf a, peak_vf b) { return _mm256_div_ps(a, b); }
 /* a > b ? a : b, lane by lane: b where either is NaN (MAXPS). */
 static inline peak_vf peak_vf_max(peak_vf a, peak_vf b) { return _mm256_max_ps(a, b); }
 /* v, or lo where v < lo; NaN where v is NaN (lo is not). */
@@ -117,6 +119,19 @@ static inline peak_vf peak_vf_at_least(peak_vf v, peak_vf lo) { return _mm256_ma
 static inline peak_vf peak_vf_at_most(peak_vf v, peak_vf hi) { return _mm256_min_ps(hi, v); }
 /* Rounded down to an integer. */
 static inline peak_vf peak_vf_floor(peak_vf v) { return _mm256_floor_ps(v); }
+/* v with its sign bit cleared: |v|, a NaN kept. */
+static inline peak_vf peak_vf_abs(peak_vf v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+/* v's magnitude with s's sign bit (copysign). */
+static inline peak_vf peak_vf_copysign(peak_vf v, peak_vf s)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(sign, v), _mm256_and_ps(sign, s));
+}
+/* x where a < b, else y, lane by lane (y where a or b is NaN). */
+static inline peak_vf peak_vf_select_lt(peak_vf a, peak_vf b, peak_vf x, peak_vf y)
+{
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+}
 /* Lanes 0 .. n-1 of v and fill in the others, n <= 8. */
 static inline peak_vf peak_vf_first_or(peak_vf v, size_t n, float fill)
 {

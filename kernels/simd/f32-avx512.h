@@ -66,6 +66,8 @@ static inline peak_vf peak_vf_sub(peak_vf a, peak_vf b) { return _mm512_sub_ps(a
 static inline peak_vf peak_vf_mul(peak_vf a, peak_vf b) { return _mm512_mul_ps(a, b); }
 /* a * b + c, rounded once. */
 static inline peak_vf peak_vf_fma(peak_vf a, peak_vf b, peak_vf c) { return _mm512_fmadd_ps(a, b, c); }
+/* a / b, rounded once. */
+static inline peak_vf peak_vf_div(peak_vf a, peak_vf b) { return _mm512_div_ps(a, b); }
 /* a > b ? a : b, lane by lane: b where either is NaN (VMAXPS). */
 static inline peak_vf peak_vf_max(peak_vf a, peak_vf b) { return _mm512_max_ps(a, b); }
 /* v, or lo where v < lo; NaN where v is NaN (lo is not). */
@@ -76,6 +78,19 @@ static inline peak_vf peak_vf_at_most(peak_vf v, peak_vf hi) { return _mm512_min
 static inline peak_vf peak_vf_floor(peak_vf v)
 {
     return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+/* v with its sign bit cleared: |v|, a NaN kept. */
+static inline peak_vf peak_vf_abs(peak_vf v) { return _mm512_andnot_ps(_mm512_set1_ps(-0.0f), v); }
+/* v's magnitude with s's sign bit (copysign). */
+static inline peak_vf peak_vf_copysign(peak_vf v, peak_vf s)
+{
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    return _mm512_or_ps(_mm512_andnot_ps(sign, v), _mm512_and_ps(sign, s));
+}
+/* x where a < b, else y, lane by lane (y where a or b is NaN). */
+static inline peak_vf peak_vf_select_lt(peak_vf a, peak_vf b, peak_vf x, peak_vf y)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
 }
 /* Lanes 0 .. n-1 of v and fill in the others, n <= 16. */
 static inline peak_vf peak_vf_first_or(peak_vf v, size_t n, float fill)

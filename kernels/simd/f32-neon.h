@@ -71,6 +71,8 @@ static inline peak_vf peak_vf_sub(peak_vf a, peak_vf b) { return vsubq_f32(a, b)
 static inline peak_vf peak_vf_mul(peak_vf a, peak_vf b) { return vmulq_f32(a, b); }
 /* a * b + c, rounded once (FMLA). */
 static inline peak_vf peak_vf_fma(peak_vf a, peak_vf b, peak_vf c) { return vfmaq_f32(c, a, b); }
+/* a / b, rounded once (FDIV). */
+static inline peak_vf peak_vf_div(peak_vf a, peak_vf b) { return vdivq_f32(a, b); }
 /* a > b ? a : b, lane by lane: b where either is NaN, as x86's MAXPS
    (FMAX would return the NaN, FMAXNM the number). */
 static inline peak_vf peak_vf_max(peak_vf a, peak_vf b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }
@@ -80,6 +82,18 @@ static inline peak_vf peak_vf_at_least(peak_vf v, peak_vf lo) { return vmaxq_f32
 static inline peak_vf peak_vf_at_most(peak_vf v, peak_vf hi) { return vminq_f32(v, hi); }
 /* Rounded down to an integer (FRINTM). */
 static inline peak_vf peak_vf_floor(peak_vf v) { return vrndmq_f32(v); }
+/* v with its sign bit cleared: |v|, a NaN kept (FABS). */
+static inline peak_vf peak_vf_abs(peak_vf v) { return vabsq_f32(v); }
+/* v's magnitude with s's sign bit (copysign). */
+static inline peak_vf peak_vf_copysign(peak_vf v, peak_vf s)
+{
+    return vbslq_f32(vdupq_n_u32(0x80000000u), s, v);
+}
+/* x where a < b, else y, lane by lane (y where a or b is NaN). */
+static inline peak_vf peak_vf_select_lt(peak_vf a, peak_vf b, peak_vf x, peak_vf y)
+{
+    return vbslq_f32(vcltq_f32(a, b), x, y);
+}
 /* Lanes 0 .. n-1 of v and fill in the others, n <= 4. */
 static inline peak_vf peak_vf_first_or(peak_vf v, size_t n, float fill)
 {

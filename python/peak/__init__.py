@@ -63,12 +63,14 @@ __all__ = [
     "PeakError", "InvalidArgument", "OutOfRange", "Unsupported", "WorkspaceTooSmall",
     "NoMemory", "version", "library_path", "isa_active", "isa_supported", "isa_force",
     "isa_reset", "isa_reason", "isa_names", "use_isa", "pe_table", "pe_add", "embed_pe",
-    "softmax", "attention", "attention_merge", "add_layernorm", "exp", "RopeParams",
-    "rope_cache", "rope_apply", "MAX_POSITION", "ROPE_MAX_DIM", "ThreadPool",
+    "softmax", "attention", "attention_merge", "alibi_slopes", "add_layernorm", "exp",
+    "RopeParams", "rope_cache", "rope_apply", "MAX_POSITION", "ROPE_MAX_DIM", "ALIBI_MAX_HEADS",
+    "ThreadPool",
 ]
 
 MAX_POSITION = 1 << 32
 ROPE_MAX_DIM = 512  # PEAK_ROPE_MAX_DIM: the largest rotary_dim
+ALIBI_MAX_HEADS = 1 << 20  # the largest head count alibi_slopes() takes
 
 
 # ---- errors -------------------------------------------------------------------
@@ -172,11 +174,17 @@ class _Mask(ctypes.Structure):
                 ("bias", _c_float_p), ("bias_stride", _stride3)]
 
 
+class _Logits(ctypes.Structure):
+    _fields_ = [("softcap", ctypes.c_float), ("alibi", ctypes.c_int),
+                ("alibi_slopes", _c_float_p), ("alibi_slopes_stride", ctypes.c_ssize_t),
+                ("sinks", _c_float_p), ("sinks_stride", ctypes.c_ssize_t)]
+
+
 class _SoftmaxDesc(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_size_t), ("heads", ctypes.c_size_t),
                 ("q_len", ctypes.c_size_t), ("k_len", ctypes.c_size_t),
                 ("x_stride", _stride3), ("y_stride", _stride3), ("scale", ctypes.c_float),
-                ("mask", _Mask)]
+                ("mask", _Mask), ("logits", _Logits)]
 
 
 class _AttentionDesc(ctypes.Structure):
@@ -187,7 +195,8 @@ class _AttentionDesc(ctypes.Structure):
                 ("q_stride", _stride3), ("k_stride", _stride3), ("v_stride", _stride3),
                 ("o_stride", _stride3), ("mask", _Mask), ("lse", _c_float_p),
                 ("lse_stride", _stride3),
-                ("rope", ctypes.c_void_p)]  # const peak_attention_rope *: NULL, none
+                ("rope", ctypes.c_void_p),  # const peak_attention_rope *: NULL, none
+                ("logits", _Logits)]
 
 
 class _MergeDesc(ctypes.Structure):
@@ -243,6 +252,11 @@ _have = _version_tuple(_lib_version)
 if _have[0] != _want[0] or _have[1] < _want[1] or not hasattr(_lib, "peak_threadpool_create"):
     raise ImportError(f"peak: the Python package is {__version__} (libpeak.so.{_SOVERSION}) but "
                       f"{_lib_name} is {_lib_version}")
+# peak_alibi_slopes came with the descriptors' logits field: a 0.3 build
+# without it has shorter descriptors than the ones below.
+if not hasattr(_lib, "peak_alibi_slopes"):
+    raise ImportError(f"peak: {_lib_name} ({_lib_version}) predates the logit options "
+                      "(no peak_alibi_slopes); rebuild it from this checkout")
 del _want, _have
 
 _status_string = _proto("peak_status_string", ctypes.c_char_p, _I)
@@ -267,6 +281,7 @@ _attention_ws = _proto("peak_attention_workspace_size", _I, ctypes.POINTER(_Atte
                        _P, ctypes.POINTER(ctypes.c_size_t))
 _attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_AttentionDesc), _P, _Z,
                     _P)
+_alibi_slopes = _proto("peak_alibi_slopes", _I, _P, _Z)
 _attention_merge = _proto("peak_attention_merge", _I, _P, _P, ctypes.POINTER(_P),
                           ctypes.POINTER(_P), _Z, ctypes.POINTER(_MergeDesc), _P)
 _rope_cache = _proto("peak_rope_cache", _I, _P, _Z, _Z, ctypes.POINTER(_RopeParams), _P)
@@ -1120,10 +1135,77 @@ def _mask(mask, shape, *, causal, align, q_offset, window, key_len, keep, bias, 
         setattr(mask, field + "_stride", _stride3(*(_es(b, ax) for ax in range(3))))
 
 
+# ---- logit options -------------------------------------------------------------------
+
+_ALIBI_FORMS = {"causal": 1, "symmetric": 2}  # peak_alibi
+
+
+def alibi_slopes(heads):
+    """The ALiBi slopes of a model with `heads` attention heads
+    (peak_alibi_slopes): float32 ``[heads]``, slope[h] = 2^(-8 (h + 1) /
+    heads) for a power of two; otherwise, with p the largest power of two
+    below heads, the p slopes of p heads, then 2^(-4 h' / p) for h' = 1, 3,
+    5, ... (BLOOM's rule).  Each is the exact value rounded once to float.
+    What softmax() and attention() use when alibi_slopes is None.
+    heads: 1 to ALIBI_MAX_HEADS (2^20); 0 is InvalidArgument, more
+    OutOfRange."""
+    heads = _cint("heads", heads)
+    # the library checks heads before writing: a stand-in buffer when it errs
+    out = np.empty(heads if 0 < heads <= ALIBI_MAX_HEADS else 1, np.float32)
+    _check(_alibi_slopes(_ptr(out), heads), "peak_alibi_slopes")
+    return out
+
+
+def _per_head(name, a, heads, scalar_ok):
+    """(float32 array, element stride) of a per-head vector: an array-like
+    of `heads` reals, or (scalar_ok) one real for every head (stride 0),
+    contiguous (copied if it is not a contiguous float32 array already).
+    Its values are the library's to check (finite; slopes >= 0):
+    InvalidArgument."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "fiu":  # bool, complex, str, object
+        raise TypeError(f"{name}: real numbers expected, got dtype {arr.dtype}")
+    one = scalar_ok and arr.ndim == 0
+    if not one and arr.shape != (heads,):
+        want = f"({heads},), one per query head" + (", or a scalar" if scalar_ok else "")
+        raise ValueError(f"{name}: shape {arr.shape}, expected {want}")
+    with np.errstate(over="ignore"):  # beyond float32: inf, which peak rejects
+        return np.ascontiguousarray(arr.reshape(-1), dtype=np.float32), 0 if one else 1
+
+
+def _logits(logits, heads, *, softcap, alibi, alibi_slopes, sinks):
+    """Fills a _Logits for a call of `heads` query heads.  Returns the
+    arrays it points at by name: the caller keeps them alive through the
+    call and checks that its output does not overlap them."""
+    arrays = {}
+    if softcap is not None:
+        logits.softcap = _real("softcap", softcap)
+        if logits.softcap == 0.0 and softcap != 0:
+            raise ValueError(f"softcap {softcap!r} is 0 in float32, peak's 'off'; pass None "
+                             "for no soft-capping")
+    if alibi is not None:
+        if not isinstance(alibi, str) or alibi not in _ALIBI_FORMS:
+            raise ValueError(f"alibi {alibi!r}: 'causal' (distance qpos - j), 'symmetric' "
+                             "(|qpos - j|) or None")
+        logits.alibi = _ALIBI_FORMS[alibi]
+        if alibi_slopes is not None:
+            a, logits.alibi_slopes_stride = _per_head("alibi_slopes", alibi_slopes, heads, False)
+            logits.alibi_slopes = _ptr(a, ctypes.c_float)
+            arrays["alibi_slopes"] = a
+    elif alibi_slopes is not None:
+        raise ValueError("alibi_slopes given without alibi= ('causal' or 'symmetric')")
+    if sinks is not None:
+        a, logits.sinks_stride = _per_head("sinks", sinks, heads, True)
+        logits.sinks = _ptr(a, ctypes.c_float)
+        arrays["sinks"] = a
+    return arrays
+
+
 # ---- softmax -------------------------------------------------------------------------
 
 def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window=0,
-            key_len=None, keep=None, bias=None, out=None, threads=None, pool=None):
+            key_len=None, keep=None, bias=None, softcap=None, alibi=None, alibi_slopes=None,
+            sinks=None, out=None, threads=None, pool=None):
     """Masked softmax over the last axis (peak_softmax).
 
     x: float32 ``[batch, heads, q_len, k_len]`` (fewer axes are read as
@@ -1135,9 +1217,29 @@ def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window
     (``[batch]`` ints; OutOfRange outside [0, k_len]), keep (bool/uint8,
     True = visible) and bias (float32, added; -inf masks), both
     broadcasting to x's 4-D shape.  q_offset, window: ints (OutOfRange
-    beyond size_t, ValueError if negative).  out: None (new array), or an
-    array of x's shape; ``out=x`` works in place.  threads, pool: where
-    the call runs (see the module docstring; default: this thread alone)."""
+    beyond size_t, ValueError if negative).
+
+    Logit options (peak_logits; all off by default), in this order on each
+    score: scale, then softcap, then ALiBi, then bias and the masks, then
+    the sink; each step in float32, rounded once (peak.h):
+      softcap: None or 0 (off), or a positive float: s = softcap *
+        tanh(s / softcap), before every mask (a masked key stays masked;
+        +-inf scores become +-softcap).
+      alibi: None, "causal" (distance qpos - j: BLOOM, MPT, Falcon) or
+        "symmetric" (|qpos - j|): s -= slope[h] * distance, with qpos = i +
+        q_offset (+ k_len - q_len with align "bottom_right") whether or not
+        the mask is causal.  alibi_slopes: None (alibi_slopes(heads)) or
+        ``[heads]`` reals (finite, >= 0).
+      sinks: None, ``[heads]`` reals or one real for every head (finite),
+        in the scores' units: y_j = e^s_j / (sum_k e^s_k + e^sink[h]); the
+        sink has no output, so a row sums to less than 1 (a row with no
+        visible key is still zeros).
+    Per-head arrays are converted to float32 (copied unless float32 and
+    contiguous already); their values are checked by peak (InvalidArgument).
+
+    out: None (new array), or an array of x's shape; ``out=x`` works in
+    place.  threads, pool: where the call runs (see the module docstring;
+    default: this thread alone)."""
     run = _Run(threads, pool)
     _f32("x", x, (1, 2, 3, 4))
     x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
@@ -1157,6 +1259,9 @@ def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window
     alive = []
     _mask(desc.mask, x4.shape, causal=causal, align=align, q_offset=q_offset, window=window,
           key_len=key_len, keep=keep, bias=bias, keep_alive=alive)
+    per_head = _logits(desc.logits, x4.shape[1], softcap=softcap, alibi=alibi,
+                       alibi_slopes=alibi_slopes, sinks=sinks)
+    _no_overlap("out", out, **per_head)
     with run as p:
         _check(_softmax(_ptr(y4), _ptr(x4), ctypes.byref(desc), p), "peak_softmax")
     return out
@@ -1179,8 +1284,9 @@ def _workspace(nbytes):
 
 
 def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_left",
-              q_offset=0, window=0, key_len=None, keep=None, bias=None, out=None,
-              return_lse=False, threads=None, pool=None):
+              q_offset=0, window=0, key_len=None, keep=None, bias=None, softcap=None,
+              alibi=None, alibi_slopes=None, sinks=None, out=None, return_lse=False,
+              threads=None, pool=None):
     """Scaled dot-product attention ``softmax(q k^T * scale + mask) v`` (peak_attention).
 
     layout "bhld": q ``[B, H, Lq, D]``, k ``[B, Hkv, Lk, D]``, v ``[B, Hkv, Lk,
@@ -1189,10 +1295,29 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
     (grouped-query / multi-query attention).  Any strides with a contiguous
     last axis work (no copies).  scale: None means 1/sqrt(D); one that is 0
     in float32 is a ValueError, as in softmax().  Masks as in
-    softmax(), indexed ``[B, H, Lq, Lk]``.  Returns out, or (out, lse) with
-    lse float32 ``[B, H, Lq]`` (natural-log log-sum-exp of the masked scaled
-    scores; -inf for a row with no visible key) when return_lse: what
-    attention_merge() needs to combine attentions over parts of the keys.
+    softmax(), indexed ``[B, H, Lq, Lk]``.
+
+    Logit options as in softmax() (order: scale, softcap, ALiBi, bias and
+    masks, sink), per query head h (``[H]`` arrays; a grouped K/V head
+    serves several, each with its own slope and sink), computed in double
+    on the scalar tier, within the accuracy bound below on the others
+    (|ALiBi| counts with |bias| there); no bias tensor is materialised.
+    ALiBi's qpos is i + q_offset (+ Lk - Lq bottom-right): with a KV
+    cache, q_offset = the cached length (or align "bottom_right") gives the
+    model's positions.
+
+    Returns out, or (out, lse) with lse float32 ``[B, H, Lq]`` when
+    return_lse: the natural-log log-sum-exp of the row's scores after
+    every option above, what attention_merge() needs to combine attentions
+    over parts of the keys.  With ALiBi it is that of the distance form
+    (s - slope * (qpos - j)); implementations that add slope * j instead
+    (BLOOM's, ggml's) get the same out and an lse larger by slope * qpos.
+    With sinks it includes the sink's term, log(sum_j e^s_j + e^sink); a
+    row with no visible key has out 0 and lse -inf, or lse = sink with a
+    sink.  Splitting the keys for attention_merge(): give the sinks to one
+    part only (the merge then counts the sink once).  Accuracy (peak.h):
+    out within ~1e-5 * max|V| of the exact attention for scores of modest
+    spread, lse within 4e-6 * (1 + |lse|).
     threads, pool: where the call runs (see the module docstring; default:
     this thread alone)."""
     run = _Run(threads, pool)
@@ -1228,6 +1353,9 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
     alive = []
     _mask(desc.mask, (B, H, Lq, Lk), causal=causal, align=align, q_offset=q_offset,
           window=window, key_len=key_len, keep=keep, bias=bias, keep_alive=alive)
+    per_head = _logits(desc.logits, H, softcap=softcap, alibi=alibi, alibi_slopes=alibi_slopes,
+                       sinks=sinks)
+    _no_overlap("out", out, **per_head)
     lse = None
     if return_lse:
         lse = np.empty((B, H, Lq), np.float32)

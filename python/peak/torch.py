@@ -72,7 +72,8 @@ def _needs_grad(*tensors):
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, *, return_lse=False,
+                                 is_causal=False, scale=None, *, softcap=None, alibi=None,
+                                 alibi_slopes=None, sinks=None, return_lse=False,
                                  threads=None, pool=None):
     """PyTorch 2's ``F.scaled_dot_product_attention`` on peak.
 
@@ -82,10 +83,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     tensor (True = take part, as in PyTorch) or a float tensor added to the
     scores, broadcasting to ``[B, H, Lq, Lk]``.  is_causal: top-left causal
     mask, as PyTorch.  scale: None means 1/sqrt(D).  A row with no visible
-    key returns zeros (PyTorch returns NaN there).  Returns a new tensor
-    ``[B, H, Lq, Dv]``, or ``(out, lse)`` when return_lse, lse ``[B, H,
-    Lq]`` the log-sum-exp of each row's scaled scores (-inf for a row with
-    no visible key): what attention_merge() takes.  threads, pool: as the
+    key returns zeros (PyTorch returns NaN there).
+
+    Logit options (keywords, beyond PyTorch's signature; peak.attention()
+    says the details), applied in this order: scale, softcap, ALiBi,
+    attn_mask / is_causal, sinks.  softcap: None or a positive float,
+    ``softcap * tanh(s / softcap)`` (Gemma 2).  alibi: None, "causal"
+    (bias -slope[h] * (i - j), BLOOM, MPT, Falcon) or "symmetric" (|i -
+    j|), i the query row (is_causal's top-left numbering); alibi_slopes:
+    None (peak.alibi_slopes(H)) or ``[H]`` values.  sinks: None, ``[H]``
+    values or a float: one logit per head in every row's denominator,
+    without a value (gpt-oss).  alibi_slopes and sinks may be tensors
+    (CPU, any floating dtype, converted to float32), NumPy arrays or
+    sequences.
+
+    Returns a new tensor ``[B, H, Lq, Dv]``, or ``(out, lse)`` when
+    return_lse, lse ``[B, H, Lq]`` the log-sum-exp of each row's scores
+    after every option (-inf for a row with no visible key, or the sink
+    with sinks): what attention_merge() takes.  threads, pool: as the
     module docstring says (default torch.get_num_threads() workers)."""
     if dropout_p:
         raise ValueError("dropout_p must be 0: peak has no dropout (inference only)")
@@ -101,7 +116,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         else:
             bias = m
     res = _peak.attention(q, k, v, layout="bhld", scale=scale, causal=is_causal,
-                          keep=keep, bias=bias, return_lse=return_lse, **_where(threads, pool))
+                          keep=keep, bias=bias, softcap=softcap, alibi=alibi,
+                          alibi_slopes=_per_head("alibi_slopes", alibi_slopes),
+                          sinks=_per_head("sinks", sinks), return_lse=return_lse,
+                          **_where(threads, pool))
     out, lse = res if return_lse else (res, None)
     t = torch.from_numpy(out)
     if squeeze:
@@ -145,6 +163,21 @@ def attention_merge(parts, *, return_lse=False, threads=None, pool=None):
         return t
     lt = torch.from_numpy(lse)
     return t, (lt.squeeze(0) if squeeze else lt)
+
+
+def _per_head(name, t):
+    """A per-head vector for peak: a tensor as float32 NumPy (on the CPU;
+    forward only, like the other inputs); anything else as given."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    if t.device.type != "cpu":
+        raise ValueError(f"{name}: peak runs on the CPU; tensor is on {t.device}")
+    if not t.is_floating_point():
+        raise TypeError(f"{name}: dtype {t.dtype}, expected a floating dtype")
+    if t.requires_grad and torch.is_grad_enabled():
+        raise RuntimeError(f"{name} requires grad: peak computes forward passes only; call "
+                           "under torch.no_grad() or torch.inference_mode()")
+    return t.detach().to(torch.float32).numpy()
 
 
 def _np_mask(m):

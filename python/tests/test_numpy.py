@@ -115,7 +115,8 @@ class Basics(unittest.TestCase):
         """ctypes mirrors of the descriptors have C's sizes and offsets."""
         structs = {
             "peak_pe_params": peak._PeParams, "peak_embed_desc": peak._EmbedDesc,
-            "peak_mask": peak._Mask, "peak_softmax_desc": peak._SoftmaxDesc,
+            "peak_mask": peak._Mask, "peak_logits": peak._Logits,
+            "peak_softmax_desc": peak._SoftmaxDesc,
             "peak_attention_desc": peak._AttentionDesc,
             "peak_attention_merge_desc": peak._MergeDesc,
         }

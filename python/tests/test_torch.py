@@ -161,6 +161,208 @@ class Attention(unittest.TestCase):
         same_bytes(self, l3, lse[0])
 
 
+TIERS = [isa for isa in peak.isa_names() if peak.isa_supported(isa) and
+         peak.isa_names().index(isa) <= peak.isa_names().index(peak.isa_active())]
+TANH_ULP = 1  # the library's float tanh: 0.959 ULP at most (kernels/tanh.h)
+
+
+def _head_values(a, H):
+    """A per-head option as float64 [H] (the float32 values peak reads)."""
+    if isinstance(a, torch.Tensor):
+        a = a.detach().float()
+    return torch.as_tensor(np.asarray(a, np.float32)).double().reshape(-1).expand(H)
+
+
+def _alibi_distance(Lq, Lk, form):
+    d = torch.arange(Lq)[:, None] - torch.arange(Lk)[None, :]  # qpos = i: SDPA is top-left
+    return d.abs() if form == "symmetric" else d
+
+
+def _mask_scores(s, attn_mask, is_causal):
+    if is_causal:
+        lq, lk = s.size(-2), s.size(-1)
+        s = s.masked_fill(~torch.ones(lq, lk, dtype=torch.bool).tril(), float("-inf"))
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
+            else s + attn_mask.double()
+    return s
+
+
+def _sink_softmax(s, sinks):
+    """softmax over the last axis with a sink column joined, then dropped;
+    and the log-sum-exp, the sink's term included."""
+    if sinks is None:
+        return torch.softmax(s, -1), torch.logsumexp(s, -1)
+    H = s.size(-3)
+    col = _head_values(sinks, H).view(H, 1, 1).expand(*s.shape[:-1], 1)
+    s = torch.cat([s, col], -1)
+    return torch.softmax(s, -1)[..., :-1], torch.logsumexp(s, -1)
+
+
+def attention_long_way(q, k, v, attn_mask=None, is_causal=False, scale=None, softcap=None,
+                       alibi=None, alibi_slopes=None, sinks=None):
+    """The logit options the long way, in float64 (peak.h's order): scores
+    q k^T * scale; cap * tanh(s / cap); an ALiBi bias tensor -slope[h] *
+    (i - j) (or |i - j|); the masks; a sink column concatenated before the
+    softmax and dropped after it; K/V heads repeated for GQA."""
+    q, k, v = q.double(), k.double(), v.double()
+    H, Lq, Lk = q.size(-3), q.size(-2), k.size(-2)
+    if k.size(-3) != H:
+        g = H // k.size(-3)
+        k, v = k.repeat_interleave(g, dim=-3), v.repeat_interleave(g, dim=-3)
+    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else float(np.float32(scale))
+    s = q @ k.transpose(-2, -1) * scale
+    if softcap:
+        c = float(np.float32(softcap))  # the cap peak reads
+        s = c * torch.tanh(s / c)
+    if alibi:
+        slopes = peak.alibi_slopes(H) if alibi_slopes is None else alibi_slopes
+        s = s - _head_values(slopes, H).view(H, 1, 1) * _alibi_distance(Lq, Lk, alibi).double()
+    p, lse = _sink_softmax(_mask_scores(s, attn_mask, is_causal), sinks)
+    return p @ v, lse
+
+
+def softmax_long_way(x, scale=1.0, softcap=None, alibi=None, alibi_slopes=None, sinks=None,
+                     attn_mask=None, is_causal=False):
+    """peak.softmax's scores formed in float32 by torch, one rounded
+    operation each as peak.h says (tanh correctly rounded), the softmax
+    with its sink column in float64.  Also returns how far the library's
+    scores may be from these: its own tanh is within TANH_ULP ULP, and each
+    later rounding may then differ by an ULP."""
+    H, Lq, Lk = x.shape[-3:]
+    s = x * scale
+    delta = torch.zeros(x.shape, dtype=torch.float64)
+    if softcap:
+        c = torch.tensor(softcap, dtype=torch.float32)
+        s = c * torch.tanh((s / c).double()).float()
+        delta = (TANH_ULP + 1.5) * 2.0 ** -23 * s.double().abs()
+    if alibi:
+        slopes = torch.from_numpy(peak.alibi_slopes(H)) if alibi_slopes is None else \
+            _head_values(alibi_slopes, H).float()
+        s = s - slopes.view(H, 1, 1) * _alibi_distance(Lq, Lk, alibi).float()
+        if softcap:
+            delta = delta + 2.0 ** -23 * s.double().abs()
+    p, _ = _sink_softmax(_mask_scores(s.double(), attn_mask, is_causal), sinks)
+    return p, delta
+
+
+class LogitOptions(unittest.TestCase):
+    """pt.scaled_dot_product_attention's softcap, alibi and sinks (and
+    peak.softmax's) against PyTorch computing them the long way, on every
+    tier up to the automatic one."""
+
+    def check_attention(self, q, k, v, msg, **kw):
+        with torch.no_grad():
+            got, lse = pt.scaled_dot_product_attention(q, k, v, return_lse=True, **kw)
+        want, want_lse = attention_long_way(q, k, v, **kw)
+        # peak.h: O within 1e-5 max|V| of the exact attention, lse within
+        # 4e-6 (1 + |lse|)
+        torch.testing.assert_close(got.double(), want, atol=1e-5 * v.abs().max().item(), rtol=0,
+                                   msg=msg)
+        tol = 4e-6 * (1 + want_lse.abs())
+        self.assertTrue(bool(((lse.double() - want_lse).abs() <= tol).all()), msg)
+
+    def test_attention(self):
+        B, H, Hkv, Lq, Lk = 2, 8, 2, 10, 17
+        q, k, v = torch.rand(B, H, Lq, 64) * 2 - 1, torch.rand(B, Hkv, Lk, 64) * 2 - 1, \
+            torch.rand(B, Hkv, Lk, 32) * 2 - 1
+        mask = torch.rand(Lq, Lk) > 0.3
+        mask[:, 0] = True
+        bias = torch.randn(B, 1, Lq, Lk)
+        slopes = torch.rand(H) * 0.5
+        sinks = torch.randn(H)
+        cases = [
+            dict(softcap=1.0),
+            dict(softcap=0.3, is_causal=True),
+            dict(alibi="causal"),
+            dict(alibi="causal", is_causal=True),
+            dict(alibi="symmetric", alibi_slopes=slopes),
+            dict(alibi="causal", alibi_slopes=slopes.numpy(), attn_mask=mask),
+            dict(sinks=sinks),
+            dict(sinks=-0.5, is_causal=True),
+            dict(sinks=sinks.tolist(), attn_mask=bias),
+            dict(softcap=2.0, alibi="causal", sinks=sinks, is_causal=True),
+            dict(softcap=4.0, alibi="symmetric", alibi_slopes=slopes, sinks=0.25, attn_mask=mask,
+                 scale=0.3),
+            dict(softcap=4.0, alibi="causal", sinks=sinks, attn_mask=bias),
+        ]
+        for isa in TIERS:
+            with peak.use_isa(isa):
+                for kw in cases:
+                    with self.subTest(isa=isa, options=sorted(kw)):
+                        self.check_attention(q, k, v, f"{isa} {sorted(kw)}", **kw)
+
+    def test_attention_fully_masked_row_with_sink(self):
+        q, k, v = torch.rand(1, 2, 4, 16), torch.rand(1, 2, 6, 16), torch.rand(1, 2, 6, 16)
+        mask = torch.ones(4, 6, dtype=torch.bool)
+        mask[2] = False  # row 2 sees no key: O = 0, lse = the sink
+        sinks = torch.tensor([0.5, -1.5])
+        for isa in TIERS:
+            with self.subTest(isa=isa), peak.use_isa(isa):
+                self.check_attention(q, k, v, isa, attn_mask=mask, sinks=sinks, softcap=3.0,
+                                     alibi="causal")
+                out, lse = pt.scaled_dot_product_attention(q, k, v, attn_mask=mask, sinks=sinks,
+                                                           return_lse=True)
+                self.assertTrue(bool((out[:, :, 2] == 0).all()))
+                same_bytes(self, lse[0, :, 2], sinks)
+
+    def test_softmax(self):
+        H, Lq, Lk = 4, 7, 40
+        x = torch.rand(2, H, Lq, Lk) * 12 - 6
+        mask = torch.rand(Lq, Lk) > 0.2
+        sinks = torch.randn(H)
+        cases = [dict(softcap=2.5), dict(softcap=20.0, scale=3.0), dict(alibi="causal"),
+                 dict(alibi="symmetric", alibi_slopes=torch.rand(H)), dict(sinks=sinks),
+                 dict(sinks=sinks, is_causal=True),
+                 dict(softcap=3.0, alibi="causal", sinks=sinks, attn_mask=mask)]
+        flt_min = torch.finfo(torch.float32).tiny
+        for isa in TIERS:
+            with peak.use_isa(isa):
+                for kw in cases:
+                    with self.subTest(isa=isa, options=sorted(kw)):
+                        want, delta = softmax_long_way(x, **kw)
+                        pk = dict(kw)
+                        m = pk.pop("attn_mask", None)
+                        pk["causal"] = pk.pop("is_causal", False)
+                        if isinstance(pk.get("sinks"), torch.Tensor):
+                            pk["sinks"] = pk["sinks"].numpy()
+                        if isinstance(pk.get("alibi_slopes"), torch.Tensor):
+                            pk["alibi_slopes"] = pk["alibi_slopes"].numpy()
+                        got = torch.from_numpy(peak.softmax(
+                            x.numpy(), keep=None if m is None else m.numpy(), **pk)).double()
+                        # peak.h: 4 ULP of the exact softmax of the float
+                        # scores; with a cap, plus a factor e^(2 max delta)
+                        ulp = torch.from_numpy(np.spacing(want.float().numpy())).double()
+                        tol = 4 * ulp
+                        if kw.get("softcap"):
+                            tol = tol + 2 * delta.amax(-1, keepdim=True) * want
+                        tol = torch.where(want < flt_min, torch.full_like(tol, flt_min), tol)
+                        self.assertTrue(bool(((got - want).abs() <= tol).all()),
+                                        f"{isa} {sorted(kw)}: max |err| / tol "
+                                        f"{((got - want).abs() / tol).max().item():.3g}")
+
+    def test_arguments(self):
+        q, k, v = torch.rand(4, 5, 16), torch.rand(4, 7, 16), torch.rand(4, 7, 16)  # 3-D
+        sinks = nn.Parameter(torch.randn(4))  # gpt-oss keeps its sinks as a parameter
+        with torch.no_grad():
+            got = pt.scaled_dot_product_attention(q, k, v, sinks=sinks, alibi="causal")
+            want = pt.scaled_dot_product_attention(q[None], k[None], v[None],
+                                                   sinks=sinks.detach().numpy(),
+                                                   alibi="causal")[0]
+            same_bytes(self, got, want)
+            same_bytes(self, pt.scaled_dot_product_attention(q, k, v, sinks=sinks.double()),
+                       pt.scaled_dot_product_attention(q, k, v, sinks=sinks.detach()))
+            for bad, exc in ((dict(sinks=torch.arange(4)), TypeError),
+                             (dict(sinks=torch.ones(3)), ValueError),
+                             (dict(alibi="left"), ValueError),
+                             (dict(alibi_slopes=torch.ones(4)), ValueError),
+                             (dict(softcap=-1.0), peak.InvalidArgument)):
+                with self.assertRaises(exc, msg=str(bad)):
+                    pt.scaled_dot_product_attention(q, k, v, **bad)
+        with self.assertRaises(RuntimeError):  # a parameter that records grad
+            pt.scaled_dot_product_attention(q, k, v, sinks=sinks)
+
+
 class AttentionMerge(unittest.TestCase):
     def test_against_one_call(self):
         """Keys split in three (a strided view each), merged: the one call
@@ -247,6 +449,7 @@ class Threads(unittest.TestCase):
         w, b = torch.randn(512), torch.randn(512)
         parts = [pt.scaled_dot_product_attention(q, k[:, :, a:b], v[:, :, a:b], return_lse=True)
                  for a, b in ((0, 100), (100, 250), (250, 300))]
+        sinks = torch.randn(8)
 
         def modules(**where):
             ln = pt.LayerNorm(512, **where).eval()
@@ -257,7 +460,10 @@ class Threads(unittest.TestCase):
         return [
             ("scaled_dot_product_attention", lambda **wh: (
                 *pt.scaled_dot_product_attention(q, k, v, return_lse=True, **wh),
-                pt.scaled_dot_product_attention(q, k, v, attn_mask=mask, **wh))),
+                pt.scaled_dot_product_attention(q, k, v, attn_mask=mask, **wh),
+                *pt.scaled_dot_product_attention(q, k, v, is_causal=True, softcap=5.0,
+                                                 alibi="causal", sinks=sinks,
+                                                 return_lse=True, **wh))),
             ("attention_merge", lambda **wh: pt.attention_merge(parts, return_lse=True, **wh)),
             ("add_layer_norm", lambda **wh: pt.add_layer_norm(x, r, w, b, **wh)),
             ("layer_norm", lambda **wh: (pt.layer_norm(x, (512,), w, b, **wh),)),
