@@ -715,18 +715,26 @@ static void poison_masked_kv(peak_tester_problem *p, att_problem *a, int arg)
     replace_canaries(p, a->v, poison[((size_t)arg + 1) % 3]);
 }
 
-/* K and V hold NaN and inf at every key the mask hides (the future and the
-   padding), instead of the canary: none of it may reach O or lse. */
+/* The case of K and V holding NaN and inf at every key the mask hides (the
+   future and the padding), instead of the canary, variant i. */
+static att_shape masked_nonfinite_kv_case(att_opts *o, int i)
+{
+    const att_shape s = {2, 2, 1, 6, 10, 8, 8, i & 1, 0, 0, 1};
+    *o = (att_opts){0};
+    o->mask.key_len = 1;
+    o->mask.causal = 1;
+    o->mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    o->edit_mask = key_len_7_at_b0;
+    o->edit_data = poison_masked_kv;
+    o->arg = i;
+    return s;
+}
+
+/* None of the masked keys' NaN and inf may reach O or lse. */
 START_TEST(masked_nonfinite_kv_never_read)
 {
-    att_shape s = {2, 2, 1, 6, 10, 8, 8, _i & 1, 0, 0, 1};
-    att_opts o = {0};
-    o.mask.key_len = 1;
-    o.mask.causal = 1;
-    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-    o.edit_mask = key_len_7_at_b0;
-    o.edit_data = poison_masked_kv;
-    o.arg = _i;
+    att_opts o;
+    att_shape s = masked_nonfinite_kv_case(&o, _i);
     check_shape(&s, 1400 + (uint64_t)_i, &o);
 }
 END_TEST
@@ -1934,61 +1942,16 @@ END_TEST
 /* lse within 4e-6 (1 + |lse|) for the logit cases (peak.h's bound). */
 #define LOGIT_LSE_TOL 4e-6
 
-/* What a logit case sets besides the mask. */
-typedef struct att_logit_spec {
-    float cap; /* 0: none */
-    peak_alibi alibi;
-    int slopes;     /* 0: peak.h's; 1: the caller's, one for all (stride 0); 2: stride 2 */
-    float slope_hi; /* the caller's slopes in [0, slope_hi) (0: 1) */
-    int sinks;      /* 0: none; 1: one for all (stride 0); 2: one per head (stride 1) */
-    float sink_lo, sink_hi;
-} att_logit_spec;
-
-/* The caller's slopes and sinks, exactly the floats read (the floats
-   between strided slopes keep the canary, a NaN). */
-typedef struct att_logit_arrays {
-    float *slopes, *sinks;
-} att_logit_arrays;
-
-static peak_logits make_logits(const att_logit_spec *ls, size_t H, uint64_t *rng,
-                               att_logit_arrays *arr)
-{
-    peak_logits l = PEAK_LOGITS_DEFAULT;
-    arr->slopes = arr->sinks = NULL;
-    l.softcap = ls->cap;
-    l.alibi = ls->alibi;
-    if (ls->alibi != PEAK_ALIBI_NONE && ls->slopes) {
-        const ptrdiff_t st = ls->slopes == 2 ? 2 : 0;
-        arr->slopes = peak_test_alloc(st ? (H - 1) * 2 + 1 : 1, 1);
-        for (size_t h = 0; h < (st ? H : 1); h++)
-            arr->slopes[(ptrdiff_t)h * st] =
-                peak_test_uniform(rng, 0.0f, ls->slope_hi != 0.0f ? ls->slope_hi : 1.0f);
-        l.alibi_slopes = arr->slopes;
-        l.alibi_slopes_stride = st;
-    }
-    if (ls->sinks) {
-        const size_t n = ls->sinks == 2 ? H : 1;
-        arr->sinks = peak_test_alloc(n, 2);
-        for (size_t h = 0; h < n; h++)
-            arr->sinks[h] = peak_test_uniform(rng, ls->sink_lo, ls->sink_hi);
-        l.sinks = arr->sinks;
-        l.sinks_stride = ls->sinks == 2 ? 1 : 0;
-    }
-    return l;
-}
-
-static void free_logit_arrays(att_logit_arrays *arr)
-{
-    peak_test_free(arr->slopes);
-    peak_test_free(arr->sinks);
-}
+/* A logit case and its arrays (test-util.h). */
+typedef peak_test_logit_spec att_logit_spec;
+typedef peak_test_logit_arrays att_logit_arrays;
 
 /* Sets o's logit options from ls (arr receives the arrays). */
 static void logit_opts(att_opts *o, const att_logit_spec *ls, size_t H, uint64_t seed,
                        att_logit_arrays *arr)
 {
     uint64_t rng = seed ^ 0x10917ull;
-    o->logits = make_logits(ls, H, &rng, arr);
+    o->logits = peak_test_make_logits(ls, H, &rng, arr);
     o->lse_tol = LOGIT_LSE_TOL;
 }
 
@@ -2038,7 +2001,7 @@ static void check_logits(const att_shape *s, uint64_t seed, att_opts *o,
     peak_tester_run(&attention, &p);
     note_errors(&p);
     peak_tester_free(&attention, &p);
-    free_logit_arrays(&arr);
+    peak_test_free_logits(&arr);
 }
 
 /* The option sets of logits_each_and_combined. */
@@ -2209,14 +2172,8 @@ END_TEST
    score into a visible +-cap). */
 START_TEST(logits_masked_nonfinite_kv_never_read)
 {
-    att_shape s = {2, 2, 1, 6, 10, 8, 8, _i & 1, 0, 0, 1};
-    att_opts o = {0};
-    o.mask.key_len = 1;
-    o.mask.causal = 1;
-    o.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
-    o.edit_mask = key_len_7_at_b0;
-    o.edit_data = poison_masked_kv;
-    o.arg = _i;
+    att_opts o;
+    att_shape s = masked_nonfinite_kv_case(&o, _i);
     const att_logit_spec ls = {.cap = 30.0f, .alibi = PEAK_ALIBI_SYMMETRIC, .sinks = 2,
                                .sink_lo = -1.0f, .sink_hi = 1.0f};
     check_logits(&s, 8500 + (uint64_t)_i, &o, &ls);
@@ -2269,7 +2226,7 @@ START_TEST(logits_split_kv)
     peak_tester_run(&attention, &p);
     note_errors(&p);
     peak_tester_free(&attention, &p);
-    free_logit_arrays(&arr);
+    peak_test_free_logits(&arr);
     print_logit_errors("logits_split_kv", _i);
 }
 END_TEST
@@ -2317,7 +2274,7 @@ START_TEST(logits_same_bytes_with_pool)
     free(l1);
     peak_threadpool_destroy(pool);
     peak_tester_free(&attention, &p);
-    free_logit_arrays(&arr);
+    peak_test_free_logits(&arr);
 }
 END_TEST
 
@@ -2335,9 +2292,9 @@ START_TEST(logits_with_rope)
     const att_logit_spec ls = {.cap = 30.0f, .alibi = PEAK_ALIBI_CAUSAL, .slopes = 2,
                                .sinks = 2, .sink_lo = -2.0f, .sink_hi = 2.0f};
     uint64_t rng = 8900 + (uint64_t)_i;
-    const peak_logits l = make_logits(&ls, H, &rng, &arr);
+    const peak_logits l = peak_test_make_logits(&ls, H, &rng, &arr);
     check_rope_fused(which[_i], &l);
-    free_logit_arrays(&arr);
+    peak_test_free_logits(&arr);
 }
 END_TEST
 

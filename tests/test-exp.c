@@ -21,27 +21,13 @@
 #define EXP_ULP_TOL 1
 #define EXP2_ULP_TOL 3
 
-static float from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static uint32_t to_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
 /* Floats from lo to hi (bit patterns, inclusive) with the given step. */
 static float *pattern_range(uint32_t lo, uint32_t hi, uint32_t step, size_t *n)
 {
     *n = (hi - lo) / step + 1;
     float *x = peak_test_alloc(*n, 0);
     for (size_t k = 0; k < *n; k++)
-        x[k] = from_bits(lo + (uint32_t)k * step);
+        x[k] = peak_test_from_bits(lo + (uint32_t)k * step);
     return x;
 }
 
@@ -90,13 +76,13 @@ START_TEST(exp_special_values)
     const size_t n = sizeof cases / sizeof cases[0];
     float *x = peak_test_alloc(n + 2, 0), *y = peak_test_alloc(n + 2, 1);
     for (size_t k = 0; k < n; k++)
-        x[k] = from_bits(cases[k].x);
+        x[k] = peak_test_from_bits(cases[k].x);
     x[n] = NAN;
     x[n + 1] = -NAN;
     run_exp(y, x, n + 2);
     for (size_t k = 0; k < n; k++)
-        CHECK(to_bits(y[k]) == cases[k].y, "%s exp(%a) = %a (0x%08x), want 0x%08x",
-              peak_isa_name(peak_test_isa), (double)x[k], (double)y[k], to_bits(y[k]),
+        CHECK(peak_test_to_bits(y[k]) == cases[k].y, "%s exp(%a) = %a (0x%08x), want 0x%08x",
+              peak_isa_name(peak_test_isa), (double)x[k], (double)y[k], peak_test_to_bits(y[k]),
               cases[k].y);
     CHECK(isnan(y[n]) && isnan(y[n + 1]), "%s: exp(NaN) is not NaN", peak_isa_name(peak_test_isa));
     peak_test_free(x);
@@ -178,7 +164,7 @@ static int exp_setup(peak_tester_problem *p)
     const size_t n = p->c.n;
     e->x = peak_tester_input(p, "x", 1, n, (ptrdiff_t)n, 0);
     for (size_t k = 0; k < n; k++)
-        e->x[k] = p->c.variant == EXP_ANY_BITS ? from_bits((uint32_t)peak_test_next(&p->rng))
+        e->x[k] = p->c.variant == EXP_ANY_BITS ? peak_test_from_bits((uint32_t)peak_test_next(&p->rng))
                                                : peak_test_uniform(&p->rng, -110.0f, 95.0f);
     e->y = p->c.alias ? peak_tester_alias(p, "y", e->x, PEAK_TESTER_ULP, EXP_ULP_TOL)
                       : peak_tester_output(p, "y", 1, n, (ptrdiff_t)n, 5, PEAK_TESTER_ULP,
@@ -306,7 +292,7 @@ START_TEST(exp2_attention_variant)
             continue;
         }
         if (x[k] < -126.0f) {
-            CHECK(to_bits(y[k]) == 0, "%s exp2(%a) = %a, want +0", peak_isa_name(peak_test_isa),
+            CHECK(peak_test_to_bits(y[k]) == 0, "%s exp2(%a) = %a, want +0", peak_isa_name(peak_test_isa),
                   (double)x[k], (double)y[k]);
             continue;
         }
@@ -317,9 +303,9 @@ START_TEST(exp2_attention_variant)
     }
     CHECK(y[0] == 1.0f && y[n] == 1.0f, "%s: 2^0 = %a, 2^-0 = %a", peak_isa_name(peak_test_isa),
           (double)y[0], (double)y[n]);
-    CHECK(to_bits(y[total - 2]) == 0, "%s: 2^-inf = %a", peak_isa_name(peak_test_isa),
+    CHECK(peak_test_to_bits(y[total - 2]) == 0, "%s: 2^-inf = %a", peak_isa_name(peak_test_isa),
           (double)y[total - 2]);
-    CHECK(y[total - 5] == 0x1p-126f && to_bits(y[total - 4]) == 0 && y[total - 3] == 2.0f,
+    CHECK(y[total - 5] == 0x1p-126f && peak_test_to_bits(y[total - 4]) == 0 && y[total - 3] == 2.0f,
           "%s: 2^-126 = %a, 2^(-126 - ulp) = %a, 2^1 = %a", peak_isa_name(peak_test_isa),
           (double)y[total - 5], (double)y[total - 4], (double)y[total - 3]);
     printf("exp2 (attention) %s: max error %.3f ulp\n", peak_isa_name(peak_test_isa), worst);

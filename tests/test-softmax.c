@@ -683,33 +683,50 @@ START_TEST(large_offsets_and_windows)
 }
 END_TEST
 
+/* A random shape of up to 3 batches, `heads` heads, 9 query rows and
+   `keys` keys, with random padding, broadcast and in-place choices. */
+static sm_shape random_shape(uint64_t *rng, uint64_t heads, uint64_t keys)
+{
+    const sm_shape s = {1 + peak_test_next(rng) % 3, 1 + peak_test_next(rng) % heads,
+                        1 + peak_test_next(rng) % 9, 1 + peak_test_next(rng) % keys,
+                        peak_test_next(rng) % 3, peak_test_next(rng) % 3,
+                        peak_test_next(rng) % 4, (int)(peak_test_next(rng) % 2),
+                        (int)(peak_test_next(rng) % 2)};
+    return s;
+}
+
+/* Every mask kind on or off by the bits of pick (bits 1-16), the causal
+   offset from offs[4]. */
+static sm_mask_spec random_mask(uint64_t pick, const size_t offs[4])
+{
+    const sm_mask_spec m = {
+        .causal = (pick >> 1) & 1,
+        .align = (peak_align)((pick >> 2) & 1),
+        .q_offset = offs[(pick >> 3) & 3],
+        .window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0,
+        .key_len = (pick >> 9) & 1,
+        .keep = (pick >> 10) & 1,
+        .keep_bcast = (pick >> 11) & 7,
+        .keep_density = 0.7,
+        .bias = (pick >> 14) & 1,
+        .bias_bcast = (pick >> 15) & 7,
+        .bias_lo = -2.0f,
+        .bias_hi = 2.0f,
+        .bias_masked = 0.2,
+    };
+    return m;
+}
+
 /* Random combinations of every mask kind against the oracle. */
 START_TEST(mask_combinations_fuzz)
 {
+    static const size_t offs[] = {0, 1, 2, 3};
     uint64_t rng = 1300 + (uint64_t)_i;
     for (int n = 0; n < 150; n++) {
-        const sm_shape s = {1 + peak_test_next(&rng) % 3, 1 + peak_test_next(&rng) % 3,
-                            1 + peak_test_next(&rng) % 9, 1 + peak_test_next(&rng) % 40,
-                            peak_test_next(&rng) % 3, peak_test_next(&rng) % 3,
-                            peak_test_next(&rng) % 4, (int)(peak_test_next(&rng) % 2),
-                            (int)(peak_test_next(&rng) % 2)};
+        const sm_shape s = random_shape(&rng, 3, 40);
         const uint64_t seed = peak_test_next(&rng);
-        const unsigned pick = (unsigned)peak_test_next(&rng);
-        const sm_mask_spec m = {
-            .causal = (pick >> 1) & 1,
-            .align = (peak_align)((pick >> 2) & 1),
-            .q_offset = (pick >> 3) & 3,
-            .window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0,
-            .key_len = (pick >> 9) & 1,
-            .keep = (pick >> 10) & 1,
-            .keep_bcast = (pick >> 11) & 7,
-            .keep_density = 0.7,
-            .bias = (pick >> 14) & 1,
-            .bias_bcast = (pick >> 15) & 7,
-            .bias_lo = -2.0f,
-            .bias_hi = 2.0f,
-            .bias_masked = 0.2,
-        };
+        const uint64_t pick = peak_test_next(&rng);
+        const sm_mask_spec m = random_mask(pick, offs);
         check_masked(&s, (pick & 1) ? 0.3f : 0.0f, seed, -6.0f, 6.0f, m);
     }
 }
@@ -1319,54 +1336,19 @@ END_TEST
 
 /* ---- logit options (peak_logits) ------------------------------------------ */
 
-/* What a logit case sets besides the mask. */
-typedef struct sm_logit_spec {
-    float cap; /* 0: none */
-    peak_alibi alibi;
-    int slopes; /* 0: peak.h's; 1: the caller's, one for all (stride 0); 2: stride 2 */
-    int sinks;  /* 0: none; 1: one for all (stride 0); 2: one per head (stride 1) */
-    float sink_lo, sink_hi; /* sinks uniform in [sink_lo, sink_hi) */
-} sm_logit_spec;
+/* A logit case and its arrays (test-util.h). */
+typedef peak_test_logit_spec sm_logit_spec;
+typedef peak_test_logit_arrays sm_logit_arrays;
 
-/* The caller's arrays of a logit case, of exactly the floats read (so
-   AddressSanitizer sees a read past the last head's); the floats between
-   strided slopes keep the canary, a NaN, so a wrong stride poisons rows. */
-typedef struct sm_logit_arrays {
-    float *slopes, *sinks;
-} sm_logit_arrays;
-
+/* peak_test_make_logits, with a -0 slope on head 2 when the slopes are
+   strided (>= 0, so valid: that head has no ALiBi). */
 static peak_logits make_logits(const sm_logit_spec *ls, size_t H, uint64_t *rng,
                                sm_logit_arrays *arr)
 {
-    peak_logits l = PEAK_LOGITS_DEFAULT;
-    arr->slopes = arr->sinks = NULL;
-    l.softcap = ls->cap;
-    l.alibi = ls->alibi;
-    if (ls->alibi != PEAK_ALIBI_NONE && ls->slopes) {
-        const ptrdiff_t st = ls->slopes == 2 ? 2 : 0;
-        arr->slopes = peak_test_alloc(st ? (H - 1) * 2 + 1 : 1, 1);
-        for (size_t h = 0; h < (st ? H : 1); h++)
-            arr->slopes[(ptrdiff_t)h * st] = peak_test_uniform(rng, 0.0f, 1.0f);
-        if (st && H > 2)
-            arr->slopes[2 * st] = -0.0f; /* >= 0, so valid: no ALiBi on head 2 */
-        l.alibi_slopes = arr->slopes;
-        l.alibi_slopes_stride = st;
-    }
-    if (ls->sinks) {
-        const size_t n = ls->sinks == 2 ? H : 1;
-        arr->sinks = peak_test_alloc(n, 2);
-        for (size_t h = 0; h < n; h++)
-            arr->sinks[h] = peak_test_uniform(rng, ls->sink_lo, ls->sink_hi);
-        l.sinks = arr->sinks;
-        l.sinks_stride = ls->sinks == 2 ? 1 : 0;
-    }
+    const peak_logits l = peak_test_make_logits(ls, H, rng, arr);
+    if (arr->slopes && l.alibi_slopes_stride && H > 2)
+        arr->slopes[2 * l.alibi_slopes_stride] = -0.0f;
     return l;
-}
-
-static void free_logit_arrays(sm_logit_arrays *arr)
-{
-    peak_test_free(arr->slopes);
-    peak_test_free(arr->sinks);
 }
 
 /* The case of shape sh, scores in [lo, hi) under mask m, with the options
@@ -1446,7 +1428,7 @@ static void check_logits(const sm_shape *sh, float scale, uint64_t seed, float l
     peak_tester_problem p;
     sm_begin(&p, &c);
     logit_end(&p);
-    free_logit_arrays(&arr);
+    peak_test_free_logits(&arr);
 }
 
 static const size_t logit_lengths[] = {1, 7, 16, 17, 33, 70, 129};
@@ -1507,7 +1489,7 @@ START_TEST(softcap_maps_infinities_to_cap)
                 X_AT(s, i, j) = v;
         }
     logit_end(&p);
-    free_logit_arrays(&arr);
+    peak_test_free_logits(&arr);
 }
 END_TEST
 
@@ -1630,7 +1612,7 @@ START_TEST(sinks_with_masks_and_options)
             peak_tester_problem p;
             sm_begin(&p, &c);
             logit_end(&p);
-            free_logit_arrays(&arr);
+            peak_test_free_logits(&arr);
         }
 }
 END_TEST
@@ -1663,7 +1645,7 @@ START_TEST(sink_extremes)
                           t, j, (double)Y_AT(s, t, j));
         logits_across_tiers(&p);
         peak_tester_free(&softmax, &p);
-        free_logit_arrays(&arr);
+        peak_test_free_logits(&arr);
     }
 }
 END_TEST
@@ -1701,7 +1683,7 @@ START_TEST(sinks_with_nonfinite_scores)
         }
     }
     logit_end(&p);
-    free_logit_arrays(&arr);
+    peak_test_free_logits(&arr);
 }
 END_TEST
 
@@ -1716,28 +1698,10 @@ START_TEST(logits_combinations_fuzz)
     uint64_t rng = 7800 + (uint64_t)_i;
     const int n = peak_test_quick() ? 12 : 40;
     for (int t = 0; t < n; t++) {
-        const sm_shape sh = {1 + peak_test_next(&rng) % 3, 1 + peak_test_next(&rng) % 13,
-                             1 + peak_test_next(&rng) % 9, 1 + peak_test_next(&rng) % 70,
-                             peak_test_next(&rng) % 3, peak_test_next(&rng) % 3,
-                             peak_test_next(&rng) % 4, (int)(peak_test_next(&rng) % 2),
-                             (int)(peak_test_next(&rng) % 2)};
+        const sm_shape sh = random_shape(&rng, 13, 70);
         const uint64_t seed = peak_test_next(&rng);
         const uint64_t pick = peak_test_next(&rng);
-        const sm_mask_spec m = {
-            .causal = (pick >> 1) & 1,
-            .align = (peak_align)((pick >> 2) & 1),
-            .q_offset = offs[(pick >> 3) & 3],
-            .window = (pick >> 5) & 1 ? 1 + (pick >> 6) % 8 : 0,
-            .key_len = (pick >> 9) & 1,
-            .keep = (pick >> 10) & 1,
-            .keep_bcast = (pick >> 11) & 7,
-            .keep_density = 0.7,
-            .bias = (pick >> 14) & 1,
-            .bias_bcast = (pick >> 15) & 7,
-            .bias_lo = -2.0f,
-            .bias_hi = 2.0f,
-            .bias_masked = 0.2,
-        };
+        const sm_mask_spec m = random_mask(pick, offs);
         const int far = (pick >> 26) & 1;
         const sm_logit_spec ls = {.cap = caps[(pick >> 18) & 3],
                                   .alibi = (peak_alibi)((pick >> 20) % 3),
@@ -1792,7 +1756,7 @@ START_TEST(logits_decode_rows_match_full_causal)
                 peak_test_free(y);
             }
     peak_tester_free(&softmax, &full);
-    free_logit_arrays(&arr);
+    peak_test_free_logits(&arr);
 }
 END_TEST
 

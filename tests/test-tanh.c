@@ -91,20 +91,6 @@ void tanh_test_softcap(float *y, const float *x, size_t n, float cap)
 #define TANH_ULP_BOUND 0.9593
 #define SOFTCAP_ULP_BOUND 2.3678
 
-static float from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static uint32_t to_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
 /* |got - want| in ULP of want's float binade (subnormal: 2^-149). */
 static double ulp_error(float got, double want)
 {
@@ -114,7 +100,7 @@ static double ulp_error(float got, double want)
 }
 
 /* The same bits, or both NaN (a NaN's payload is not promised). */
-static int same(float a, float b) { return to_bits(a) == to_bits(b) || (isnan(a) && isnan(b)); }
+static int same(float a, float b) { return peak_test_to_bits(a) == peak_test_to_bits(b) || (isnan(a) && isnan(b)); }
 
 /* Floats with bit patterns lo, lo + step, ... <= hi, then `extra`; *n. */
 static float *patterns(uint32_t lo, uint32_t hi, uint32_t step, const float *extra, size_t n_extra,
@@ -124,7 +110,7 @@ static float *patterns(uint32_t lo, uint32_t hi, uint32_t step, const float *ext
     *n = m + n_extra;
     float *x = peak_test_alloc(*n, 0);
     for (size_t k = 0; k < m; k++)
-        x[k] = from_bits(lo + (uint32_t)k * step);
+        x[k] = peak_test_from_bits(lo + (uint32_t)k * step);
     for (size_t k = 0; k < n_extra; k++)
         x[m + k] = extra[k];
     return x;
@@ -177,14 +163,14 @@ static void check_tanh_sample(const float *x, size_t n, int sorted, double *wors
     for (size_t k = 0; k < n; k++) {
         const float want = peak_tanh_ref(x[k]);
         CHECK(same(y[k], want), "%s tanh(%a) = %a (0x%08x), reference %a (0x%08x)", tier,
-              (double)x[k], (double)y[k], to_bits(y[k]), (double)want, to_bits(want));
+              (double)x[k], (double)y[k], peak_test_to_bits(y[k]), (double)want, peak_test_to_bits(want));
         CHECK(same(xneg[k], yneg[k]), "%s tanh in place (%a) = %a, not %a", tier, (double)-x[k],
               (double)xneg[k], (double)yneg[k]);
         if (isnan(x[k])) {
             CHECK(isnan(y[k]), "%s tanh(NaN) = %a", tier, (double)y[k]);
             continue;
         }
-        CHECK(to_bits(yneg[k]) == (to_bits(y[k]) ^ 0x80000000u),
+        CHECK(peak_test_to_bits(yneg[k]) == (peak_test_to_bits(y[k]) ^ 0x80000000u),
               "%s tanh(%a) = %a but tanh(%a) = %a: not odd", tier, (double)x[k], (double)y[k],
               (double)-x[k], (double)yneg[k]);
         CHECK(fabsf(y[k]) <= 1.0f, "%s tanh(%a) = %a", tier, (double)x[k], (double)y[k]);
@@ -233,9 +219,9 @@ START_TEST(tanh_special_values)
     tanh_test_tanh(y, x, n + 2);
     const char *tier = peak_isa_name(peak_test_isa);
     for (size_t k = 0; k < n; k++) {
-        CHECK(to_bits(y[k]) == cases[k].y, "%s tanh(%a) = %a (0x%08x), want 0x%08x", tier,
-              (double)x[k], (double)y[k], to_bits(y[k]), cases[k].y);
-        CHECK(to_bits(peak_tanh_ref(x[k])) == cases[k].y, "reference tanh(%a) = %a", (double)x[k],
+        CHECK(peak_test_to_bits(y[k]) == cases[k].y, "%s tanh(%a) = %a (0x%08x), want 0x%08x", tier,
+              (double)x[k], (double)y[k], peak_test_to_bits(y[k]), cases[k].y);
+        CHECK(peak_test_to_bits(peak_tanh_ref(x[k])) == cases[k].y, "reference tanh(%a) = %a", (double)x[k],
               (double)peak_tanh_ref(x[k]));
     }
     CHECK(isnan(y[n]) && isnan(y[n + 1]) && isnan(peak_tanh_ref(NAN)), "%s: tanh(NaN) = %a, %a",
@@ -279,7 +265,7 @@ START_TEST(tanh_dense)
     for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
         size_t n;
         float *x =
-            patterns(to_bits(ranges[r].lo), to_bits(ranges[r].hi), ranges[r].step * q, NULL, 0, &n);
+            patterns(peak_test_to_bits(ranges[r].lo), peak_test_to_bits(ranges[r].hi), ranges[r].step * q, NULL, 0, &n);
         check_tanh_sample(x, n, 1, &worst);
         total += n;
         peak_test_free(x);
@@ -331,9 +317,9 @@ START_TEST(softcap_matches_reference)
     size_t n_all, n_dense;
     /* every 3 * 4099th float of every magnitude, every 3 * 29th in
        [cap / 16, 10 cap]: bit patterns 0 mod 3 (SOFTCAP_ULP_BOUND) */
-    const uint32_t lo = to_bits(cap / 16) / 3 * 3;
+    const uint32_t lo = peak_test_to_bits(cap / 16) / 3 * 3;
     float *all = patterns(0u, 0x7f800000u, 3 * 4099 * q, edges, N_EDGES, &n_all);
-    float *dense = patterns(lo, to_bits(10 * cap), 3 * 29 * q, NULL, 0, &n_dense);
+    float *dense = patterns(lo, peak_test_to_bits(10 * cap), 3 * 29 * q, NULL, 0, &n_dense);
     double worst = 0.0;
     for (int part = 0; part < 2; part++) {
         float *x = part ? dense : all;
@@ -347,13 +333,13 @@ START_TEST(softcap_matches_reference)
             x[k] = -x[k];
             const float want = peak_softcap_ref(x[k], cap);
             CHECK(same(y[k], want), "%s softcap(%a, %g) = %a (0x%08x), reference %a (0x%08x)", tier,
-                  (double)x[k], (double)cap, (double)y[k], to_bits(y[k]), (double)want,
-                  to_bits(want));
+                  (double)x[k], (double)cap, (double)y[k], peak_test_to_bits(y[k]), (double)want,
+                  peak_test_to_bits(want));
             if (isnan(x[k])) {
                 CHECK(isnan(y[k]), "%s softcap(NaN) = %a", tier, (double)y[k]);
                 continue;
             }
-            CHECK(to_bits(yneg[k]) == (to_bits(y[k]) ^ 0x80000000u),
+            CHECK(peak_test_to_bits(yneg[k]) == (peak_test_to_bits(y[k]) ^ 0x80000000u),
                   "%s softcap(%a) = %a but softcap(%a) = %a", tier, (double)x[k], (double)y[k],
                   (double)-x[k], (double)yneg[k]);
             if (isinf(x[k]))
@@ -382,7 +368,7 @@ START_TEST(softcap_matches_reference)
     const float sx[] = {INFINITY, -INFINITY, 0.0f, -0.0f, NAN};
     float sy[5];
     tanh_test_softcap(sy, sx, 5, cap);
-    CHECK(sy[0] == cap && sy[1] == -cap && to_bits(sy[2]) == 0 && to_bits(sy[3]) == 0x80000000u &&
+    CHECK(sy[0] == cap && sy[1] == -cap && peak_test_to_bits(sy[2]) == 0 && peak_test_to_bits(sy[3]) == 0x80000000u &&
               isnan(sy[4]),
           "%s softcap(+inf, -inf, +0, -0, NaN; %g) = %a %a %a %a %a", tier, (double)cap,
           (double)sy[0], (double)sy[1], (double)sy[2], (double)sy[3], (double)sy[4]);

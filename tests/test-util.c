@@ -306,3 +306,36 @@ void peak_test_describe_logits(char *text, size_t n, size_t B, size_t H, const p
              B, H, m->causal, (int)m->align, m->q_offset, m->window, m->key_len != NULL,
              m->keep != NULL, m->bias != NULL, (double)l->softcap, (int)l->alibi, slopes, sinks);
 }
+
+peak_logits peak_test_make_logits(const peak_test_logit_spec *ls, size_t H, uint64_t *rng,
+                                  peak_test_logit_arrays *arr)
+{
+    peak_logits l = PEAK_LOGITS_DEFAULT;
+    arr->slopes = arr->sinks = NULL;
+    l.softcap = ls->cap;
+    l.alibi = ls->alibi;
+    if (ls->alibi != PEAK_ALIBI_NONE && ls->slopes) {
+        const ptrdiff_t st = ls->slopes == 2 ? 2 : 0;
+        arr->slopes = peak_test_alloc(st ? (H - 1) * 2 + 1 : 1, 1);
+        for (size_t h = 0; h < (st ? H : 1); h++)
+            arr->slopes[(ptrdiff_t)h * st] =
+                peak_test_uniform(rng, 0.0f, ls->slope_hi != 0.0f ? ls->slope_hi : 1.0f);
+        l.alibi_slopes = arr->slopes;
+        l.alibi_slopes_stride = st;
+    }
+    if (ls->sinks) {
+        const size_t n = ls->sinks == 2 ? H : 1;
+        arr->sinks = peak_test_alloc(n, 2);
+        for (size_t h = 0; h < n; h++)
+            arr->sinks[h] = peak_test_uniform(rng, ls->sink_lo, ls->sink_hi);
+        l.sinks = arr->sinks;
+        l.sinks_stride = ls->sinks == 2 ? 1 : 0;
+    }
+    return l;
+}
+
+void peak_test_free_logits(peak_test_logit_arrays *arr)
+{
+    peak_test_free(arr->slopes);
+    peak_test_free(arr->sinks);
+}

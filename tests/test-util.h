@@ -13,6 +13,7 @@
 #include <check.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "internal.h"
 #include "peak.h"
@@ -138,11 +139,48 @@ peak_test_mask_arrays peak_test_make_mask(peak_mask *m, const peak_test_mask_spe
 long double peak_test_alibi_slope_exact(size_t h, size_t n);
 float peak_test_alibi_slope(size_t h, size_t n);
 
+/* A logit case (peak_logits) of the softmax and attention tests. */
+typedef struct peak_test_logit_spec {
+    float cap; /* 0: none */
+    peak_alibi alibi;
+    int slopes;     /* 0: peak.h's; 1: the caller's, one for all (stride 0); 2: stride 2 */
+    float slope_hi; /* the caller's slopes in [0, slope_hi) (0: 1) */
+    int sinks;      /* 0: none; 1: one for all (stride 0); 2: one per head (stride 1) */
+    float sink_lo, sink_hi; /* sinks uniform in [sink_lo, sink_hi) */
+} peak_test_logit_spec;
+
+/* The caller's slopes and sinks of a logit case, exactly the floats read
+   (so AddressSanitizer sees a read past the last head's); the floats
+   between strided slopes keep the canary, a NaN, so a wrong stride
+   poisons rows.  Free with peak_test_free_logits. */
+typedef struct peak_test_logit_arrays {
+    float *slopes, *sinks;
+} peak_test_logit_arrays;
+
+peak_logits peak_test_make_logits(const peak_test_logit_spec *ls, size_t H, uint64_t *rng,
+                                  peak_test_logit_arrays *arr);
+void peak_test_free_logits(peak_test_logit_arrays *arr);
+
 /* "[B.. H.. causal.. align.. q_offset.. window.. key_len.. keep.. bias..;
    cap.. alibi.. slopes.. sinks..]": a call's mask and logit options, into
    text[n], for failure messages. */
 void peak_test_describe_logits(char *text, size_t n, size_t B, size_t H, const peak_mask *m,
                                const peak_logits *l);
+
+/* The float of bit pattern b, and the bit pattern of f. */
+static inline float peak_test_from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static inline uint32_t peak_test_to_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
 
 /* 1 if n bytes at a and b are identical. */
 int peak_test_bytes_equal(const void *a, const void *b, size_t n);

@@ -15,6 +15,7 @@ import unittest
 import numpy as np
 
 import peak
+from test_numpy import POOLS, visible  # masks' visible keys as peak.h defines them
 
 RNG = np.random.default_rng(20261215)
 F32, F64 = np.float32, np.float64
@@ -30,15 +31,6 @@ TIERS = [isa for isa in _NAMES if peak.isa_supported(isa)
 TANH_ULP = 1
 
 
-def _pools_supported():
-    try:
-        peak.ThreadPool(1).close()
-        return True
-    except peak.Unsupported:
-        return False
-
-
-POOLS = _pools_supported()
 
 
 def rand(*shape, lo=-1.0, hi=1.0):
@@ -53,22 +45,6 @@ def distance(Lq, Lk, form, q_offset=0, align="top_left"):
     """[Lq, Lk] ALiBi distances (int64): qpos - j, or |qpos - j|."""
     d = qpos_of(Lq, Lk, q_offset, align)[:, None] - np.arange(Lk)[None, :]
     return np.abs(d) if form == "symmetric" else d
-
-
-def visible(B, H, Lq, Lk, causal=False, align="top_left", q_offset=0, window=0, key_len=None,
-            keep=None):
-    vis = np.ones((B, H, Lq, Lk), bool)
-    qpos = qpos_of(Lq, Lk, q_offset, align)[:, None]
-    j = np.arange(Lk)[None, :]
-    if causal:
-        vis &= j <= qpos
-    if window:
-        vis &= j > qpos - window
-    if key_len is not None:
-        vis &= j[None, None] < np.asarray(key_len)[:, None, None, None]
-    if keep is not None:
-        vis &= np.broadcast_to(keep.astype(bool), vis.shape)
-    return vis
 
 
 def slope_ref(h, n):

@@ -23,6 +23,7 @@ import unittest
 import numpy as np
 
 import peak
+from test_numpy import POOLS
 
 try:
     import torch
@@ -46,15 +47,6 @@ SOURCE = os.environ.get("PEAK_SOURCE_DIR") or os.path.dirname(
 DATA = os.path.join(SOURCE, "tests", "data")
 
 
-def _pools_supported():
-    try:
-        peak.ThreadPool(1).close()
-        return True
-    except peak.Unsupported:
-        return False
-
-
-POOLS = _pools_supported()
 
 
 def rand(*shape):

@@ -13,19 +13,11 @@ from torch import nn
 
 import peak
 import peak.torch as pt
+from test_numpy import POOLS
 
 torch.manual_seed(0)
 
 
-def _pools_supported():
-    try:
-        peak.ThreadPool(1).close()
-        return True
-    except peak.Unsupported:
-        return False
-
-
-POOLS = _pools_supported()
 
 
 def same_bytes(test, got, want, msg=""):
