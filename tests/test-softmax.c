@@ -207,113 +207,16 @@ static void sm_teardown(peak_tester_problem *p)
 
 /* ---- the oracle ---------------------------------------------------------------- */
 
-/* The library's tanh (peak_logits' cap) is within SM_TANH_ULP units in the
-   last place of tanh for every float argument (kernels/tanh.h: 0.959,
-   measured over all 2^32 floats); the oracle has only the C library's
-   tanh.  So for a capped score it takes c_oracle = (float)(cap * tanh(t))
-   in double, t = s / cap in float as the kernels have it, and the
-   kernels' c (their tanh times cap, rounded once) lies within
-   (SM_TANH_ULP + 1) 2^-23 |c_oracle| of it (ulp(y) <= 2^-23 |y|; one ulp
-   for the two roundings).  Each later float sum (the ALiBi term, the bias)
-   may round the two apart by one more ulp of its result.  Scores that
-   move by at most delta move each probability by a factor within
-   e^(+-2 delta) (the row's log-sum-exp moves by at most delta), so a
-   capped call's probabilities are held to SM_ULP_TOL + 1 + 2^24
-   (e^(2 delta) - 1) ulp, delta the largest slack of its scores
-   (set_cap_bounds): 240 ulp at worst for cap 30 (delta = 2 * 2^-23 * 30).
-   +-inf and 0 are capped exactly (peak.h: +-cap, and tanh(0) = 0), no
-   slack.  On the SIMD tiers near_scalar then holds every probability
-   within SM_ULP_TOL + 1 ulp of the scalar tier's, which a capped score one
-   ulp off near 30 would miss by 16 ulp or more (2^-19 relative): the
-   vector cap must give the scalar cap's bits. */
-#define SM_TANH_ULP 1
-
-/* The ALiBi slope of head h (the caller's, or peak.h's formula evaluated
-   here, test-util.c). */
-static float oracle_slope(const peak_logits *l, size_t h, size_t heads)
-{
-    return l->alibi_slopes ? l->alibi_slopes[(ptrdiff_t)h * l->alibi_slopes_stride]
-                           : peak_test_alibi_slope(h, heads);
-}
-
-/* The ALiBi distance of key j from row i as peak.h defines it (qpos as
-   peak_mask's, whether or not the mask is causal), rounded once to float. */
-static float oracle_distance(const peak_softmax_desc *d, size_t i, size_t j)
-{
-    long long qpos = (long long)i + (long long)d->mask.q_offset;
-    if (d->mask.align == PEAK_ALIGN_BOTTOM_RIGHT)
-        qpos += (long long)d->k_len - (long long)d->q_len;
-    long long dist = qpos - (long long)j;
-    if (d->logits.alibi == PEAK_ALIBI_SYMMETRIC && dist < 0)
-        dist = -dist;
-    return (float)dist;
-}
-
-/* The score as peak.h defines it, in float, each operation rounded once:
-   x*scale, the cap (t = s / cap, then cap * tanh(t), in double here: see
-   SM_TANH_ULP), s - slope * distance, then + bias.  *slack (if not NULL)
-   receives how far the kernels' score may lie from it: 0 without a cap. */
-static float oracle_score(const sm_problem *s, const float *x, size_t b, size_t h, size_t i,
-                          size_t j, double *slack)
-{
-    const peak_mask *m = &s->d.mask;
-    const peak_logits *l = &s->d.logits;
-    const float scale = s->d.scale == 0.0f ? 1.0f : s->d.scale;
-    double sl = 0.0;
-    float v = x[j] * scale;
-    if (l->softcap != 0.0f) {
-        const float t = v / l->softcap;
-        v = (float)((double)l->softcap * tanh((double)t));
-        if (!isinf(t) && t != 0.0f)
-            sl = (SM_TANH_ULP + 1) * 0x1p-23 * fabs((double)v);
-    }
-    if (l->alibi != PEAK_ALIBI_NONE) {
-        const float a = oracle_slope(l, h, s->d.heads) * oracle_distance(&s->d, i, j);
-        v = v - a;
-        sl += sl != 0.0 ? 0x1p-23 * fabs((double)v) : 0.0;
-    }
-    if (m->bias) {
-        v += m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] + i * m->bias_stride[2] + j];
-        sl += sl != 0.0 ? 0x1p-23 * fabs((double)v) : 0.0;
-    }
-    if (slack) /* NaN scores make NaN rows, whatever the slack */
-        *slack = isnan(sl) ? 0.0 : sl;
-    return v;
-}
-
-/* peak.h's row of scores s[j] (visible where vis[j]) with a sink (NULL:
-   none): the sink joins the maximum and the sum of a row with a finite
-   maximum; a row of no finite visible score stays a zero row, one with a
-   visible NaN or +inf a NaN row.  Returns the kind; a normal row's s
-   becomes its probabilities. */
-static int softmax_row_with_sink(double *s, const int *vis, size_t n, const float *sink)
-{
-    if (!sink)
-        return peak_test_softmax_row(s, vis, n);
-    double m = -INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        if (!vis[j])
-            continue;
-        if (isnan(s[j]) || s[j] == INFINITY)
-            return ROW_NAN;
-        m = fmax(m, s[j]);
-    }
-    if (m == -INFINITY)
-        return ROW_ZERO;
-    const double ms = fmax(m, (double)*sink);
-    double sum = exp((double)*sink - ms);
-    for (size_t j = 0; j < n; j++)
-        sum += vis[j] ? exp(s[j] - ms) : 0.0;
-    for (size_t j = 0; j < n; j++)
-        s[j] = vis[j] ? exp(s[j] - ms) / sum : 0.0;
-    return ROW_NORMAL;
-}
-
-static const float *row_sink(const sm_problem *s, size_t h)
-{
-    const peak_logits *l = &s->d.logits;
-    return l->sinks ? &l->sinks[(ptrdiff_t)h * l->sinks_stride] : NULL;
-}
+/* The oracle's scores are peak_test_softmax_score's (test-util.h): the
+   kernels' bits without a cap, within a slack of them with one
+   (PEAK_TEST_TANH_ULP).  A capped call's probabilities are held to
+   SM_ULP_TOL + 1 + 2^24 (e^(2 delta) - 1) ulp (peak_test_slack_rel),
+   delta the largest slack of its scores (set_cap_bounds): 240 ulp at
+   worst for cap 30 (delta = 2 * 2^-23 * 30).  On the SIMD tiers
+   near_scalar then holds every probability within SM_ULP_TOL + 1 ulp of
+   the scalar tier's, which a capped score one ulp off near 30 would miss
+   by 16 ulp or more (2^-19 relative): the vector cap must give the scalar
+   cap's bits. */
 
 /* The harness's record of y (in place, the alias of x, not x). */
 static peak_tester_buf *y_buf(peak_tester_problem *p)
@@ -327,7 +230,7 @@ static peak_tester_buf *y_buf(peak_tester_problem *p)
 }
 
 /* With a cap, the y buffer's ULP bound and the row sums' from the largest
-   slack of any visible score of the call (SM_TANH_ULP). */
+   slack of any visible score of the call (PEAK_TEST_TANH_ULP). */
 static void set_cap_bounds(peak_tester_problem *p)
 {
     sm_problem *s = p->user;
@@ -341,11 +244,11 @@ static void set_cap_bounds(peak_tester_problem *p)
         for (size_t j = 0; j < s->d.k_len; j++) {
             double sl = 0.0;
             if (visible(s, b, h, i, j))
-                (void)oracle_score(s, x, b, h, i, j, &sl);
+                (void)peak_test_softmax_score(&s->d, x[j], b, h, i, j, &sl);
             delta = fmax(delta, sl);
         }
     }
-    const double rel = expm1(2.0 * delta) * (1.0 + 0x1p-20);
+    const double rel = peak_test_slack_rel(delta);
     y_buf(p)->tol = SM_ULP_TOL + 1 + ldexp(rel, 24);
     s->sum_tol = SM_SUM_TOL + rel;
 }
@@ -366,9 +269,9 @@ static void sm_oracle_row(const peak_tester_problem *p, size_t buf, size_t t, do
     row_index(s, t, &b, &h, &i);
     for (size_t j = 0; j < lk; j++) {
         vis[j] = visible(s, b, h, i, j);
-        ref[j] = vis[j] ? oracle_score(s, x, b, h, i, j, NULL) : -INFINITY;
+        ref[j] = vis[j] ? peak_test_softmax_score(&s->d, x[j], b, h, i, j, NULL) : -INFINITY;
     }
-    const int kind = softmax_row_with_sink(ref, vis, lk, row_sink(s, h));
+    const int kind = peak_test_softmax_row(ref, vis, lk, peak_test_sink(&s->d.logits, h));
     for (size_t j = 0; j < lk; j++) {
         if (!vis[j] || kind == ROW_ZERO) {
             ref[j] = 0.0;

@@ -141,6 +141,14 @@ int peak_test_is_canary(float v)
     return bits == PEAK_TEST_CANARY_BITS;
 }
 
+int peak_test_canaries_intact(const float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!peak_test_is_canary(p[i]))
+            return 0;
+    return 1;
+}
+
 int peak_test_bytes_equal(const void *a, const void *b, size_t n)
 {
     return memcmp(a, b, n) == 0;
@@ -223,7 +231,7 @@ int32_t *peak_test_add_key_len(peak_mask *m, peak_test_dims d, uint64_t *rng)
     return key_len;
 }
 
-int peak_test_softmax_row(double *s, const int *vis, size_t n)
+int peak_test_softmax_row(double *s, const int *vis, size_t n, const float *sink)
 {
     double m = -INFINITY;
     int poisoned = 0;
@@ -237,9 +245,11 @@ int peak_test_softmax_row(double *s, const int *vis, size_t n)
     }
     if (poisoned)
         return ROW_NAN;
-    if (m == -INFINITY)
+    if (m == -INFINITY) /* a sink does not make a row of no finite score */
         return ROW_ZERO;
-    double sum = 0.0;
+    if (sink)
+        m = fmax(m, (double)*sink);
+    double sum = sink ? exp((double)*sink - m) : 0.0;
     for (size_t j = 0; j < n; j++)
         sum += vis[j] ? exp(s[j] - m) : 0.0;
     for (size_t j = 0; j < n; j++)
@@ -270,16 +280,20 @@ long double peak_test_alibi_slope_exact(size_t h, size_t n)
     size_t p = 1;
     while (2 * p <= n)
         p *= 2;
-    if (h < p) /* base 2^(-8/p), its powers 1 .. p */
-        return powl(exp2l(-8.0L / (long double)p), (long double)(h + 1));
+    /* Exponents exact (p is a power of two, h < 2^20); one exp2l rounding.
+       Not powl of the base: that multiplies the base's rounding by h + 1,
+       2^-33 relative for 2^20 heads where valgrind runs long double as
+       double. */
+    if (h < p) /* the powers 1 .. p of 2^(-8/p) */
+        return exp2l(-8.0L * (long double)(h + 1) / (long double)p);
     /* the odd powers of 2p heads' base 2^(-4/p) */
-    return powl(exp2l(-4.0L / (long double)p), (long double)(2 * (h - p) + 1));
+    return exp2l(-4.0L * (long double)(2 * (h - p) + 1) / (long double)p);
 }
 
 float peak_test_alibi_slope(size_t h, size_t n)
 {
     /* The oracles ask per key: the slopes of the last head count, kept
-       (long double powers are slow where long double is emulated). */
+       (long double exp2l is slow where long double is emulated). */
     static float kept[64];
     static size_t kept_n;
     if (n > 64)
@@ -290,6 +304,73 @@ float peak_test_alibi_slope(size_t h, size_t n)
         kept_n = n;
     }
     return kept[h];
+}
+
+float peak_test_slope(const peak_logits *l, size_t h, size_t heads)
+{
+    return l->alibi_slopes ? l->alibi_slopes[(ptrdiff_t)h * l->alibi_slopes_stride]
+                           : peak_test_alibi_slope(h, heads);
+}
+
+long long peak_test_alibi_distance(const peak_logits *l, const peak_mask *m, size_t q_len,
+                                   size_t k_len, size_t i, size_t j)
+{
+    long long qpos = (long long)i + (long long)m->q_offset;
+    if (m->align == PEAK_ALIGN_BOTTOM_RIGHT)
+        qpos += (long long)k_len - (long long)q_len;
+    const long long dist = qpos - (long long)j;
+    return l->alibi == PEAK_ALIBI_SYMMETRIC && dist < 0 ? -dist : dist;
+}
+
+double peak_test_softcap(const peak_logits *l, double s)
+{
+    return l->softcap != 0.0f ? (double)l->softcap * tanh(s / (double)l->softcap) : s;
+}
+
+const float *peak_test_sink(const peak_logits *l, size_t h)
+{
+    return l->sinks ? &l->sinks[(ptrdiff_t)h * l->sinks_stride] : NULL;
+}
+
+/* +-0, by the bits: the fuzz oracles run under DAZ, where a float compare
+   takes a subnormal for 0 (a subnormal scale is not the default). */
+static int is_zero(float v)
+{
+    return (peak_test_to_bits(v) & 0x7fffffffu) == 0;
+}
+
+float peak_test_softmax_score(const peak_softmax_desc *d, float x, size_t b, size_t h, size_t i,
+                              size_t j, double *slack)
+{
+    const peak_mask *m = &d->mask;
+    const peak_logits *l = &d->logits;
+    const float scale = is_zero(d->scale) ? 1.0f : d->scale;
+    double sl = 0.0;
+    float v = x * scale;
+    if (!is_zero(l->softcap)) {
+        const float t = v / l->softcap;
+        v = (float)((double)l->softcap * tanh((double)t));
+        if (!isinf(t) && t != 0.0f)
+            sl = (PEAK_TEST_TANH_ULP + 1) * 0x1p-23 * fabs((double)v);
+    }
+    if (l->alibi != PEAK_ALIBI_NONE) {
+        const float a = peak_test_slope(l, h, d->heads) *
+                        (float)peak_test_alibi_distance(l, m, d->q_len, d->k_len, i, j);
+        v = v - a;
+        sl += sl != 0.0 ? 0x1p-23 * fabs((double)v) : 0.0;
+    }
+    if (m->bias) {
+        v += m->bias[b * m->bias_stride[0] + h * m->bias_stride[1] + i * m->bias_stride[2] + j];
+        sl += sl != 0.0 ? 0x1p-23 * fabs((double)v) : 0.0;
+    }
+    if (slack) /* NaN scores make NaN rows, whatever the slack */
+        *slack = isnan(sl) ? 0.0 : sl;
+    return v;
+}
+
+double peak_test_slack_rel(double delta)
+{
+    return expm1(2.0 * delta) * (1.0 + 0x1p-20);
 }
 
 void peak_test_describe_logits(char *text, size_t n, size_t B, size_t H, const peak_mask *m,

@@ -72,6 +72,7 @@ void peak_test_free(float *p);
 #define PEAK_TEST_CANARY_BITS 0x7fc0beefu
 void peak_test_fill_canary(float *p, size_t n);
 int peak_test_is_canary(float v);
+int peak_test_canaries_intact(const float *p, size_t n);
 /* peak.h's mask rule written out per element, independently of
    kernels/mask.h: 1 if key j is visible to query row i of (batch b, head h)
    for Lq = q_len, Lk = k_len.  The softmax and attention oracles share it. */
@@ -82,10 +83,12 @@ int peak_test_mask_visible(const peak_mask *m, size_t q_len, size_t k_len, size_
    +inf score makes it a NaN row, no finite visible score a zero row. */
 enum peak_test_row_kind { ROW_NORMAL, ROW_ZERO, ROW_NAN };
 
-/* s[j] for j < n: a row's scores in double, read where vis[j] != 0.
-   Returns the row's kind; for a normal row s becomes its softmax (0 at
-   masked keys). */
-int peak_test_softmax_row(double *s, const int *vis, size_t n);
+/* s[j] for j < n: a row's scores in double, read where vis[j] != 0, with
+   a sink (peak_logits; NULL: none), which joins the maximum and the sum of
+   a row with a finite maximum.  Returns the row's kind; for a normal row s
+   becomes its probabilities (0 at masked keys; they sum to less than 1
+   with a sink). */
+int peak_test_softmax_row(double *s, const int *vis, size_t n, const float *sink);
 
 /* Random masks for a [B, H, Lq, Lk] score tensor.  Bits 1, 2, 4 of
    `broadcast` give the b, h, i strides 0 (broadcast) instead of packed.
@@ -138,6 +141,47 @@ peak_test_mask_arrays peak_test_make_mask(peak_mask *m, const peak_test_mask_spe
    peak_test_alibi_slope rounds it once to float, as peak.h defines it. */
 long double peak_test_alibi_slope_exact(size_t h, size_t n);
 float peak_test_alibi_slope(size_t h, size_t n);
+
+/* What the logit options (peak_logits) of a call with `heads` query heads
+   do to row (h, i) of Lq = q_len rows over Lk = k_len keys, as peak.h
+   defines them; the softmax and attention oracles, unit and fuzz, share
+   them.  The ALiBi slope of head h: the caller's, or
+   peak_test_alibi_slope's. */
+float peak_test_slope(const peak_logits *l, size_t h, size_t heads);
+/* The ALiBi distance of key j, exact: qpos - j (the causal form) or
+   |qpos - j| (symmetric), qpos as peak_mask defines it (q_offset and the
+   causal alignment included, whether or not the mask is causal). */
+long long peak_test_alibi_distance(const peak_logits *l, const peak_mask *m, size_t q_len,
+                                   size_t k_len, size_t i, size_t j);
+/* s capped in double, cap * tanh(s / cap) (s itself without a cap). */
+double peak_test_softcap(const peak_logits *l, double s);
+/* The sink of head h, or NULL. */
+const float *peak_test_sink(const peak_logits *l, size_t h);
+
+/* The library's tanh (the cap) is within PEAK_TEST_TANH_ULP units in the
+   last place of tanh for every float argument (kernels/tanh.h: 0.959,
+   measured over all 2^32 floats); the oracles have only the C library's
+   tanh.  So for a capped score peak_test_softmax_score takes c_oracle =
+   (float)(cap * tanh(t)) in double, t = s / cap in float as the kernels
+   have it, and the kernels' c (their tanh times cap, rounded once) lies
+   within (PEAK_TEST_TANH_ULP + 1) 2^-23 |c_oracle| of it (ulp(y) <=
+   2^-23 |y|; one ulp for the two roundings).  Each later float sum (the
+   ALiBi term, the bias) may round the two apart by one more ulp of its
+   result.  +-inf and 0 are capped exactly (peak.h: +-cap, and tanh(0) =
+   0), no slack. */
+#define PEAK_TEST_TANH_ULP 1
+
+/* peak_softmax's score of key j in row (b, h, i) from x, the float there,
+   as peak.h defines it in float, each operation rounded once: x * scale,
+   the cap (t = s / cap, then cap * tanh(t) in double: PEAK_TEST_TANH_ULP),
+   s - slope * distance, then + bias.  *slack (if not NULL) receives how far
+   the kernels' score may lie from it: 0 without a cap, and for a NaN. */
+float peak_test_softmax_score(const peak_softmax_desc *d, float x, size_t b, size_t h, size_t i,
+                              size_t j, double *slack);
+/* Scores that each move by at most delta move every probability of their
+   row by a factor within e^(+-2 delta) (the row's log-sum-exp moves by at
+   most delta): the relative bound e^(2 delta) - 1, rounded up. */
+double peak_test_slack_rel(double delta);
 
 /* A logit case (peak_logits) of the softmax and attention tests. */
 typedef struct peak_test_logit_spec {

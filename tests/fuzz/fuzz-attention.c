@@ -1,24 +1,41 @@
 /*
  * fuzz-attention.c - peak_attention on every tier against a double-precision
  * oracle and against the scalar tier, within peak.h's bound:
- *     |O - exact| <= (8 * 2^-24 * |scale| * max_j sum_d |q_d k_jd| + 4e-6) * max|V|
- * ("~2^-24 * (a few) * scale * sum |q k| * max|V| plus ~1e-6 * max|V|",
- * with "a few" = 8 and the measured 5e-6 for moderate inputs covered), and
- * lse within 4e-6 * (1 + |lse|) plus the same score term; max_j and max|V|
- * over the keys the row sees.  A row with no visible key, or only -inf
- * scores, is O = +0 and lse = -inf; a visible +inf/NaN score gives NaN.
+ *     |O - exact| <= (8 * 2^-24 * max_j m_j + 4e-6) * max|V|,
+ *     m_j = |scale| * sum_d |q_d k_jd| + |bias_j|
+ * ("~2^-24 * (a few) * (scale * sum |q k| + |bias|) * max|V| plus ~1e-6 *
+ * max|V|", with "a few" = 8 and the measured 5e-6 for moderate inputs
+ * covered), and lse within 4e-6 * (1 + |lse|) plus the same score term;
+ * max_j and max|V| over the keys the row sees.  A row with no visible key,
+ * or only -inf scores, is O = +0 and lse = -inf (with a sink: the sink,
+ * exactly); a visible +inf/NaN score gives NaN.
+ *
+ * The logit options (fuzz-logits.h, decoded last: inputs that end before
+ * them have none) enter the oracle's scores in double, in peak.h's order
+ * (tests/test-util.h): q . k * scale, the cap, the ALiBi term, the bias;
+ * the sink joins the row's maximum and sum (and lse).  Their terms join
+ * m_j: |ALiBi_j| as peak.h counts it with |bias|, and the capped score's
+ * magnitude for the float tanh and product (the cap does not magnify the
+ * dot product's error: tanh is 1-Lipschitz).  A sink within 128 of the
+ * row's largest score counts with it (the kernels subtract the larger of
+ * the two in float); further above, every weight is below e^-128 of the
+ * sink's and O is 0 within the bound, further below the sink's term is
+ * lost in the sum.  Invalid options are rejected, nothing written; the
+ * slopes and sinks are never written.
  *
  * The bound is finite only where the float scores and the float
  * accumulation of the SIMD tiers cannot overflow (peak.h states the
  * domain): rows where sum_d |q_d k_jd| (finite terms; the SIMD tiers form
- * q . k in float before scaling), |scale| times it, or max|V| * (visible
- * keys) exceed FLT_MAX / 64 are only checked for crashes, memory and
- * canaries (counted, see fz_skipped); columns whose visible V holds inf or NaN are
- * compared only where the oracle is finite.
+ * q . k in float before scaling), m_j (the options' terms included: a huge
+ * slope times a long distance), or max|V| * (visible keys) exceed
+ * FLT_MAX / 64 are only checked for crashes, memory and canaries (counted,
+ * see fz_skipped); columns whose visible V holds inf or NaN are compared
+ * only where the oracle is finite.
  *
  * K and V rows that no query can see hold NaN canaries (peak.h: masked
  * keys and values are never read); gaps of O and lse keep theirs.
  */
+#include "fuzz-logits.h"
 #include "fuzz-mask.h"
 
 #define ATTENTION_SCORE_ULPS 8.0
@@ -204,20 +221,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         default: c.mask.align = (peak_align)(2 + w); break;
         }
     }
+    /* The logit options, and one invalid option when nothing else is
+       invalid; its slopes or sinks may sit in O or lse (element 0). */
+    fz_logits fl;
+    fz_logits_read(&fl, &in, H);
+    d.logits = fl.l;
+    int bad_opt;
+    const peak_status want_opt =
+        fz_logits_bad(&fl, &c.logits, &in, bad < 168, H, lse && (bad & 1) ? lse : o, &bad_opt);
+    if (want_opt != PEAK_OK)
+        want = want_opt;
     if (ws_short && ws_mode == 0)
         ws_short = 0, co = NULL; /* no workspace passed: make it another error */
     if (ws_misalign && ws_mode == 0)
         ws_misalign = 0, cv = NULL;
-    fz_describe("attention B %zu H %zu KVH %zu Lq %zu Lk %zu D %zu Dv %zu %s pad %zu lse %d%s "
-                "scale %a ws %d causal %d align %d q_offset %zu window %zu key_len %d keep %d "
-                "bias %d q [%g,%g) %u/0x%x k [%g,%g) %u/0x%x v [%g,%g) %u/0x%x ftz %d; bad %u "
-                "-> %s",
-                B, H, KVH, Lq, Lk, D, Dv, bhld ? "[B,H,L,D]" : "[B,L,H,D]", pad, with_lse,
-                lse_gap ? " (gaps)" : "", (double)d.scale, ws_mode, d.mask.causal, d.mask.align,
-                d.mask.q_offset, d.mask.window, d.mask.key_len != NULL, d.mask.keep != NULL,
-                d.mask.bias != NULL, (double)gq.lo, (double)gq.hi, gq.rate, gq.kinds,
-                (double)gk.lo, (double)gk.hi, gk.rate, gk.kinds, (double)gv.lo, (double)gv.hi,
-                gv.rate, gv.kinds, ftz, bad >= 168 ? bad % 23 : 99, fz_status(want));
+    char opts[256];
+    peak_test_describe_logits(opts, sizeof opts, B, H, &d.mask, &d.logits);
+    fz_describe("attention KVH %zu Lq %zu Lk %zu D %zu Dv %zu %s pad %zu lse %d%s scale %a "
+                "ws %d %s q [%g,%g) %u/0x%x k [%g,%g) %u/0x%x v [%g,%g) %u/0x%x ftz %d; bad %u, "
+                "bad option %d -> %s",
+                KVH, Lq, Lk, D, Dv, bhld ? "[B,H,L,D]" : "[B,L,H,D]", pad, with_lse,
+                lse_gap ? " (gaps)" : "", (double)d.scale, ws_mode, opts, (double)gq.lo,
+                (double)gq.hi, gq.rate, gq.kinds, (double)gk.lo, (double)gk.hi, gk.rate, gk.kinds,
+                (double)gv.lo, (double)gv.hi, gv.rate, gv.kinds, ftz, bad >= 168 ? bad % 23 : 99,
+                bad_opt, fz_status(want));
     if (ws_short)
         want = PEAK_ERR_WORKSPACE;
 
@@ -236,6 +263,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (size_t i = 0; i < Lq; i++) {
                 const size_t r = (b * H + h) * Lq + i, g = h / group;
                 const float *qr = q0 + off3(d.q_stride, b, i, h);
+                const float *sink_at = peak_test_sink(&d.logits, h);
+                const double sink = sink_at ? (double)fz_daz(*sink_at, ftz) : 0.0;
                 double m = -INFINITY, hazard = 0.0, raw = 0.0, vmax = 0.0;
                 int poisoned = 0;
                 size_t n_vis = 0;
@@ -255,8 +284,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     }
                     s *= (double)scale;
                     /* The SIMD tiers round the biased score to float, an
-                       error of 2^-24 |bias| on top of the dot product's. */
+                       error of 2^-24 |bias| on top of the dot product's;
+                       likewise the capped score and the ALiBi term. */
                     double smag = mag * fabs((double)scale);
+                    if (d.logits.softcap != 0.0f) {
+                        s = peak_test_softcap(&d.logits, s);
+                        if (isfinite(s))
+                            smag += fabs(s);
+                    }
+                    if (d.logits.alibi != PEAK_ALIBI_NONE) {
+                        const double a =
+                            (double)fz_daz(peak_test_slope(&d.logits, h, H), ftz) *
+                            (double)peak_test_alibi_distance(&d.logits, &d.mask, Lq, Lk, i, j);
+                        s -= a;
+                        if (isfinite(a))
+                            smag += fabs(a);
+                    }
                     if (d.mask.bias) {
                         const float bj = fz_daz(fz_mask_bias(&d.mask, b, h, i, j), ftz);
                         s += bj;
@@ -277,6 +320,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         m = s;
                 }
                 kind[r] = poisoned ? ROW_NAN : m == -INFINITY ? ROW_ZERO : ROW_NORMAL;
+                if (sink_at && kind[r] == ROW_NORMAL && fabs(sink - m) <= 128.0)
+                    hazard = fmax(hazard, fabs(sink));
                 checked[r] = hazard <= FLT_MAX / 64 && raw <= FLT_MAX / 64 &&
                              vmax * (double)n_vis <= FLT_MAX / 64;
                 skipped += !checked[r];
@@ -285,10 +330,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 tol[r] = (score_err + ATTENTION_ABS) * vmax + (ftz ? FLT_MIN : 0x1p-149);
                 for (size_t e = 0; e < Dv; e++)
                     ref[r * Dv + e] = 0.0, col_ok[r * Dv + e] = 1;
-                ref_lse[r] = kind[r] == ROW_ZERO ? -INFINITY : NAN;
+                /* a zero row's lse is the sink's, exactly (peak.h) */
+                ref_lse[r] = kind[r] != ROW_ZERO ? NAN : sink_at ? sink : -INFINITY;
                 if (kind[r] != ROW_NORMAL)
                     continue;
-                double sum = 0.0;
+                if (sink_at) /* the sink joins the maximum and the sum */
+                    m = fmax(m, sink);
+                double sum = sink_at ? exp(sink - m) : 0.0;
                 for (size_t j = 0; j < Lk; j++) {
                     if (isnan(sc[j])) /* not visible */
                         continue;
@@ -348,6 +396,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_expect_unchanged(t, "v", v, v0, nv);
         if (fm.bias)
             fz_expect_unchanged(t, "bias", fm.bias, fm.bias0, fm.n_bias);
+        fz_logits_unchanged(t, &fl);
         if (s != PEAK_OK) {
             fz_expect_unchanged(t, "o", o, o0, no);
             if (lse)
@@ -390,7 +439,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     if (!lse || !checked[r])
                         continue;
                     const float gl = lse[off3(d.lse_stride, b, h, i)];
-                    int ok = kind[r] == ROW_ZERO  ? gl == -INFINITY
+                    int ok = kind[r] == ROW_ZERO  ? (double)gl == ref_lse[r]
                              : kind[r] == ROW_NAN ? isnan(gl)
                                                   : fabs((double)gl - ref_lse[r]) <= tol_lse[r];
                     if (!ok)
@@ -432,5 +481,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_free(lse);
     free(seen);
     fz_mask_free(&fm);
+    fz_logits_free(&fl);
     return 0;
 }

@@ -1,19 +1,34 @@
 /*
  * fuzz-softmax.c - peak_softmax on every tier against a double-precision
- * oracle of peak.h's definition (scores formed in float: x * scale, then
- * + bias) and against the scalar tier:
+ * oracle of peak.h's definition and against the scalar tier.  The oracle's
+ * scores are peak_test_softmax_score's (tests/test-util.h), formed in float
+ * as peak.h orders them: x * scale, the cap, the ALiBi term, + bias; the
+ * sink joins the row's maximum and sum (peak_test_softmax_row).  Checked:
  *   - visible probabilities within 4 ULP of the oracle where it is at least
  *     FLT_MIN, relative however small (the bound of peak.h, the README and
  *     tests/test-softmax.c), within FLT_MIN absolutely below (they may be
  *     flushed); within 8 ULP (2 FLT_MIN) of the scalar tier;
+ *   - with a cap, the oracle's scores are within a slack of the kernels'
+ *     (its tanh is the C library's): a row's probabilities are held to
+ *     4 + 1 + 2^24 (e^(2 delta) - 1) ULP of it, delta the row's largest
+ *     slack, as tests/test-softmax.c does (unbounded where that is
+ *     infinite: huge capped scores); the scalar tier's bound stays 8 ULP,
+ *     since every tier forms the same capped scores (peak.h);
  *   - the SIMD tiers give the same bits (peak.h);
  *   - masked keys exactly +0; a row with no visible key, or only -inf
- *     scores, all +0; a visible +inf/NaN score makes the visible entries
- *     NaN; a normal row sums to 1 within 1e-6;
+ *     scores, all +0, sink or not; a visible +inf/NaN score (after the
+ *     cap, which makes +-inf +-cap) makes the visible entries NaN; a normal
+ *     row sums to 1 within 1e-6, or with a sink to the oracle's sum within
+ *     1e-6 of it (plus the slack's share and FLT_MIN per key);
  *   - masked scores are never read: they hold NaN canaries, which would
  *     turn a row that reads them into NaN;
- *   - gaps of y keep their canaries, x and the mask are not written.
+ *   - gaps of y keep their canaries; x, the mask, the slopes and the sinks
+ *     are not written;
+ *   - invalid options (fuzz-logits.h) are rejected, nothing written.
+ * The logit options are decoded last (fuzz-logits.h): inputs that end
+ * before them have none.
  */
+#include "fuzz-logits.h"
 #include "fuzz-mask.h"
 
 #define SM_ULP 4
@@ -38,34 +53,36 @@ static size_t span(size_t B, size_t H, size_t Lq, size_t Lk, const ptrdiff_t st[
     return (B - 1) * (size_t)st[0] + (H - 1) * (size_t)st[1] + (Lq - 1) * (size_t)st[2] + Lk;
 }
 
-/* The oracle's row: kind, and probabilities in p (0 at masked keys). */
+/* The oracle's row: kind, probabilities in p (0 at masked keys), and in
+   *slack the largest slack of its visible scores.  The scores are formed
+   in float under the caller's FTZ/DAZ mode, as the kernels form them. */
 static int oracle_row(const peak_softmax_desc *d, const float *x, size_t b, size_t h, size_t i,
-                      int ftz, double *p, int *vis)
+                      int ftz, double *p, int *vis, double *slack)
 {
-    const float scale = d->scale == 0.0f ? 1.0f : d->scale;
     const float *xr = x + row_off(d->x_stride, b, h, i);
+    *slack = 0.0;
     unsigned csr = fz_ftz_set(ftz);
     for (size_t j = 0; j < d->k_len; j++) {
         vis[j] = peak_test_mask_visible(&d->mask, d->q_len, d->k_len, b, h, i, j);
         p[j] = -INFINITY;
         if (!vis[j])
             continue;
-        float s = xr[j] * scale;
-        if (d->mask.bias)
-            s += fz_mask_bias(&d->mask, b, h, i, j);
-        p[j] = s;
+        double sl;
+        p[j] = peak_test_softmax_score(d, xr[j], b, h, i, j, &sl);
+        *slack = fmax(*slack, sl);
     }
     fz_ftz_restore(csr);
-    return peak_test_softmax_row(p, vis, d->k_len);
+    return peak_test_softmax_row(p, vis, d->k_len, peak_test_sink(&d->logits, h));
 }
 
-/* got within ulp units of ref where ref >= FLT_MIN, within `below`
-   FLT_MINs absolutely under it. */
-static int close_to(float got, double ref, int ulp, double below)
+/* got within ulp units of ref where ref >= FLT_MIN; under it (a
+   probability that may be flushed) within `below` FLT_MINs absolutely,
+   plus ref * rel, the relative slack of a capped row (0 without a cap). */
+static int close_to(float got, double ref, double ulp, double below, double rel)
 {
     if (ref < (double)FLT_MIN)
-        return fabs((double)got - ref) <= below * (double)FLT_MIN;
-    return fz_ulp(got, (float)ref) <= ulp;
+        return fabs((double)got - ref) <= below * (double)FLT_MIN + (ref > 0.0 ? ref * rel : 0.0);
+    return (double)fz_ulp(got, (float)ref) <= ulp;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -101,10 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (size_t j = 0; j < Lk; j++)
                     if (peak_test_mask_visible(&d.mask, Lq, Lk, b, h, i, j))
                         x[row_off(d.x_stride, b, h, i) + j] = fz_value(&gx);
-    float *x0 = fz_dup(x, nx);
     const size_t ny = in_place ? nx : span(B, H, Lq, Lk, d.y_stride);
     float *y = in_place ? x : fz_alloc(ny, mis_y);
-    float *y0 = fz_dup(y, ny);
 
     /* One documented invalid argument, or none. */
     peak_softmax_desc c = d;
@@ -175,14 +190,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
     }
-    fz_describe("softmax B %zu H %zu Lq %zu Lk %zu pads %zu %zu %s in_place %d scale %a "
-                "causal %d align %d q_offset %zu window %zu key_len %d keep %d bias %d "
-                "x [%g, %g) specials %u kinds 0x%x ftz %d; bad %u -> %s",
-                B, H, Lq, Lk, x_pad, y_pad, bl ? "[b,i,h]" : "[b,h,i]", in_place,
-                (double)d.scale, d.mask.causal, d.mask.align, d.mask.q_offset, d.mask.window,
-                d.mask.key_len != NULL, d.mask.keep != NULL, d.mask.bias != NULL, (double)gx.lo,
-                (double)gx.hi, gx.rate, gx.kinds, ftz, bad >= 176 ? bad % 18 : 99,
-                fz_status(want));
+    /* The logit options, and one invalid option when nothing else is
+       invalid; its slopes or sinks may sit in y (in place: x), at y[0]. */
+    fz_logits fl;
+    fz_logits_read(&fl, &in, H);
+    d.logits = fl.l;
+    int bad_opt;
+    const peak_status want_opt = fz_logits_bad(&fl, &c.logits, &in, bad < 176, H, y, &bad_opt);
+    if (want_opt != PEAK_OK)
+        want = want_opt;
+    const int capped = d.logits.softcap != 0.0f;
+    float *x0 = fz_dup(x, nx);
+    float *y0 = fz_dup(y, ny);
+    char opts[256];
+    peak_test_describe_logits(opts, sizeof opts, B, H, &d.mask, &d.logits);
+    fz_describe("softmax Lq %zu Lk %zu pads %zu %zu %s in_place %d scale %a %s "
+                "x [%g, %g) specials %u kinds 0x%x ftz %d; bad %u, bad option %d -> %s",
+                Lq, Lk, x_pad, y_pad, bl ? "[b,i,h]" : "[b,h,i]", in_place, (double)d.scale,
+                opts, (double)gx.lo, (double)gx.hi, gx.rate, gx.kinds, ftz,
+                bad >= 176 ? bad % 18 : 99, bad_opt, fz_status(want));
 
     float *ref = fz_dup(y, ny);  /* the scalar tier's y */
     float *simd = fz_dup(y, ny); /* the first SIMD tier's y */
@@ -209,6 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_expect_status(t, s, want);
         if (fm.bias)
             fz_expect_unchanged(t, "bias", fm.bias, fm.bias0, fm.n_bias);
+        fz_logits_unchanged(t, &fl);
         if (!in_place || s != PEAK_OK)
             fz_expect_unchanged(t, "x", x, x0, nx);
         if (s != PEAK_OK) {
@@ -220,9 +247,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t b = 0; b < B; b++)
             for (size_t h = 0; h < H; h++)
                 for (size_t i = 0; i < Lq; i++) {
-                    const int kind = oracle_row(&d, x0, b, h, i, ftz, p, vis);
+                    double slack;
+                    const int kind = oracle_row(&d, x0, b, h, i, ftz, p, vis, &slack);
                     const size_t o = row_off(d.y_stride, b, h, i);
-                    double sum = 0.0;
+                    /* tests/test-softmax.c's bound for a capped call, per row */
+                    const double rel = capped ? peak_test_slack_rel(slack) : 0.0;
+                    const double ulp = capped ? SM_ULP + 1 + ldexp(rel, 24) : SM_ULP;
+                    const int bounded = isfinite(rel);
+                    double sum = 0.0, mass = 0.0;
                     for (size_t j = 0; j < Lk; j++) {
                         const float v = y[o + j];
                         int ok;
@@ -231,8 +263,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         else if (kind == ROW_NAN)
                             ok = isnan(v);
                         else
-                            ok = close_to(v, p[j], SM_ULP, 1.0) &&
-                                 (t == 0 || close_to(v, (double)ref[o + j], 2 * SM_ULP, 2.0));
+                            ok = (!bounded || close_to(v, p[j], ulp, 1.0, rel)) &&
+                                 (t == 0 ||
+                                  close_to(v, (double)ref[o + j], 2 * SM_ULP, 2.0, 0.0));
                         if (ok && t > 1 && !fz_same(v, simd[o + j]))
                             fz_fail("tier %s [%zu,%zu,%zu,%zu]: %a, tier %s %a", tier, b, h, i, j,
                                     (double)v, peak_isa_name(fz_tier[1]), (double)simd[o + j]);
@@ -243,10 +276,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                     kind == ROW_NAN ? "NaN" : kind == ROW_ZERO ? "zero" : "normal",
                                     vis[j] ? "visible" : "masked", (double)ref[o + j]);
                         sum += v;
+                        mass += vis[j] ? p[j] : 0.0;
                     }
-                    if (kind == ROW_NORMAL && !(fabs(sum - 1.0) <= SM_SUM))
-                        fz_fail("tier %s row [%zu,%zu,%zu] sums to 1 %+.3g", tier, b, h, i,
-                                sum - 1.0);
+                    /* With a sink the row sums to the oracle's mass (< 1),
+                       as in tests/test-softmax.c (sm_check_row). */
+                    const int sink = d.logits.sinks != NULL;
+                    const double want_sum = sink ? mass : 1.0;
+                    const double sum_tol =
+                        sink ? (SM_SUM + rel) * mass + (double)Lk * FLT_MIN : SM_SUM;
+                    if (kind == ROW_NORMAL && (!sink || bounded) &&
+                        !(fabs(sum - want_sum) <= sum_tol))
+                        fz_fail("tier %s row [%zu,%zu,%zu] sums to %.9g %+.3g", tier, b, h, i,
+                                want_sum, sum - want_sum);
                 }
         /* Everything outside the rows still holds what it held. */
         for (size_t e = 0; e < ny; e++)
@@ -270,5 +311,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(x0);
     fz_free(x);
     fz_mask_free(&fm);
+    fz_logits_free(&fl);
     return 0;
 }

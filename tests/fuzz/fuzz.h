@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Set by each harness before the checks: a one-line description of the
    decoded case, printed with any failure. */
-static char fz_case[512];
+static char fz_case[1024];
 
 /* Rows or elements a harness left unchecked because its bound is not
    finite there (see fuzz-attention.c); replay.c prints the count. */
