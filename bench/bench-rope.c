@@ -154,11 +154,14 @@ static void rope_apply_run(const rope_apply_case *c, float *y, const float *x)
     switch (c->v->impl) {
     case ROPE_TIER: {
         peak_rope_freqs f;
-        if (!c->desc.cache)
+        if (c->desc.cache)
+            f.n = c->desc.params.rotary_dim / 2; /* all the kernels read of it (internal.h) */
+        else
             peak_rope_freqs_init(&f, &c->desc.params);
         const peak_rope_apply_fn k = peak_kernels_for(c->v->isa)->rope_apply;
+        const bool stream = peak_rope_streams(y, x, &c->desc); /* as the scheduler */
         for (size_t b = 0; b < c->batch; b++)
-            k(y, x, &c->desc, &f, b, 0, c->seq);
+            k(y, x, &c->desc, &f, b, 0, c->seq, stream);
         break;
     }
     case ROPE_DISPATCH:

@@ -199,10 +199,13 @@ typedef void (*peak_rope_cache_fn)(float *out, ptrdiff_t ld_out, size_t n_rows, 
                                    const int64_t *pos, const struct peak_rope_freqs *f);
 /* rope_apply: tokens l0 .. l1-1 of sequence b, all heads, cos/sin from
    desc->cache or (cache NULL) computed by the same tier's rope_cache from
-   f; with a cache only f->n (rotary_dim / 2) is set. */
+   f; with a cache only f->n (rotary_dim / 2) is set.  stream: the rotated
+   halves of y's heads that start on a vector boundary may be written with
+   non-temporal stores (the scheduler decides for the whole call,
+   peak_rope_streams); the same bits either way. */
 typedef void (*peak_rope_apply_fn)(float *y, const float *x, const peak_rope_desc *desc,
                                    const struct peak_rope_freqs *f, size_t b, size_t l0,
-                                   size_t l1);
+                                   size_t l1, bool stream);
 
 /* ---- the kernels, per tier: kernels.inc --------------------------------- */
 

@@ -17,6 +17,7 @@
 
 #include "rope.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #ifndef PEAK_VD_LANES
@@ -74,18 +75,35 @@ void PEAK_TIER_FN(peak_f32_rope_cache)(float *out, ptrdiff_t ld_out, size_t n_ro
 
 /* ---- the rotation -------------------------------------------------------- */
 
+/* A full vector of y: non-temporal where the head streams (rope_streams). */
+static inline void rope_store(float *p, peak_vf v, bool nt)
+{
+    if (nt)
+        peak_vf_stream(p, v);
+    else
+        peak_vf_storeu(p, v);
+}
+
+/* Whether a head's n-element runs at y (each a multiple of whole vectors
+   from y on) stream: a streaming call, and y on a vector boundary. */
+static inline bool rope_streams(const float *y, size_t n, bool stream)
+{
+    return stream && (uintptr_t)y % PEAK_VF_ALIGN == 0 && n % PEAK_VF_LANES == 0;
+}
+
 /* The half-split rotation (rope.h) over n-element halves, c and s the
    row's cosines and sines.  Both halves are loaded before either is
    stored, so y may be x. */
 static inline void rope_half_split(float *y, const float *x, const float *c, const float *s,
-                                   size_t n)
+                                   size_t n, bool stream)
 {
+    const bool nt = rope_streams(y, n, stream);
     size_t i = 0;
     for (; i + PEAK_VF_LANES <= n; i += PEAK_VF_LANES) {
         const peak_vf a = peak_vf_loadu(x + i), b = peak_vf_loadu(x + n + i);
         const peak_vf vc = peak_vf_loadu(c + i), vs = peak_vf_loadu(s + i);
-        peak_vf_storeu(y + i, peak_vf_sub(peak_vf_mul(a, vc), peak_vf_mul(b, vs)));
-        peak_vf_storeu(y + n + i, peak_vf_add(peak_vf_mul(b, vc), peak_vf_mul(a, vs)));
+        rope_store(y + i, peak_vf_sub(peak_vf_mul(a, vc), peak_vf_mul(b, vs)), nt);
+        rope_store(y + n + i, peak_vf_add(peak_vf_mul(b, vc), peak_vf_mul(a, vs)), nt);
     }
     if (i < n) {
         const size_t m = n - i;
@@ -99,14 +117,16 @@ static inline void rope_half_split(float *y, const float *x, const float *c, con
 /* The same over r elements with each pair's partner the other lane of the
    pair: a vector (even lane count) holds whole pairs. */
 static inline void rope_interleaved(float *y, const float *x, const float *c2, const float *s2,
-                                    size_t r)
+                                    size_t r, bool stream)
 {
+    const bool nt = rope_streams(y, r, stream);
     size_t j = 0;
     for (; j + PEAK_VF_LANES <= r; j += PEAK_VF_LANES) {
         const peak_vf v = peak_vf_loadu(x + j);
-        peak_vf_storeu(y + j, peak_vf_add(peak_vf_mul(v, peak_vf_loadu(c2 + j)),
-                                          peak_vf_mul(peak_vf_swap_pairs(v),
-                                                      peak_vf_loadu(s2 + j))));
+        rope_store(y + j,
+                   peak_vf_add(peak_vf_mul(v, peak_vf_loadu(c2 + j)),
+                               peak_vf_mul(peak_vf_swap_pairs(v), peak_vf_loadu(s2 + j))),
+                   nt);
     }
     if (j < r) {
         const size_t m = r - j;
@@ -120,20 +140,24 @@ static inline void rope_interleaved(float *y, const float *x, const float *c2, c
 }
 
 static void rope_head(float *y, const float *x, const float *cs, size_t r,
-                      const peak_rope_desc *d, bool copy_tail)
+                      const peak_rope_desc *d, bool copy_tail, bool stream)
 {
     if (d->pairing == PEAK_ROPE_HALF_SPLIT)
-        rope_half_split(y, x, cs, cs + r / 2, r / 2);
+        rope_half_split(y, x, cs, cs + r / 2, r / 2, stream);
     else
-        rope_interleaved(y, x, cs, cs + r, r);
+        rope_interleaved(y, x, cs, cs + r, r, stream);
     if (copy_tail && d->head_dim > r)
         memcpy(y + r, x + r, (d->head_dim - r) * sizeof *y);
 }
 
 void PEAK_TIER_FN(peak_f32_rope_apply)(float *y, const float *x, const peak_rope_desc *desc,
-                                       const peak_rope_freqs *f, size_t b, size_t l0, size_t l1)
+                                       const peak_rope_freqs *f, size_t b, size_t l0, size_t l1,
+                                       bool stream)
 {
-    peak_rope_apply_run(y, x, desc, f, b, l0, l1, PEAK_TIER_FN(peak_f32_rope_cache), rope_head);
+    peak_rope_apply_run(y, x, desc, f, b, l0, l1, stream, PEAK_TIER_FN(peak_f32_rope_cache),
+                        rope_head);
+    if (stream) /* the item's streamed lines reach memory before it ends */
+        peak_vf_stream_fence();
 }
 
 #endif /* PEAK_ROPE_BODY_H */

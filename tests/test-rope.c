@@ -1015,6 +1015,25 @@ START_TEST(rotation_shapes_layouts_positions)
 }
 END_TEST
 
+/* Out-of-place outputs of 16 MiB and more (rope.h, PEAK_ROPE_STREAM_BYTES)
+   are written with non-temporal stores wherever a head's rotated part
+   starts on a vector boundary: 4096 tokens of 8 heads.  _i 0: half-split
+   from a cache, y 64-byte aligned (the tester puts y 3 floats after the
+   case's misalignment), so every head streams; 1: interleaved on the fly,
+   the same; 2: head_dim 129 (rotary 128, a pass-through column), rows 132
+   floats apart: every second or fourth head on a boundary; 3: in place,
+   nothing streams.  Quick: 64 tokens, below the threshold. */
+START_TEST(streaming_outputs)
+{
+    rope_opts o = rope_defaults;
+    o.heads = 8;
+    const size_t L = peak_test_quick() ? 64 : 4096;
+    static const unsigned variant[] = {0, V_INTERLEAVED | V_FLY, 0, 0};
+    rope_case(&o, L, _i == 2 ? 129 : 128, variant[_i], _i == 2 ? 3 : 0, 13, _i == 3,
+              0x9900 + (uint64_t)_i);
+}
+END_TEST
+
 /* ---- strided layouts with canaries --------------------------------------------------- */
 
 typedef struct layout {
@@ -1849,6 +1868,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, rows_independent_of_pos0_and_n_pos, 0, 2);
     tcase_add_loop_test(tc, cache_kernels_with_positions_and_gaps, 0, 2);
     tcase_add_loop_test(tc, rotation_shapes_layouts_positions, 0, ROPE_VARIANTS);
+    tcase_add_loop_test(tc, streaming_outputs, 0, 4);
     tcase_add_loop_test(tc, padded_strides_keep_canaries, 0, 8);
     tcase_add_loop_test(tc, fly_equals_cache_every_scheme, 0, N_SETS);
     tcase_add_test(tc, rotation_matches_transformers);

@@ -268,7 +268,7 @@ static void run_tier(const peak_kernels *kern, const inputs *in, outputs *out)
     peak_rope_freqs f;
     peak_rope_freqs_init(&f, &rd.params);
     kern->rope_cache(out->rope_cache, RO_R, RO_L, in->pos0, NULL, &f);
-    kern->rope_apply(out->rope, in->rope_x, &rd, &f, 0, 0, RO_L);
+    kern->rope_apply(out->rope, in->rope_x, &rd, &f, 0, 0, RO_L, false);
 }
 
 static pthread_barrier_t barrier;

@@ -40,8 +40,9 @@ void peak_f32_rope_cache__scalar(float *out, ptrdiff_t ld_out, size_t n_rows, si
 
 /* Both elements of a pair are read before either is written: y may be x. */
 static void rotate_head(float *y, const float *x, const float *cs, size_t r,
-                        const peak_rope_desc *d, bool copy_tail)
+                        const peak_rope_desc *d, bool copy_tail, bool stream)
 {
+    (void)stream; /* the reference writes plainly */
     const size_t n = r / 2;
     if (d->pairing == PEAK_ROPE_HALF_SPLIT) {
         for (size_t i = 0; i < n; i++) { /* cs: the row, c then s */
@@ -62,7 +63,9 @@ static void rotate_head(float *y, const float *x, const float *cs, size_t r,
 }
 
 void peak_f32_rope_apply__scalar(float *y, const float *x, const peak_rope_desc *desc,
-                                 const peak_rope_freqs *f, size_t b, size_t l0, size_t l1)
+                                 const peak_rope_freqs *f, size_t b, size_t l0, size_t l1,
+                                 bool stream)
 {
-    peak_rope_apply_run(y, x, desc, f, b, l0, l1, peak_f32_rope_cache__scalar, rotate_head);
+    peak_rope_apply_run(y, x, desc, f, b, l0, l1, stream, peak_f32_rope_cache__scalar,
+                        rotate_head);
 }

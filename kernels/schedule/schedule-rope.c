@@ -72,6 +72,7 @@ typedef struct rope_apply_work {
     const peak_rope_desc *d;
     const peak_rope_freqs *f;
     size_t per_item, chunks; /* tokens an item; items per sequence */
+    bool stream;             /* peak_rope_streams, for the whole call */
     peak_rope_apply_fn kernel;
 } rope_apply_work;
 
@@ -80,7 +81,8 @@ static void rope_apply_item(void *ctx, size_t item, void *scratch)
     (void)scratch;
     const rope_apply_work *w = ctx;
     const size_t b = item / w->chunks, l0 = item % w->chunks * w->per_item;
-    w->kernel(w->y, w->x, w->d, w->f, b, l0, l0 + peak_item_len(w->d->seq_len, l0, w->per_item));
+    w->kernel(w->y, w->x, w->d, w->f, b, l0, l0 + peak_item_len(w->d->seq_len, l0, w->per_item),
+              w->stream);
 }
 
 static double rope_apply_ns(const peak_rope_desc *d, size_t tokens)
@@ -106,7 +108,13 @@ void peak_schedule_rope_apply(float *y, const float *x, const peak_rope_desc *de
         peak_rope_freqs_init(&f, &desc->params);
     const size_t token_floats = desc->heads * desc->head_dim;
     const size_t per_item = peak_clamp_size(ROPE_ITEM_FLOATS / token_floats, 1, desc->seq_len);
-    rope_apply_work a = {y, x, desc, &f, per_item, peak_items(desc->seq_len, per_item),
+    rope_apply_work a = {y,
+                         x,
+                         desc,
+                         &f,
+                         per_item,
+                         peak_items(desc->seq_len, per_item),
+                         peak_rope_streams(y, x, desc),
                          peak_active_kernels()->rope_apply};
     const peak_work w = {.items = desc->batch * a.chunks,
                          .run = rope_apply_item,
