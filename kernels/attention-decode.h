@@ -59,14 +59,15 @@ typedef struct attention_row_state {
     const uint8_t *keep;     /* element masks of the row, or NULL */
     const float *bias;
     size_t lo, hi, head, pos; /* keys [lo, hi) by the key-range masks */
-    float slope;             /* ALiBi (0 without), from key aref, */
-    int64_t aref;            /* shift added at the finish, as the */
-    double shift;            /* tile path's (attention_alibi_ref) */
-    float sink;              /* with d->logits.sinks */
-    float m, l;
+    int64_t aref;            /* ALiBi: distances from key aref, the */
+    double shift;            /* shift added at the finish, as the tile
+                                path's (attention_alibi_ref) */
     float *acc;              /* round16(v_head_dim) floats */
-    float m2, l2, *acc2;     /* the folded sums, as attention_fold's */
+    float *acc2;             /* the folded sums (m2, l2), as attention_fold's */
     size_t tiles;            /* since the last fold */
+    float slope;             /* ALiBi (0 without) */
+    float sink;              /* with d->logits.sinks */
+    float m, l, m2, l2;
 } attention_row_state;
 
 /* Prefetches `key` of row s if the row sees it (masked keys are never

@@ -129,10 +129,10 @@ static inline void attention_tile(const attention_block *blk, const attention_ws
         pass.alibi = blk->alibi;
         pass.symmetric = blk->symmetric;
         pass.slope = blk->slope;
-        pass.base = base;
         if (blk->alibi)
             for (size_t r = r0; r < r1; r++)
                 base[r] = (float)(blk->aref[r] - (int64_t)t0);
+        pass.base = base;
         lp = &pass;
     }
     /* S^T[j][r0..r1) = K[kp[j]] . Q^T[.][r0..r1) * scale, j < n, and their
