@@ -300,6 +300,27 @@ START_TEST(tanh_every_length)
 }
 END_TEST
 
+/* Vectors whose lanes all take the polynomial (|x| < 1, where the tiers
+   skip the exponential) but for one lane, at each of 16 places, that
+   takes the other branch (1, 3, the clamp, inf, NaN), or just below 1. */
+START_TEST(tanh_one_lane_off_the_polynomial)
+{
+    static const float odd[] = {1.0f, 0x1.fffffep-1f, -3.0f, 0x1.22p+3f, INFINITY, NAN};
+    enum { W = 16 };
+    float x[W], y[W];
+    for (size_t o = 0; o < sizeof odd / sizeof odd[0]; o++)
+        for (size_t at = 0; at < W; at++) {
+            for (size_t k = 0; k < W; k++)
+                x[k] = k == at ? odd[o] : ((float)k - 7.5f) * 0.125f;
+            tanh_test_tanh(y, x, W);
+            for (size_t k = 0; k < W; k++)
+                CHECK(same(y[k], peak_tanh_ref(x[k])), "%s tanh(%a), lane %zu of 16 (%a at %zu): %a, reference %a",
+                      peak_isa_name(peak_test_isa), (double)x[k], k, (double)odd[o], at, (double)y[k],
+                      (double)peak_tanh_ref(x[k]));
+        }
+}
+END_TEST
+
 /* ---- soft-capping ---------------------------------------------------------------- */
 
 static const float caps[] = {30.0f, 50.0f};
@@ -388,6 +409,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, tanh_all_magnitudes);
     tcase_add_test(tc, tanh_dense);
     tcase_add_test(tc, tanh_every_length);
+    tcase_add_test(tc, tanh_one_lane_off_the_polynomial);
     tcase_add_loop_test(tc, softcap_matches_reference, 0, 2);
     suite_add_tcase(s, tc);
     return s;

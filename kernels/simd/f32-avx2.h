@@ -152,6 +152,11 @@ static inline bool peak_vf_any_ne(peak_vf a, peak_vf b)
 {
     return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_NEQ_UQ)) != 0;
 }
+/* True if a < b in every lane (false where either is NaN). */
+static inline bool peak_vf_all_lt(peak_vf a, peak_vf b)
+{
+    return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff;
+}
 /* v, hidden from the optimiser: a loop storing a known constant would
    become a call to memset, which costs more than a short row's stores. */
 static inline peak_vf peak_vf_opaque(peak_vf v)

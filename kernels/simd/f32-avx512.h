@@ -112,6 +112,11 @@ static inline bool peak_vf_any_ne(peak_vf a, peak_vf b)
 {
     return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ) != 0;
 }
+/* True if a < b in every lane (false where either is NaN). */
+static inline bool peak_vf_all_lt(peak_vf a, peak_vf b)
+{
+    return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == 0xffff;
+}
 /* v, hidden from the optimiser: a loop storing a known constant would
    become a call to memset, which costs more than a short row's stores.
    (The emulated tier's vectors have no register class: memory.) */

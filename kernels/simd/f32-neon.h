@@ -112,6 +112,8 @@ static inline peak_vf peak_vf_zero_where_eq(peak_vf v, peak_vf x)
 }
 /* True if a lane has a != b, or a NaN in either. */
 static inline bool peak_vf_any_ne(peak_vf a, peak_vf b) { return vminvq_u32(vceqq_f32(a, b)) == 0; }
+/* True if a < b in every lane (false where either is NaN). */
+static inline bool peak_vf_all_lt(peak_vf a, peak_vf b) { return vminvq_u32(vcltq_f32(a, b)) != 0; }
 /* v, hidden from the optimiser: a loop storing a known constant would
    become a call to memset, which costs more than a short row's stores. */
 static inline peak_vf peak_vf_opaque(peak_vf v)
