@@ -55,6 +55,16 @@ Reported: median, min and max seconds per call; speed-ups as the peer's
 median over peak's (> 1: peak is faster); every output's max abs
 difference from torch's, against a bound of 1e-4 * max|V|.
 
+The logit options (family "logits"; peak_logits) at H8 L2048 causal, one
+option each, against torch doing the same without a fused kernel:
+  alibi    SDPA with attn_mask = the ALiBi bias + causal -inf, [1, 8, 2048,
+           2048] float32 made once outside the timing (peak: alibi="causal",
+           peak_alibi_slopes' slopes)
+  softcap  the long way: matmul, cap * tanh(s / cap) (cap 30), + the causal
+           mask, softmax, matmul (peak: softcap=30)
+  sinks    the long way: matmul, + the causal mask, a column of the sinks
+           concatenated, softmax, the column dropped, matmul (peak: sinks=)
+
 RoPE (the JSON's "rope" list; needs transformers; --filter rope runs only
 these), against Hugging Face transformers' Llama code at rope_theta 10000,
 head_dim 128, each call timed as above:
@@ -103,8 +113,17 @@ SHAPES = [
     ("batch8-h12-l128", 8, 12, 12, 128, 128, False, "self", "batch 8 H12 L128"),
 ]
 SOFTMAX_SHAPES = [("softmax-h12-l512", 1, 12, 512, "softmax H12 L512 unmasked")]
+# The logit options (peak_logits) at H8 L2048 causal, against torch doing
+# the same with a materialised [1, H, L, L] bias or the long way (its SDPA
+# has none of them): name, option, what
+LOGIT_CASES = [
+    ("alibi-causal-h8-l2048", "alibi", "ALiBi causal H8 L2048"),
+    ("softcap-causal-h8-l2048", "softcap", "soft-cap 30 causal H8 L2048"),
+    ("sinks-causal-h8-l2048", "sinks", "sinks causal H8 L2048"),
+]
+LOGIT_L, LOGIT_H, SOFTCAP = 2048, 8, 30.0
 D = 64
-GOALS = {"attention": 1.3, "softmax": 1.5}
+GOALS = {"attention": 1.3, "softmax": 1.5, "logits": 2.0}
 TOL = 1e-4  # max abs difference from torch, relative to max|V| (softmax: to 1)
 
 
@@ -437,6 +456,66 @@ def softmax_case(sh, n, np, torch, peak, pt, orts, x):
     return impls, results, TOL, notes
 
 
+def logits_case(case, n, np, torch, peak, pt, data, slopes, sinks):
+    """peak.attention with one logit option against torch: ALiBi through
+    SDPA's attn_mask, the bias (ALiBi plus the causal -inf) materialised
+    once, outside the timing; the cap and the sinks the long way, scores
+    [1, H, L, L] materialised per call (q k^T * scale, cap * tanh(s / cap)
+    or a sink column concatenated, + the materialised causal mask,
+    softmax, @ v), as a caller of PyTorch's SDPA must."""
+    name, option, _ = case
+    q, k, v = data[:3]
+    L, H = LOGIT_L, LOGIT_H
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    scale = 1.0 / math.sqrt(D)
+    i = torch.arange(L).view(L, 1)
+    j = torch.arange(L).view(1, L)
+    causal = torch.zeros(L, L).masked_fill(j > i, float("-inf"))
+    kw = pt.kwargs(n)
+    o = np.empty((1, H, L, D), np.float32)
+    state = {}
+    if option == "alibi":
+        dist = (i - j).clamp(min=0).to(torch.float32)
+        bias = (-torch.from_numpy(slopes).view(1, H, 1, 1) * dist + causal).contiguous()
+
+        def torch_fn():
+            with torch.inference_mode():
+                state["torch"] = torch.nn.functional.scaled_dot_product_attention(
+                    tq, tk, tv, attn_mask=bias)
+
+        def peak_fn():
+            peak.attention(q, k, v, layout="bhld", causal=True, alibi="causal", out=o, **kw)
+        notes = ["torch: SDPA with attn_mask = the ALiBi bias + causal -inf, "
+                 "[1, 8, 2048, 2048] float32, made once"]
+    elif option == "softcap":
+        def torch_fn():
+            with torch.inference_mode():
+                s = torch.matmul(tq, tk.transpose(-1, -2)) * scale
+                s = torch.tanh(s / SOFTCAP) * SOFTCAP + causal
+                state["torch"] = torch.matmul(torch.softmax(s, -1), tv)
+
+        def peak_fn():
+            peak.attention(q, k, v, layout="bhld", causal=True, softcap=SOFTCAP, out=o, **kw)
+        notes = ["torch: matmul, tanh, + causal mask, softmax, matmul ([1, 8, 2048, 2048] "
+                 "scores per call)"]
+    else:
+        tsink = torch.from_numpy(sinks).view(1, H, 1, 1).expand(1, H, L, 1)
+
+        def torch_fn():
+            with torch.inference_mode():
+                s = torch.matmul(tq, tk.transpose(-1, -2)) * scale + causal
+                p = torch.softmax(torch.cat([s, tsink], -1), -1)[..., :L]
+                state["torch"] = torch.matmul(p, tv)
+
+        def peak_fn():
+            peak.attention(q, k, v, layout="bhld", causal=True, sinks=sinks, out=o, **kw)
+        notes = ["torch: matmul, + causal mask, a sink column concatenated, softmax, "
+                 "the column dropped, matmul"]
+    impls = [("peak", peak_fn), ("torch", torch_fn)]
+    results = {"peak": lambda: o, "torch": lambda: state["torch"].numpy()}
+    return impls, results, TOL * float(np.abs(v).max()), notes
+
+
 # ---- timing -------------------------------------------------------------------------------
 
 def calibrate(fn, min_time):
@@ -505,7 +584,10 @@ def run_case(kind, sh, n, impls, results, bound, notes, args, torch, np):
     if "ort" in med:
         entry["speedup_vs_ort"] = med["ort"] / med["peak_ort_layout" if "peak_ort_layout"
                                                     in med else "peak"]
-    if kind == "attention":
+    if kind == "logits":
+        entry["shape"] = {"B": 1, "H": LOGIT_H, "Hkv": LOGIT_H, "Lq": LOGIT_L, "Lk": LOGIT_L,
+                          "D": D, "causal": True, "kind": "self", "option": sh[1]}
+    elif kind == "attention":
         B, H, Hkv, Lq, Lk, causal = sh[1:7]
         entry["shape"] = {"B": B, "H": H, "Hkv": Hkv, "Lq": Lq, "Lk": Lk, "D": D,
                           "causal": causal, "kind": sh[7]}
@@ -806,6 +888,21 @@ def main(argv):
             log(f"peers-bench: {sh[0]}, {n} thread{'s' if n > 1 else ''}")
             impls, results, bound, notes = softmax_case(sh, n, np, torch, peak, pt, orts, x)
             entries.append(run_case("softmax", sh, n, impls, results, bound, notes, args,
+                                    torch, np))
+    logit_data = None
+    for case in LOGIT_CASES:
+        if rx and not rx.search(case[0]):
+            continue
+        if logit_data is None:
+            sh = ("logits", 1, LOGIT_H, LOGIT_H, LOGIT_L, LOGIT_L, True, "self", "")
+            logit_data = make_data(np, rng, sh)
+            slopes = peak.alibi_slopes(LOGIT_H)
+            sinks = rng.uniform(-1.0, 3.0, LOGIT_H).astype(np.float32)
+        for n in args.threads:
+            log(f"peers-bench: {case[0]}, {n} thread{'s' if n > 1 else ''}")
+            impls, results, bound, notes = logits_case(case, n, np, torch, peak, pt,
+                                                       logit_data, slopes, sinks)
+            entries.append(run_case("logits", case, n, impls, results, bound, notes, args,
                                     torch, np))
     pt.close()
     rope_entries = run_rope(args, rx, np, torch, peak, rng)

@@ -15,7 +15,7 @@ from report_data import shape_args
 from report_model import fmt_time
 
 # Speed-up goals against the peers, per family: peer median / peak median.
-PEER_GOALS = {"attention": 1.3, "softmax": 1.5}
+PEER_GOALS = {"attention": 1.3, "softmax": 1.5, "logits": 2.0}
 
 
 def load_json(path):
@@ -77,6 +77,8 @@ def peers_key(e):
     s = e.get("shape", {})
     if e["family"] == "attention":
         return canon("attention", {k: s[k] for k in ("B", "H", "Hkv", "Lq", "Lk", "causal")})
+    if e["family"] == "logits":  # no bench_peak twin: a key of its own
+        return ("logits " + s["option"], ())
     return canon("softmax", {"heads": s["H"], "L": s["L"], "causal": 0})
 
 
