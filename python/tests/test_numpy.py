@@ -81,6 +81,45 @@ def attention_ref(q, k, v, scale=None, bias=None, **mask):
     return p @ v, lse[..., 0]
 
 
+HAVE_CC = bool(os.environ.get("PEAK_CC") and os.environ.get("PEAK_SOURCE_DIR"))
+NEED_CC = "needs PEAK_CC and PEAK_SOURCE_DIR (meson test sets them)"
+
+
+def c_printed(prints):
+    """What a C program that includes peak.h prints with the printf
+    statements `prints`, compiled by PEAK_CC (meson test sets it)."""
+    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "peak.h"',
+             'int main(void) {'] + list(prints) + ["return 0; }"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+        with open(src, "w") as f:
+            f.write("\n".join(lines))
+        inc = os.path.join(os.environ["PEAK_SOURCE_DIR"], "include")
+        cc = os.environ["PEAK_CC"].split()
+        subprocess.run(cc + ["-std=c11", "-I", inc, src, "-o", exe], check=True)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        return subprocess.run([exe], check=True, capture_output=True, text=True,
+                              env=env).stdout
+
+
+def check_layouts(test, structs):
+    """Asserts that each ctypes mirror in structs ({C name: class}) has its
+    C struct's size and field offsets; returns how many were compared."""
+    prints = []
+    for cname, py in structs.items():
+        prints.append(f'printf("{cname} size %zu\\n", sizeof({cname}));')
+        for field, _ in py._fields_:
+            prints.append(f'printf("{cname} {field} %zu\\n", offsetof({cname}, {field}));')
+    seen = 0
+    for line in c_printed(prints).splitlines():
+        cname, what, value = line.split()
+        py = structs[cname]
+        got = ctypes.sizeof(py) if what == "size" else getattr(py, what).offset
+        test.assertEqual(got, int(value), f"{cname}.{what}")
+        seen += 1
+    return seen
+
+
 class Basics(unittest.TestCase):
     def test_version(self):
         self.assertEqual(peak.version(), peak.__version__)
@@ -109,8 +148,7 @@ class Basics(unittest.TestCase):
             self.assertEqual(peak.isa_active(), "scalar")
         self.assertEqual(peak.isa_active(), before)
 
-    @unittest.skipUnless(os.environ.get("PEAK_CC") and os.environ.get("PEAK_SOURCE_DIR"),
-                         "needs PEAK_CC and PEAK_SOURCE_DIR (meson test sets them)")
+    @unittest.skipUnless(HAVE_CC, NEED_CC)
     def test_struct_layouts_match_the_header(self):
         """ctypes mirrors of the descriptors have C's sizes and offsets."""
         structs = {
@@ -120,31 +158,7 @@ class Basics(unittest.TestCase):
             "peak_attention_desc": peak._AttentionDesc,
             "peak_attention_merge_desc": peak._MergeDesc,
         }
-        lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "peak.h"',
-                 'int main(void) {']
-        for cname, py in structs.items():
-            lines.append(f'printf("{cname} size %zu\\n", sizeof({cname}));')
-            for field, _ in py._fields_:
-                lines.append(f'printf("{cname} {field} %zu\\n", offsetof({cname}, {field}));')
-        lines.append("return 0; }")
-        with tempfile.TemporaryDirectory() as tmp:
-            src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
-            with open(src, "w") as f:
-                f.write("\n".join(lines))
-            inc = os.path.join(os.environ["PEAK_SOURCE_DIR"], "include")
-            cc = os.environ["PEAK_CC"].split()
-            subprocess.run(cc + ["-std=c11", "-I", inc, src, "-o", exe], check=True)
-            env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-            out = subprocess.run([exe], check=True, capture_output=True, text=True,
-                                 env=env).stdout
-        seen = 0
-        for line in out.splitlines():
-            cname, what, value = line.split()
-            py = structs[cname]
-            got = ctypes.sizeof(py) if what == "size" else getattr(py, what).offset
-            self.assertEqual(got, int(value), f"{cname}.{what}")
-            seen += 1
-        self.assertGreater(seen, 40)
+        self.assertGreater(check_layouts(self, structs), 40)
 
 
 class PeTable(unittest.TestCase):

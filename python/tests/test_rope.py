@@ -12,18 +12,15 @@ do the direct comparisons, which run in the peers venv
     PEAK_LIBRARY=build/libpeak.so.2 PYTHONPATH=python \\
         .venv-peers/bin/python python/tests/run.py rope
 """
-import ctypes
 import dataclasses
 import math
 import os
-import subprocess
-import tempfile
 import unittest
 
 import numpy as np
 
 import peak
-from test_numpy import POOLS
+from test_numpy import HAVE_CC, NEED_CC, POOLS, c_printed, check_layouts
 
 try:
     import torch
@@ -564,42 +561,15 @@ class RopeApplyHF(unittest.TestCase):
 
 
 class Layouts(unittest.TestCase):
-    @unittest.skipUnless(os.environ.get("PEAK_CC") and os.environ.get("PEAK_SOURCE_DIR"),
-                         "needs PEAK_CC and PEAK_SOURCE_DIR (meson test sets them)")
+    @unittest.skipUnless(HAVE_CC, NEED_CC)
     def test_struct_layouts_match_the_header(self):
         """The ctypes mirrors of peak_rope_params / peak_rope_desc have C's
         sizes and offsets, and ROPE_MAX_DIM is PEAK_ROPE_MAX_DIM."""
         structs = {"peak_rope_params": peak._RopeParams, "peak_rope_desc": peak._RopeDesc}
-        lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "peak.h"',
-                 'int main(void) {',
-                 'printf("max_dim %zu\\n", (size_t)PEAK_ROPE_MAX_DIM);']
-        for cname, py in structs.items():
-            lines.append(f'printf("{cname} size %zu\\n", sizeof({cname}));')
-            for field, _ in py._fields_:
-                lines.append(f'printf("{cname} {field} %zu\\n", offsetof({cname}, {field}));')
-        lines.append("return 0; }")
-        with tempfile.TemporaryDirectory() as tmp:
-            src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
-            with open(src, "w") as f:
-                f.write("\n".join(lines))
-            inc = os.path.join(os.environ["PEAK_SOURCE_DIR"], "include")
-            cc = os.environ["PEAK_CC"].split()
-            subprocess.run(cc + ["-std=c11", "-I", inc, src, "-o", exe], check=True)
-            env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-            out = subprocess.run([exe], check=True, capture_output=True, text=True,
-                                 env=env).stdout
-        seen = 0
-        for line in out.splitlines():
-            words = line.split()
-            if words[0] == "max_dim":
-                self.assertEqual(int(words[1]), peak.ROPE_MAX_DIM)
-                continue
-            cname, what, value = words
-            py = structs[cname]
-            got = ctypes.sizeof(py) if what == "size" else getattr(py, what).offset
-            self.assertEqual(got, int(value), f"{cname}.{what}")
-            seen += 1
-        self.assertEqual(seen, len(peak._RopeParams._fields_) + len(peak._RopeDesc._fields_) + 2)
+        self.assertEqual(check_layouts(self, structs),
+                         len(peak._RopeParams._fields_) + len(peak._RopeDesc._fields_) + 2)
+        self.assertEqual(int(c_printed(['printf("%zu\\n", (size_t)PEAK_ROPE_MAX_DIM);'])),
+                         peak.ROPE_MAX_DIM)
 
 
 # ---- peak.torch -------------------------------------------------------------------
