@@ -485,11 +485,15 @@ PEAK_API peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_
 typedef enum peak_rope_mode {
     /** Frequencies, scaling and the phase p * w_i in double precision, cos
         and sin to ~1e-16, the attention factor applied in double, one
-        rounding to float at the end: every value is within 2^-23 absolute
-        of the exact value (the scheme's formula in real arithmetic) for
-        every p < PEAK_ROPE_EXACT_POSITIONS, rotary_dim <= PEAK_ROPE_MAX_DIM
-        and base <= 1e8 (tests/test-rope.c checks it against a long-double
-        oracle).  A value depends only on (p, i, params): the same bits
+        rounding to float at the end: every value is within 2^-23 A
+        absolute of the exact value (the scheme's formula in real
+        arithmetic; A = max(1, attention factor)) for every p <
+        PEAK_ROPE_EXACT_POSITIONS, rotary_dim <= PEAK_ROPE_MAX_DIM and base
+        <= 1e8, where every scaled frequency w_i is at most 1 (every
+        scheme's is, but LongRoPE's with factors below 1; tests/test-rope.c
+        checks it against a long-double oracle).  Larger frequencies grow
+        the phase's error with p w_i (a LongRoPE factor of 1e-3 at p =
+        2^24 - 1: 4.5 * 2^-23).  A value depends only on (p, i, params): the same bits
         whatever pos0 and n_pos produced it, on every tier. */
     PEAK_ROPE_EXACT = 0,
     /** Hugging Face transformers' float32 computation, for models trained

@@ -962,6 +962,18 @@ def _c_rope_params(p, rotary_dim, keep_alive):
     return c
 
 
+def _rope_dim(fn, rotary_dim, head_dim=None):
+    """The InvalidArgument the C call would raise for this rotary_dim, with
+    the limit named (the status alone does not say which argument)."""
+    why = None
+    if rotary_dim < 2 or rotary_dim % 2 or rotary_dim > ROPE_MAX_DIM:
+        why = f"rotary_dim {rotary_dim} must be even, 2 .. ROPE_MAX_DIM ({ROPE_MAX_DIM})"
+    elif head_dim is not None and rotary_dim > head_dim:
+        why = f"rotary_dim {rotary_dim} exceeds head_dim {head_dim}"
+    if why:
+        raise InvalidArgument(1, f"{fn}: {why} (PEAK_ERR_INVALID_ARG)")
+
+
 def rope_cache(n_pos, rotary_dim, pos0=0, *, params=None, out=None, threads=None, pool=None,
                **rope):
     """The rotary cos/sin table of positions pos0 .. pos0 + n_pos - 1
@@ -987,6 +999,7 @@ def rope_cache(n_pos, rotary_dim, pos0=0, *, params=None, out=None, threads=None
     if out is None:
         if n_pos == 0 or rotary_dim == 0:
             raise ValueError("n_pos and rotary_dim must be > 0")
+        _rope_dim("rope_cache", rotary_dim)
         if n_pos > MAX_POSITION or pos0 > MAX_POSITION - n_pos:  # before allocating for it
             raise OutOfRange(2, f"peak_rope_cache: positions {pos0} + {n_pos} beyond "
                                 f"MAX_POSITION (PEAK_ERR_OUT_OF_RANGE)")
@@ -1059,6 +1072,7 @@ def rope_apply(x, positions=None, *, pos0=0, rotary_dim=None, pairing="half_spli
                              "(params=, base=, ...), not both")
         _f32("cache", cache, (2,))
         rotary_dim = cache.shape[1] if rotary_dim is None else _cint("rotary_dim", rotary_dim)
+        _rope_dim("rope_apply", rotary_dim, D)
         if not cache.flags.c_contiguous or cache.shape[1] != rotary_dim:
             raise ValueError(f"cache: expected a C-contiguous [rows, {rotary_dim}] table from "
                              f"rope_cache(), got shape {cache.shape}")
@@ -1066,6 +1080,7 @@ def rope_apply(x, positions=None, *, pos0=0, rotary_dim=None, pairing="half_spli
         desc.cache, desc.cache_rows = _ptr(cache, ctypes.c_float), cache.shape[0]
     else:
         rotary_dim = D if rotary_dim is None else _cint("rotary_dim", rotary_dim)
+        _rope_dim("rope_apply", rotary_dim, D)
         desc.params = _c_rope_params(_rope_params("rope_apply", params, rope), rotary_dim, alive)
     pa = None
     if positions is not None:

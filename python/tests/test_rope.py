@@ -507,6 +507,15 @@ class RopeApply(unittest.TestCase):
             with self.assertRaises(exc, msg=str({k: v for k, v in kw.items() if k != "out"})):
                 peak.rope_apply(x, **kw)
             self.assertTrue(same_bits(out, np.full(x.shape, 3.0, np.float32)))
+        # the message names the argument and its limit
+        with self.assertRaisesRegex(peak.InvalidArgument, r"rotary_dim 15 must be even, 2 \.\. "):
+            peak.rope_apply(x, rotary_dim=15)
+        with self.assertRaisesRegex(peak.InvalidArgument, "rotary_dim 18 exceeds head_dim 16"):
+            peak.rope_apply(x, rotary_dim=18)
+        with self.assertRaisesRegex(peak.InvalidArgument, "rotary_dim 32 exceeds head_dim 16"):
+            peak.rope_apply(x, cache=peak.rope_cache(50, 32))
+        with self.assertRaisesRegex(peak.InvalidArgument, "rotary_dim 514 must be even"):
+            peak.rope_cache(4, 514)
         with self.assertRaises(TypeError):
             peak.rope_apply(x.astype(np.float64))
         with self.assertRaises(ValueError):
