@@ -891,7 +891,7 @@ typedef enum peak_alibi {
  * score still makes the row NaN.
  */
 typedef struct peak_logits {
-    float softcap;               /**< 0: off; else a positive finite cap. */
+    float softcap;               /**< +-0: off; else a positive finite cap. */
     peak_alibi alibi;            /**< PEAK_ALIBI_NONE: no ALiBi. */
     const float *alibi_slopes;   /**< [heads] or NULL: peak_alibi_slopes(). */
     ptrdiff_t alibi_slopes_stride; /**< Between heads, in elements (>= 0). */
@@ -975,7 +975,8 @@ typedef struct peak_softmax_desc {
  * @param[out] y  [B, H, Lq, Lk] at y + b*y_stride[0] + h*y_stride[1] +
  *                i*y_stride[2] + j.  y may equal x (in place; then y_stride
  *                must equal x_stride); otherwise y's extent must not meet
- *                x's, nor the mask's key_len, keep or bias.
+ *                x's, nor the mask's key_len, keep or bias, nor the
+ *                logits' alibi_slopes or sinks.
  * @param x       scores, [B, H, Lq, Lk] with x_stride.
  * @param desc    sizes, strides, scale and mask.
  * @param pool     the caller's thread pool, or NULL (this thread only):
@@ -984,9 +985,14 @@ typedef struct peak_softmax_desc {
  * @errors PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
  *   stride, a stride of y below what keeps its rows apart, y == x with
  *   different strides, y's extent meeting x's (other than y == x) or a mask
- *   array's, a non-finite scale, an align value outside the enum;
+ *   array's, a non-finite scale, an align value outside the enum; logits
+ *   (peak_logits): a softcap that is NaN, negative or infinite, an alibi
+ *   value outside the enum, a negative or non-finite slope, a non-finite
+ *   sink, a negative slopes or sinks stride, y meeting alibi_slopes or
+ *   sinks;
  *   PEAK_ERR_OUT_OF_RANGE for key_len[b] outside [0, Lk], the 2^40 limits of
- *   peak_mask, or an extent whose byte offset overflows ptrdiff_t.
+ *   peak_mask, an extent whose byte offset overflows ptrdiff_t, more than
+ *   2^20 heads with the library's ALiBi slopes (alibi_slopes NULL).
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
  * @source Vaswani et al. 2017 eq. (1); causal alignment as in PyTorch
  *   scaled_dot_product_attention (top-left) and flash-attn 2.1
@@ -1101,8 +1107,10 @@ typedef struct peak_attention_desc {
     ptrdiff_t o_stride[3]; /**< Strides of O for [b, l, h], as q_stride. */
     peak_mask mask;        /**< Which keys each query row sees. */
     float *lse;            /**< Optional [b, h, i] log-sum-exp of the scaled,
-                                masked scores (natural log); -inf for a fully
-                                masked row; NULL: not written. */
+                                masked scores (natural log), with the sink
+                                when logits.sinks is set; -inf for a fully
+                                masked row (the sink with sinks); NULL: not
+                                written. */
     ptrdiff_t lse_stride[3]; /**< Strides of lse for [b, h, i]. */
     /** Rotary embedding of Q and K done by the call itself, or NULL: none.
         See peak_attention_rope. */
@@ -1152,7 +1160,8 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  *        V[b,j,h/g,:], P = softmax_j(Q[b,i,h,:] . K[b,j,h/g,:] * scale),
  *        masked as peak_mask says, g = heads / kv_heads.
  *
- * Fully masked rows give O = 0 (and lse = -inf); a visible +inf/NaN score
+ * Fully masked rows give O = 0 (and lse = -inf, or the row's sink with
+ * logits.sinks); a visible +inf/NaN score
  * gives O = NaN (and lse = NaN).  A key a row sees contributes P V even
  * where its weight P is 0, so an inf or NaN in its V reaches the row (0 *
  * NaN = NaN, as in PyTorch); a masked key never affects the row.  K and V
@@ -1227,12 +1236,15 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * @errors PEAK_ERR_INVALID_ARG for NULL o/q/k/v/desc, zero sizes, kv_heads
  *   not dividing heads, a negative stride, a stride that makes O's rows
  *   overlap, non-finite scale, O, lse or the workspace meeting each other,
- *   Q, K, V or a mask array, a workspace not 64-byte aligned; with rope:
+ *   Q, K, V or a mask array, a workspace not 64-byte aligned; the logits
+ *   errors of peak_softmax() (O, lse or the workspace meeting alibi_slopes
+ *   or sinks among them); with rope:
  *   a rotary_dim above head_dim, the params errors of peak_rope_cache()
  *   (on the fly), a rope array (cache, positions) meeting O, lse or the
  *   workspace;
  *   PEAK_ERR_OUT_OF_RANGE for key_len outside [0, Lk], the 2^40 limits of
- *   peak_mask, an extent whose byte offset overflows ptrdiff_t, a rope
+ *   peak_mask, an extent whose byte offset overflows ptrdiff_t, more than
+ *   2^20 heads with the library's ALiBi slopes, a rope
  *   position that is negative or at or beyond cache_rows (cache) or
  *   PEAK_MAX_POSITION (on the fly);
  *   PEAK_ERR_WORKSPACE for a too small workspace, one sized for fewer
