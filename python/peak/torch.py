@@ -458,6 +458,13 @@ def _hf_dynamic_base(base, factor, seq_len, max_pos, dim):
     return float(f32(f32(base) * t))
 
 
+# The rope parameters each scheme cannot do without (a config lacking one is
+# an error, named, not a KeyError).
+_HF_REQUIRED = {"llama3": ("factor", "low_freq_factor", "high_freq_factor",
+                           "original_max_position_embeddings"),
+                "longrope": ("short_factor", "long_factor")}
+
+
 class RotaryEmbedding(nn.Module):
     """Drop-in for transformers' LlamaRotaryEmbedding (and the rotary modules
     that copy it) on peak: ``forward(x, position_ids)`` returns ``(cos,
@@ -513,6 +520,10 @@ class RotaryEmbedding(nn.Module):
         if "rope_theta" not in rp:
             raise ValueError("rope parameters without rope_theta")
         scaling = _HF_SCALINGS[rope_type]
+        missing = [k for k in _HF_REQUIRED.get(scaling, ()) if rp.get(k) is None]
+        if missing:  # transformers' own validation requires them too
+            raise ValueError(f"rope_type {rope_type!r} needs {', '.join(missing)} in the "
+                             f"config's rope parameters")
         kw = {"base": float(rp["rope_theta"]), "mode": mode, "scaling": scaling}
         orig = rp.get("original_max_position_embeddings")
         factor = rp.get("factor")

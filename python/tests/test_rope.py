@@ -829,6 +829,14 @@ class TorchRotaryEmbedding(unittest.TestCase):
             pt.RotaryEmbedding(nested, head_dim=64)
         m = pt.RotaryEmbedding(nested, head_dim=64, layer_type="sliding_attention")
         self.assertEqual(m.params(10).base, 1e4)
+        # a scheme's required field missing: named, not a KeyError
+        with self.assertRaisesRegex(ValueError, "low_freq_factor, high_freq_factor"):
+            pt.RotaryEmbedding(rope_dict("llama3", 5e5, factor=8.0,
+                                         original_max_position_embeddings=8192), head_dim=64)
+        with self.assertRaisesRegex(ValueError, "needs long_factor"):
+            pt.RotaryEmbedding(rope_dict("longrope", 1e4, original_max_position_embeddings=4096,
+                                         short_factor=LONG_SHORT), head_dim=96,
+                               max_position_embeddings=131072)
 
 
 # ---- against transformers itself -------------------------------------------------------
