@@ -646,9 +646,11 @@ typedef struct peak_rope_desc {
                              Phi, ChatGLM). */
     /** Strides of x for the [b, l, h] indices; the last (d) is contiguous.
         [B, L, H, D] packed: {L*H*D, H*D, D}; [B, H, L, D] packed:
-        {H*L*D, D, L*D}. */
+        {H*L*D, D, L*D}.  An x stride may be 0 (the same row for every
+        index: a broadcast), out of place. */
     ptrdiff_t x_stride[3];
-    ptrdiff_t y_stride[3]; /**< Strides of y for [b, l, h], as x_stride. */
+    ptrdiff_t y_stride[3]; /**< Strides of y for [b, l, h], as x_stride,
+                                but y's rows must not overlap. */
     peak_rope_pairing pairing; /**< Which dimensions pair. */
     peak_rope_params params;   /**< rotary_dim always; the rest only on the
                                     fly (cache NULL). */

@@ -1163,6 +1163,11 @@ START_TEST(padded_strides_keep_canaries)
             strided_case(B, L, H, D, r, &lay[a], NULL, 1, (peak_rope_pairing)(_i / 4), _i / 2 % 2,
                          (peak_rope_mode)(_i % 2), 0x57100 + a);
         }
+        /* x broadcast (stride 0) over the batch and the positions: one
+           token's heads, rotated to every position (peak.h) */
+        const layout bcast = {"x broadcast over b and l", {0, 0, (ptrdiff_t)D}};
+        strided_case(B, L, H, D, r, &bcast, &lay[2], 0, (peak_rope_pairing)(_i / 4), _i / 2 % 2,
+                     (peak_rope_mode)(_i % 2), 0x57200 + k);
     }
 }
 END_TEST
