@@ -154,10 +154,7 @@ static void rope_apply_run(const rope_apply_case *c, float *y, const float *x)
     switch (c->v->impl) {
     case ROPE_TIER: {
         peak_rope_freqs f;
-        if (c->desc.cache)
-            f.n = c->desc.params.rotary_dim / 2; /* all the kernels read of it (internal.h) */
-        else
-            peak_rope_freqs_init(&f, &c->desc.params);
+        peak_rope_apply_freqs(&f, &c->desc);
         const peak_rope_apply_fn k = peak_kernels_for(c->v->isa)->rope_apply;
         const bool stream = peak_rope_streams(y, x, &c->desc); /* as the scheduler */
         for (size_t b = 0; b < c->batch; b++)

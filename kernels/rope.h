@@ -153,8 +153,8 @@ typedef void (*peak_rope_head_fn)(float *y, const float *x, const float *cs, siz
 /* Out-of-place outputs of at least this many bytes are written with
    non-temporal stores where a head's rotated part starts on a vector
    boundary.  Without them every line of y is first read for ownership:
-   out of place, Q [1, 4096, 32, 128] took 21.4 ms against 11.2 ms in
-   place (Zen 3), a plain loop with streaming stores 11.7 ms.  16 MiB: as
+   out of place took 1.8x the in-place time (Q [1, 4096, 32, 128], Zen 3;
+   doc/perf-notes.md).  16 MiB: as
    softmax, more than a 2-core share of any last-level cache, so y would
    not be read back from it anyway; attention's rotated copies of Q and K
    (read next) stay below it while batch * L * heads * head_dim < 4M. */
@@ -166,6 +166,16 @@ static inline bool peak_rope_streams(const float *y, const float *x, const peak_
 {
     return y != x && d->batch * d->seq_len * d->heads * d->head_dim >=
                          PEAK_ROPE_STREAM_BYTES / sizeof(float);
+}
+
+/* The frequencies a rope_apply call of desc reads: with a cache only f->n
+   (the kernels read no more of it), else the scaled frequencies. */
+static inline void peak_rope_apply_freqs(peak_rope_freqs *f, const peak_rope_desc *d)
+{
+    if (d->cache)
+        f->n = d->params.rotary_dim / 2;
+    else
+        peak_rope_freqs_init(f, &d->params);
 }
 
 /* cs2[0 .. r) = C, cs2[r .. 2r) = S of cache row `row` (interleaved). */

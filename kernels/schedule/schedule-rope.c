@@ -102,10 +102,7 @@ void peak_schedule_rope_apply(float *y, const float *x, const peak_rope_desc *de
                               const peak_threadpool *pool)
 {
     peak_rope_freqs f;
-    if (desc->cache)
-        f.n = desc->params.rotary_dim / 2; /* the kernels read no more of it */
-    else
-        peak_rope_freqs_init(&f, &desc->params);
+    peak_rope_apply_freqs(&f, desc);
     const size_t token_floats = desc->heads * desc->head_dim;
     const size_t per_item = peak_clamp_size(ROPE_ITEM_FLOATS / token_floats, 1, desc->seq_len);
     rope_apply_work a = {y,
