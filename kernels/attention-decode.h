@@ -8,7 +8,7 @@
  * attention_lse, the log-sum-exp of a finished row, which the tile path's
  * finish uses too.  Expects the fold interval (attention-tile.h), the row
  * addresses (attention-block.h), attention_ws and the row path's
- * micro-kernels isa_dot, isa_row_softcap, isa_row_exp, isa_row_pv.
+ * micro-kernels isa_row_dots, isa_row_softcap, isa_row_exp, isa_row_pv.
  */
 #ifndef PEAK_ATTENTION_DECODE_H
 #define PEAK_ATTENTION_DECODE_H
@@ -16,17 +16,23 @@
 #error "include attention.h, which includes this after its prerequisites"
 #endif
 
-/* Scores s[j] = q . K[kp[j]] * scale + b[j] where b[j] > -inf, else -inf
-   (K not read); returns their max (NaN ignored). */
+/* Scores s[j] = q . K[kp[j]] * scale + b[j] where b[j] > -inf, else -inf,
+   for n <= PEAK_VF_LANES keys (isa_row_dots: kp holds a whole vector of
+   rows, a masked key's and those past n the workspace's zero row, so K is
+   read only where a key is seen); returns their max (NaN ignored). */
 static inline float attention_row_scores(float *s, const float *q, const float *const *kp,
                                          const float *b, float scale, size_t n, size_t dh)
 {
-    float m = -INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        s[j] = b[j] == -INFINITY ? -INFINITY : isa_dot(q, kp[j], dh) * scale + b[j];
-        m = s[j] > m ? s[j] : m;
+    const peak_vf vninf = peak_vf_set1(-INFINITY);
+    const peak_vf vd = peak_vf_mul(isa_row_dots(q, kp, dh), peak_vf_set1(scale));
+    peak_vf vs = peak_vf_add_except(vd, peak_vf_load_first(b, n), vninf);
+    if (n < PEAK_VF_LANES) {
+        vs = peak_vf_first_or(vs, n, -INFINITY);
+        peak_vf_store_first(s, vs, n);
+    } else {
+        peak_vf_storeu(s, vs);
     }
-    return m;
+    return peak_vf_reduce_max(peak_vf_max(vs, vninf));
 }
 
 /* The cap of a tile's scaled scores (a masked key's -inf becomes -cap,
@@ -40,16 +46,6 @@ static inline float attention_row_cap(float *s, const float *b, float cap, size_
         m = s[j] > m ? s[j] : m;
     }
     return m;
-}
-
-/* Requests the lines of a visible key's K and V rows ahead of their use.
-   Rows of one head in an interleaved [B, L, H, D] cache are a few KiB
-   apart, so the L2 streamer, which stays within a 4 KiB page, never
-   follows them, and a decode step would wait on one miss at a time. */
-static inline void attention_prefetch_row(const float *k, size_t dh, const float *v, size_t dv)
-{
-    peak_prefetch(k, dh, PEAK_PF_L1);
-    peak_prefetch(v, dv, PEAK_PF_L1);
 }
 
 /* One query row of the row path and its running softmax. */
@@ -69,20 +65,6 @@ typedef struct attention_row_state {
     float sink;              /* with d->logits.sinks */
     float m, l, m2, l2;
 } attention_row_state;
-
-/* Prefetches `key` of row s if the row sees it (masked keys are never
-   touched). */
-static inline void attention_prefetch_key(const peak_attention_desc *d,
-                                          const attention_row_state *s, size_t key)
-{
-    if (key >= s->lo && key < s->hi && peak_mask_visible(s->keep, s->bias, key))
-        attention_prefetch_row(s->k + (ptrdiff_t)key * d->k_stride[1], d->head_dim,
-                               s->v + (ptrdiff_t)key * d->v_stride[1], d->v_head_dim);
-}
-
-/* Keys whose scores the row path computes between two groups of
-   prefetches for the next tile. */
-#define PEAK_ATTENTION_ROW_CHUNK 8
 
 /* attention_fold for one row of the row path. */
 static inline void attention_row_fold(attention_row_state *r, size_t dv)
@@ -110,9 +92,11 @@ static inline void attention_row_tile(const peak_attention_desc *d, const attent
         const size_t key = t0 + j;
         const bool vis = peak_mask_visible(r->keep, r->bias, key);
         bias[j] = !vis ? -INFINITY : r->bias ? r->bias[key] : 0.0f;
-        w->kp[j] = r->k + (ptrdiff_t)key * d->k_stride[1];
+        w->kp[j] = vis ? r->k + (ptrdiff_t)key * d->k_stride[1] : w->zero;
         w->vp[j] = vis ? r->v + (ptrdiff_t)key * d->v_stride[1] : NULL;
     }
+    for (size_t j = n; j % PEAK_VF_LANES; j++)
+        w->kp[j] = w->zero;
     if (d->logits.alibi != PEAK_ALIBI_NONE) { /* as isa_logits' */
         const float base = (float)(r->aref - (int64_t)t0);
         if (d->logits.alibi == PEAK_ALIBI_SYMMETRIC)
@@ -132,18 +116,16 @@ static inline void attention_row_tile(const peak_attention_desc *d, const attent
             mask[j] = bias[j] == -INFINITY ? -INFINITY : 0.0f;
         b = mask;
     }
-    /* The row's next tile is requested a few keys at a time between the
-       scores, so that the misses stay in flight while this tile computes
-       (requested all at once, they stall on the line fill buffers and the
-       tile waits for them). */
+    /* No software prefetch of the next tile: with a vector of keys' dots
+       in flight the core keeps enough misses outstanding, and on Sapphire
+       Rapids requesting each visible row's lines cost a decode step over
+       8 MiB 1.2x (K/V in L3) and gained nothing out of cache. */
     float mt = -INFINITY;
-    for (size_t j0 = 0; j0 < n; j0 += PEAK_ATTENTION_ROW_CHUNK) {
-        const size_t nc = n - j0 < PEAK_ATTENTION_ROW_CHUNK ? n - j0 : PEAK_ATTENTION_ROW_CHUNK;
+    for (size_t j0 = 0; j0 < n; j0 += PEAK_VF_LANES) {
+        const size_t nc = n - j0 < PEAK_VF_LANES ? n - j0 : PEAK_VF_LANES;
         const float mc =
             attention_row_scores(s + j0, r->q, w->kp + j0, b + j0, d->scale, nc, d->head_dim);
         mt = mc > mt ? mc : mt;
-        for (size_t j = j0; j < j0 + nc; j++)
-            attention_prefetch_key(d, r, t0 + PEAK_ATTENTION_BC + j);
     }
     if (capped)
         mt = attention_row_cap(s, bias, d->logits.softcap, n);
@@ -172,7 +154,7 @@ static inline float attention_lse(float m, float l)
 #define PEAK_ATTENTION_ROW_STATES 32
 
 /* Starts row state *r: row R of kv head kvh, its key range narrowed to
-   the part's keys [klo, khi), its sums empty, its first keys requested. */
+   the part's keys [klo, khi), its sums empty. */
 static inline void attention_row_begin(attention_row_state *r, const peak_attention_desc *d,
                                        const attention_ws *w, const float *q, const float *k,
                                        const float *v, size_t b, size_t kvh, size_t R, size_t klo,
@@ -212,8 +194,6 @@ static inline void attention_row_begin(attention_row_state *r, const peak_attent
     r->m2 = -INFINITY;
     r->l2 = 0.0f;
     r->tiles = 0;
-    for (size_t key = r->lo; key < r->lo + PEAK_ATTENTION_BC; key++)
-        attention_prefetch_key(d, r, key);
 }
 
 /* The rows kernel: rows first .. first + rows - 1 of each of kv heads kvh

@@ -2,7 +2,7 @@
  * attention-isa.h - the micro-kernels the including tier file defines for
  * the attention driver (part of attention.h; include that, not this): the
  * tile path's isa_scores, isa_logits, isa_online_softmax, isa_pv and
- * isa_pack_rows, the row path's isa_dot, isa_row_softcap, isa_row_exp and
+ * isa_pack_rows, the row path's isa_row_dots, isa_row_softcap, isa_row_exp and
  * isa_row_pv, each with its contract, and
  * PEAK_ATTENTION_DEFINE_ROW_PAIR_DRIVERS, which defines isa_scores and
  * isa_pv for tiers whose micro-kernels take one or two row vectors.
@@ -95,9 +95,9 @@ static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, siz
 /* Copies rows src[0 .. n-1] (dv floats each) to dst (row stride ld);
    returns false if one of them holds an inf or NaN. */
 static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv);
-/* The row path (a block of fewer than PEAK_ATTENTION_VW / 2 rows: decode).  The dot
-   product of two vectors of n floats (one rounding per FMA). */
-static float isa_dot(const float *a, const float *b, size_t n);
+/* The row path (a block of fewer than PEAK_ATTENTION_VW / 2 rows: decode).  Lane j:
+   the dot product of q with row kp[j] (dh floats each), for PEAK_ATTENTION_VW rows. */
+static inline peak_vf isa_row_dots(const float *q, const float *const *kp, size_t dh);
 /* s[j] = cap tanh(s[j] / cap) in place (attention-body.h). */
 static void isa_row_softcap(float *s, float cap, size_t n);
 /* s[j] = 2^((s[j] - m) log2 e) in place; returns their sum. */

@@ -142,27 +142,6 @@ PEAK_ATTENTION_DEFINE_ROW_PAIR_DRIVERS(NJ)
 
 /* ---- the row path ---------------------------------------------------------- */
 
-/* Four accumulators: a dot product is two loads per FMA, and four chains
-   cover the FMA latency at the 1.5 FMAs a cycle three load pipes allow. */
-static float isa_dot(const float *a, const float *b, size_t n)
-{
-    float32x4_t vacc0 = vdupq_n_f32(0.0f), vacc1 = vdupq_n_f32(0.0f);
-    float32x4_t vacc2 = vdupq_n_f32(0.0f), vacc3 = vdupq_n_f32(0.0f);
-    size_t c = 0;
-    for (; c + 4 * PEAK_ATTENTION_VW <= n; c += 4 * PEAK_ATTENTION_VW) {
-        vacc0 = vfmaq_f32(vacc0, vld1q_f32(a + c), vld1q_f32(b + c));
-        vacc1 = vfmaq_f32(vacc1, vld1q_f32(a + c + 4), vld1q_f32(b + c + 4));
-        vacc2 = vfmaq_f32(vacc2, vld1q_f32(a + c + 8), vld1q_f32(b + c + 8));
-        vacc3 = vfmaq_f32(vacc3, vld1q_f32(a + c + 12), vld1q_f32(b + c + 12));
-    }
-    for (; c + PEAK_ATTENTION_VW <= n; c += PEAK_ATTENTION_VW)
-        vacc0 = vfmaq_f32(vacc0, vld1q_f32(a + c), vld1q_f32(b + c));
-    float s = vaddvq_f32(vaddq_f32(vaddq_f32(vacc0, vacc1), vaddq_f32(vacc2, vacc3)));
-    for (; c < n; c++)
-        s = fmaf(a[c], b[c], s);
-    return s;
-}
-
 static float isa_row_exp(float *s, float m, size_t n)
 {
     const float32x4_t vm = vdupq_n_f32(m), vlog2e = vdupq_n_f32(PEAK_EXP_LOG2E);
@@ -234,5 +213,5 @@ static void isa_row_pv(float *acc, float alpha, const float *p, const float *con
    row packing and the kernels: attention-body.h. */
 #define PEAK_ATTENTION_MAX(a, b) vmaxnmq_f32(a, b)
 #define PEAK_ATTENTION_EXP_PAIRS 1
-#define PEAK_ATTENTION_HAS_ROW_DOT_EXP 1
+#define PEAK_ATTENTION_HAS_ROW_EXP 1
 #include "attention-body.h"

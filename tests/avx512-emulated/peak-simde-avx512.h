@@ -22,6 +22,8 @@
  *   _mm512_mask_cmp_ps_mask, _mm512_cvtps_pd, _mm512_cvtpd_ps,
  *   _mm512_extractf32x8_ps, _mm512_stream_ps, _mm512_reduce_add_ps,
  *   _mm512_reduce_add_pd, _mm512_reduce_max_ps, _mm512_reduce_ps
+ * Named (SIMDe 0.7.4 has simde_mm512_shuffle_f32x4 but not its native
+ *   name): _mm512_shuffle_f32x4.
  * Replaced (SIMDe's differs from the hardware):
  *   _mm512_scalef_ps, _mm512_maskz_scalef_ps; and _mm512_load_ps,
  *   _mm512_store_ps, _mm512_load_pd, _mm512_store_pd, which gain the
@@ -338,6 +340,9 @@ PEAK_EMU_OUTLINE float peak_emu_mm512_reduce_max_ps(__m512 a)
 }
 #undef _mm512_reduce_max_ps
 #define _mm512_reduce_max_ps(a) peak_emu_mm512_reduce_max_ps((a))
+
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4((a), (b), (imm8))
 
 /* ---- VSCALEFPS ----------------------------------------------------------- */
 
