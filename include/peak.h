@@ -191,6 +191,45 @@ PEAK_API const char *peak_isa_name(peak_isa isa);
  */
 PEAK_API const char *peak_isa_reason(void);
 
+/** @brief CPU features beyond a tier's baseline that peak detects (bit
+    flags; peak_cpu_features()).  Each counts only when the OS saves the
+    registers it uses (XCR0 on x86), as the tiers do. */
+typedef enum peak_cpu_feature {
+    /** x86 F16C: float16 <-> float32 conversions on YMM (CPUID.1:ECX bit
+        29, with YMM state). */
+    PEAK_CPU_F16C = 1u << 0,
+    /** x86 AVX512_BF16: VCVTNEPS2BF16 and VDPBF16PS (CPUID.(7,1):EAX bit 5,
+        with AVX-512 F and ZMM state). */
+    PEAK_CPU_AVX512_BF16 = 1u << 1,
+    /** x86 AVX512_FP16: float16 arithmetic (CPUID.(7,0):EDX bit 23, with
+        AVX-512 F and ZMM state). */
+    PEAK_CPU_AVX512_FP16 = 1u << 2,
+    /** AArch64 FP16 arithmetic, scalar and AdvSIMD (AT_HWCAP FPHP and
+        ASIMDHP, bits 9 and 10); the float16 conversions themselves are
+        baseline AArch64. */
+    PEAK_CPU_ARM_FP16 = 1u << 3,
+    /** AArch64 BF16 (AT_HWCAP2 bit 14: BFCVT, BFDOT, BFMMLA). */
+    PEAK_CPU_ARM_BF16 = 1u << 4
+} peak_cpu_feature;
+
+/**
+ * @brief The features of peak_cpu_feature this CPU and OS offer.
+ *
+ * Read with the tier, once per process; PEAK_ISA does not change them.
+ * @return an OR of peak_cpu_feature flags (0 on other architectures).
+ * @threadsafety Safe from any thread (runs detection once if needed).
+ */
+PEAK_API unsigned peak_cpu_features(void);
+
+/**
+ * @brief The name of one feature flag.
+ * @param feature  one peak_cpu_feature value.
+ * @return "f16c", "avx512_bf16", "avx512_fp16", "arm_fp16", "arm_bf16";
+ *         "unknown" for anything else (several flags ORed included).
+ * @threadsafety Safe from any thread; static strings.
+ */
+PEAK_API const char *peak_cpu_feature_name(peak_cpu_feature feature);
+
 /**
  * @brief The library's version at run time.
  * @return "MAJOR.MINOR.PATCH", e.g. "0.1.0": the PEAK_VERSION_STRING the
@@ -1043,6 +1082,72 @@ PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_d
  *   (kernels/exp.h).
  */
 PEAK_API peak_status peak_exp(float *y, const float *x, size_t n, const peak_threadpool *pool);
+
+/* ------------------------------------------------------------------------ */
+/* Element types and conversions                                             */
+/* ------------------------------------------------------------------------ */
+
+/** @brief Element types of tensors.  Every call takes float32 unless its
+    documentation names another type; 0 is float32, so a zeroed field
+    keeps a descriptor's tensors float32. */
+typedef enum peak_dtype {
+    PEAK_F32 = 0,  /**< IEEE 754 binary32 (float). */
+    PEAK_BF16 = 1, /**< bfloat16: binary32's sign, 8-bit exponent and top 7
+                        fraction bits (the upper 16 bits of a float). */
+    PEAK_F16 = 2   /**< IEEE 754 binary16 (float16, fp16). */
+} peak_dtype;
+
+/**
+ * @brief Bytes of one element of a type.
+ * @param type  any value.
+ * @return 4 (PEAK_F32), 2 (PEAK_BF16, PEAK_F16), 0 for a value outside the
+ *         enum.
+ * @threadsafety Safe from any thread.
+ */
+PEAK_API size_t peak_dtype_size(peak_dtype type);
+
+/**
+ * @brief y[k] = x[k] converted from x_type to y_type, for k < n.
+ *
+ * Widening (bfloat16 or float16 to float32) is exact.  Narrowing rounds
+ * once, to nearest with ties to even (IEEE 754 roundTiesToEven), whatever
+ * rounding mode MXCSR holds (on AArch64, float16 rounds as FPCR says: to
+ * nearest even unless the program changed it); float16 <-> bfloat16 goes through
+ * float32, which holds either exactly: one rounding.  The same type is a
+ * copy.
+ * - NaN stays NaN, quiet, with its sign and the top bits of its payload (as
+ *   many as the narrower fraction holds); a signalling NaN is quieted (the
+ *   fraction's top bit set), in every direction.
+ * - Overflow gives inf with the sign: float16 from a magnitude of 65520 or
+ *   more (the tie between 65504, the largest finite, and 2^16 goes to the
+ *   even 2^16); bfloat16 from 0x1.ff0000p+127 (0x7f7f8000) or more.
+ * - Subnormals of every type are kept, never flushed, on x86 whatever
+ *   MXCSR.DAZ and FTZ say: bfloat16 is converted with integer operations,
+ *   float16 with VCVTPH2PS and VCVTPS2PH, which ignore them for half
+ *   inputs and outputs (a float32 subnormal narrows to a signed zero
+ *   either way).  On AArch64 float16 follows FPCR (FZ16 flushes it; Linux
+ *   starts processes with it clear).
+ * Every tier gives the same bits (the scalar tier: kernels/convert.h).
+ * @param[out] y  [n] elements of y_type, contiguous.  y may equal x only
+ *                when the types are equal; otherwise they must not overlap.
+ * @param y_type  y's element type.
+ * @param x       [n] elements of x_type, contiguous.
+ * @param x_type  x's element type.
+ * @param n       number of elements.
+ * @param pool    the caller's thread pool, or NULL (this thread only): see
+ *                peak_threadpool.  Items of 16384 elements.
+ * @return PEAK_OK, or an error (below); nothing is written on an error.
+ * @errors PEAK_ERR_UNSUPPORTED for a type outside peak_dtype;
+ *   PEAK_ERR_INVALID_ARG for NULL y or x, n == 0, or y overlapping x
+ *   (other than y == x with equal types); PEAK_ERR_OUT_OF_RANGE if n
+ *   elements of either type do not fit in a ptrdiff_t of bytes.
+ * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
+ * @source IEEE 754-2019 sec. 5.4.2 (formatOf conversions) and 6.2 (NaN
+ *   payloads); bfloat16's layout: Intel, "BFLOAT16 - Hardware Numerics
+ *   Definition" (2018).
+ */
+PEAK_API peak_status peak_convert(void *y, peak_dtype y_type, const void *x, peak_dtype x_type,
+                                  size_t n, const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
 /* Scaled dot-product attention                                               */

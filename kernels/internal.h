@@ -118,6 +118,13 @@ typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_des
    compute it (exp2: for the tests and benchmarks); y may equal x. */
 typedef void (*peak_exp_fn)(float *y, const float *x, size_t n);
 
+/* y[j] = x[j] converted from x_type to y_type for j < n (peak_convert:
+   every pair of peak_dtype, equal types a copy; y != x unless the types
+   are equal).  The scalar tier's bits are convert.h's; every tier's
+   equal them. */
+typedef void (*peak_convert_fn)(void *y, peak_dtype y_type, const void *x, peak_dtype x_type,
+                                size_t n);
+
 /* Attention (peak_attention): the scheduler (schedule/schedule-attention.c)
    cuts a call into parts and runs a tier's block or rows kernel on each,
    with the scratch of the worker that runs it.  desc has kv_heads,
@@ -257,6 +264,8 @@ typedef struct peak_x86_regs {
     uint32_t leaf1_ecx;  /* CPUID.1:ECX                                     */
     uint32_t leaf7_ebx;  /* CPUID.(7,0):EBX (0 when max_leaf < 7)           */
     uint64_t xcr0;       /* XGETBV(0); only meaningful when OSXSAVE is set  */
+    uint32_t leaf7_edx;  /* CPUID.(7,0):EDX (0 when max_leaf < 7)           */
+    uint32_t leaf7_1_eax; /* CPUID.(7,1):EAX (0 when CPUID.(7,0):EAX < 1)   */
 } peak_x86_regs;
 
 /* The best x86 tier these registers allow; *why gets a static explanation. */
@@ -264,8 +273,13 @@ PEAK_INTERNAL peak_isa peak_x86_decide(const peak_x86_regs *r, const char **why)
 /* Reads the real registers (never runs XGETBV when OSXSAVE is clear). */
 PEAK_INTERNAL void peak_x86_read(peak_x86_regs *r);
 
+/* The peak_cpu_feature flags these registers allow. */
+PEAK_INTERNAL unsigned peak_x86_features(const peak_x86_regs *r);
+
 /* AArch64: the tier allowed by getauxval(AT_HWCAP). */
 PEAK_INTERNAL peak_isa peak_arm_decide(unsigned long hwcap, const char **why);
+/* The peak_cpu_feature flags of getauxval(AT_HWCAP) and (AT_HWCAP2). */
+PEAK_INTERNAL unsigned peak_arm_features(unsigned long hwcap, unsigned long hwcap2);
 
 /* Parses a PEAK_ISA value: returns 1 and sets *isa for a known name
    (case-insensitive), 0 otherwise. */

@@ -27,7 +27,7 @@
 
 static peak_isa decide(uint32_t max_leaf, uint32_t ecx1, uint32_t ebx7, uint64_t xcr0)
 {
-    peak_x86_regs r = {max_leaf, ecx1, ebx7, xcr0};
+    peak_x86_regs r = {max_leaf, ecx1, ebx7, xcr0, 0, 0};
     const char *why = NULL;
     peak_isa isa = peak_x86_decide(&r, &why);
     ck_assert_ptr_nonnull(why);
@@ -78,6 +78,95 @@ START_TEST(decide_arm_hwcaps)
     const char *why;
     ck_assert_int_eq(peak_arm_decide(1ul << 1, &why), PEAK_ISA_NEON);
     ck_assert_int_eq(peak_arm_decide(1ul << 0, &why), PEAK_ISA_SCALAR);
+}
+END_TEST
+
+/* The feature flags of mocked registers. */
+#define L1_F16C (1u << 29)
+#define L7D_FP16 (1u << 23)
+#define L71A_BF16 (1u << 5)
+
+static unsigned features(uint32_t max_leaf, uint32_t ecx1, uint32_t ebx7, uint64_t xcr0,
+                         uint32_t edx7, uint32_t eax71)
+{
+    peak_x86_regs r = {max_leaf, ecx1, ebx7, xcr0, edx7, eax71};
+    return peak_x86_features(&r);
+}
+
+START_TEST(features_from_registers)
+{
+    const unsigned all = PEAK_CPU_F16C | PEAK_CPU_AVX512_BF16 | PEAK_CPU_AVX512_FP16;
+    /* Sapphire Rapids: all three; Zen 3: F16C alone; Cooper Lake: no FP16. */
+    ck_assert_uint_eq(features(0x20, L1_HASWELL | L1_F16C, L7_AVX2 | L7_512, XCR0_ZMM, L7D_FP16,
+                               L71A_BF16),
+                      all);
+    ck_assert_uint_eq(features(0x10, L1_HASWELL | L1_F16C, L7_AVX2, XCR0_YMM, 0, 0), PEAK_CPU_F16C);
+    ck_assert_uint_eq(features(0x20, L1_HASWELL | L1_F16C, L7_AVX2 | L7_512, XCR0_ZMM, 0, L71A_BF16),
+                      PEAK_CPU_F16C | PEAK_CPU_AVX512_BF16);
+    /* AVX-512 bits in CPUID, but the OS saves no ZMM state: F16C alone. */
+    ck_assert_uint_eq(features(0x20, L1_HASWELL | L1_F16C, L7_AVX2 | L7_512, XCR0_YMM, L7D_FP16,
+                               L71A_BF16),
+                      PEAK_CPU_F16C);
+    /* The BF16 and FP16 bits without AVX-512 F: nothing of theirs. */
+    ck_assert_uint_eq(features(0x20, L1_HASWELL | L1_F16C, L7_AVX2, XCR0_ZMM, L7D_FP16, L71A_BF16),
+                      PEAK_CPU_F16C);
+    /* No YMM state (a hypervisor hiding AVX), or OSXSAVE clear: nothing. */
+    ck_assert_uint_eq(features(0x20, L1_HASWELL | L1_F16C, L7_AVX2 | L7_512, 0x3, L7D_FP16,
+                               L71A_BF16),
+                      0);
+    ck_assert_uint_eq(features(0x20, (L1_HASWELL | L1_F16C) & ~L1_OSXSAVE, L7_AVX2 | L7_512,
+                               XCR0_ZMM, L7D_FP16, L71A_BF16),
+                      0);
+    /* Leaf 7 not implemented: its (stale) registers must not count. */
+    ck_assert_uint_eq(features(0x06, L1_HASWELL | L1_F16C, L7_AVX2 | L7_512, XCR0_ZMM, L7D_FP16,
+                               L71A_BF16),
+                      PEAK_CPU_F16C);
+}
+END_TEST
+
+START_TEST(features_from_hwcaps)
+{
+    const unsigned long asimd = 1ul << 1, fphp = 1ul << 9, asimdhp = 1ul << 10, bf16 = 1ul << 14;
+    ck_assert_uint_eq(peak_arm_features(asimd, 0), 0);
+    ck_assert_uint_eq(peak_arm_features(asimd | fphp | asimdhp, 0), PEAK_CPU_ARM_FP16);
+    ck_assert_uint_eq(peak_arm_features(asimd | fphp, 0), 0); /* scalar FP16 only */
+    ck_assert_uint_eq(peak_arm_features(asimd, bf16), PEAK_CPU_ARM_BF16);
+    ck_assert_uint_eq(peak_arm_features(asimd | fphp | asimdhp, bf16),
+                      PEAK_CPU_ARM_FP16 | PEAK_CPU_ARM_BF16);
+    ck_assert_uint_eq(peak_arm_features(fphp | asimdhp, bf16), 0); /* no AdvSIMD */
+}
+END_TEST
+
+START_TEST(feature_names_and_the_real_cpu)
+{
+    const char *seen[5];
+    int n = 0;
+    for (unsigned f = PEAK_CPU_F16C; f <= PEAK_CPU_ARM_BF16; f <<= 1, n++) {
+        seen[n] = peak_cpu_feature_name((peak_cpu_feature)f);
+        ck_assert_str_ne(seen[n], "unknown");
+        for (int t = 0; t < n; t++)
+            ck_assert_str_ne(seen[n], seen[t]);
+    }
+    ck_assert_int_eq(n, 5);
+    ck_assert_str_eq(peak_cpu_feature_name((peak_cpu_feature)0), "unknown");
+    ck_assert_str_eq(peak_cpu_feature_name((peak_cpu_feature)(PEAK_CPU_F16C | PEAK_CPU_ARM_BF16)),
+                     "unknown");
+#if defined(__x86_64__)
+    /* What dispatch reports is what the real registers say, and what the
+       compiler's own runtime (libgcc, which checks XCR0 too) says. */
+    peak_x86_regs r;
+    peak_x86_read(&r);
+    ck_assert_uint_eq(peak_cpu_features(), peak_x86_features(&r));
+    __builtin_cpu_init();
+    ck_assert_int_eq((peak_cpu_features() & PEAK_CPU_F16C) != 0,
+                     __builtin_cpu_supports("f16c") != 0);
+    ck_assert_int_eq((peak_cpu_features() & PEAK_CPU_AVX512_BF16) != 0,
+                     __builtin_cpu_supports("avx512bf16") != 0);
+#else
+    ck_assert_uint_eq(peak_cpu_features() & (PEAK_CPU_F16C | PEAK_CPU_AVX512_BF16 |
+                                             PEAK_CPU_AVX512_FP16),
+                      0);
+#endif
 }
 END_TEST
 
@@ -261,6 +350,9 @@ int main(int argc, char **argv)
         tcase_add_test(tc, decide_hostile_os_and_hypervisors);
         tcase_add_test(tc, decide_partial_features);
         tcase_add_test(tc, decide_arm_hwcaps);
+        tcase_add_test(tc, features_from_registers);
+        tcase_add_test(tc, features_from_hwcaps);
+        tcase_add_test(tc, feature_names_and_the_real_cpu);
         tcase_add_test(tc, env_cap_is_a_ceiling);
         tcase_add_test(tc, names_and_status_strings);
         tcase_add_test(tc, force_and_reset);

@@ -10,7 +10,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 static void bit(const char *name, uint64_t reg, int b)
 {
-    printf("  %-10s %s\n", name, (reg >> b) & 1 ? "yes" : "no");
+    printf("  %-11s %s\n", name, (reg >> b) & 1 ? "yes" : "no");
 }
 
 static void print_x86(void)
@@ -27,6 +27,9 @@ static void print_x86(void)
     bit("AVX512DQ", r.leaf7_ebx, 17);
     bit("AVX512BW", r.leaf7_ebx, 30);
     bit("AVX512VL", r.leaf7_ebx, 31);
+    bit("F16C", r.leaf1_ecx, 29);
+    bit("AVX512_BF16", r.leaf7_1_eax, 5);
+    bit("AVX512_FP16", r.leaf7_edx, 23);
     if (r.leaf1_ecx & (1u << 27)) {
         printf("OS state (XCR0 = 0x%llx):\n", (unsigned long long)r.xcr0);
         bit("XMM", r.xcr0, 1);
@@ -55,6 +58,12 @@ int main(void)
             printf("  %-7s compiled, %s\n", peak_isa_name(isa),
                    peak_isa_supported(isa) ? "usable" : "NOT usable on this CPU/OS");
     }
+    printf("Features usable here (peak_cpu_features):");
+    const unsigned features = peak_cpu_features();
+    for (unsigned f = 1; f <= PEAK_CPU_ARM_BF16; f <<= 1)
+        if (features & f)
+            printf(" %s", peak_cpu_feature_name((peak_cpu_feature)f));
+    printf("%s\n", features ? "" : " none");
     const char *env = getenv("PEAK_ISA");
     printf("PEAK_ISA: %s\n", env && *env ? env : "(unset)");
     printf("Selected: %s\n", peak_isa_name(peak_isa_active()));

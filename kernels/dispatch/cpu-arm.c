@@ -16,10 +16,29 @@
    exists, so a typo cannot silently disable or wrongly enable the tier.
    dispatch.c passes getauxval(AT_HWCAP) on AArch64 Linux only. */
 #define PEAK_HWCAP_ASIMD (1ul << 1)
+/* FP16 arithmetic, scalar (FPHP) and AdvSIMD (ASIMDHP); BF16 in AT_HWCAP2. */
+#define PEAK_HWCAP_FPHP (1ul << 9)
+#define PEAK_HWCAP_ASIMDHP (1ul << 10)
+#define PEAK_HWCAP2_BF16 (1ul << 14)
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
 _Static_assert(PEAK_HWCAP_ASIMD == HWCAP_ASIMD, "AT_HWCAP bit of AdvSIMD");
+_Static_assert(PEAK_HWCAP_FPHP == HWCAP_FPHP && PEAK_HWCAP_ASIMDHP == HWCAP_ASIMDHP,
+               "AT_HWCAP bits of FP16");
+_Static_assert(PEAK_HWCAP2_BF16 == HWCAP2_BF16, "AT_HWCAP2 bit of BF16");
 #endif
+
+unsigned peak_arm_features(unsigned long hwcap, unsigned long hwcap2)
+{
+    unsigned f = 0;
+    if (!(hwcap & PEAK_HWCAP_ASIMD))
+        return 0;
+    if ((hwcap & (PEAK_HWCAP_FPHP | PEAK_HWCAP_ASIMDHP)) == (PEAK_HWCAP_FPHP | PEAK_HWCAP_ASIMDHP))
+        f |= PEAK_CPU_ARM_FP16;
+    if (hwcap2 & PEAK_HWCAP2_BF16)
+        f |= PEAK_CPU_ARM_BF16;
+    return f;
+}
 
 peak_isa peak_arm_decide(unsigned long hwcap, const char **why)
 {

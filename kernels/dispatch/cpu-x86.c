@@ -17,12 +17,16 @@
 #define ECX1_XSAVE (1u << 26)
 #define ECX1_OSXSAVE (1u << 27) /* OS enabled XSAVE: XGETBV may be executed */
 #define ECX1_AVX (1u << 28)
+#define ECX1_F16C (1u << 29)
 /* CPUID.(EAX=7,ECX=0):EBX */
 #define EBX7_AVX2 (1u << 5)
 #define EBX7_AVX512F (1u << 16)
 #define EBX7_AVX512DQ (1u << 17)
 #define EBX7_AVX512BW (1u << 30)
 #define EBX7_AVX512VL (1u << 31)
+/* CPUID.(EAX=7,ECX=0):EDX and CPUID.(EAX=7,ECX=1):EAX */
+#define EDX7_AVX512_FP16 (1u << 23)
+#define EAX7_1_AVX512_BF16 (1u << 5)
 /* XCR0 state components */
 #define XCR0_SSE (1u << 1)       /* XMM registers                            */
 #define XCR0_AVX (1u << 2)       /* upper halves of YMM                      */
@@ -84,9 +88,29 @@ peak_isa peak_x86_decide(const peak_x86_regs *r, const char **why)
     return isa;
 }
 
+unsigned peak_x86_features(const peak_x86_regs *r)
+{
+    unsigned f = 0;
+    const uint32_t ebx7 = r->max_leaf >= 7 ? r->leaf7_ebx : 0;
+    const uint32_t edx7 = r->max_leaf >= 7 ? r->leaf7_edx : 0;
+    const uint32_t eax71 = r->max_leaf >= 7 ? r->leaf7_1_eax : 0;
+    if (!has_all(r->leaf1_ecx, ECX1_XSAVE | ECX1_OSXSAVE | ECX1_AVX) ||
+        !has_all(r->xcr0, XCR0_YMM_STATE))
+        return 0;
+    if (has_all(r->leaf1_ecx, ECX1_F16C))
+        f |= PEAK_CPU_F16C;
+    if (has_all(ebx7, EBX7_AVX512F) && has_all(r->xcr0, XCR0_ZMM_STATE)) {
+        if (has_all(eax71, EAX7_1_AVX512_BF16))
+            f |= PEAK_CPU_AVX512_BF16;
+        if (has_all(edx7, EDX7_AVX512_FP16))
+            f |= PEAK_CPU_AVX512_FP16;
+    }
+    return f;
+}
+
 void peak_x86_read(peak_x86_regs *r)
 {
-    *r = (peak_x86_regs){0, 0, 0, 0};
+    *r = (peak_x86_regs){0, 0, 0, 0, 0, 0};
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
     if (!__get_cpuid(0, &a, &b, &c, &d))
@@ -97,6 +121,11 @@ void peak_x86_read(peak_x86_regs *r)
     if (r->max_leaf >= 7) {
         __cpuid_count(7, 0, a, b, c, d);
         r->leaf7_ebx = b;
+        r->leaf7_edx = d;
+        if (a >= 1) { /* subleaves of leaf 7 */
+            __cpuid_count(7, 1, a, b, c, d);
+            r->leaf7_1_eax = a;
+        }
     }
     /* XGETBV is #UD unless the OS set CR4.OSXSAVE: guard it. */
     if (r->leaf1_ecx & ECX1_OSXSAVE) {

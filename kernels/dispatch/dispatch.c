@@ -148,19 +148,24 @@ peak_isa peak_isa_cap(peak_isa detected, const char *env, const char **note)
 /* ---- state: written once under pthread_once, then read-only ------------ */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static peak_isa detected_isa;
+static unsigned detected_features;
 static const peak_kernels *auto_row;
 static _Atomic(const peak_kernels *) active;
 static char reason[320];
 
-static peak_isa detect(const char **why)
+/* The tier and the peak_cpu_feature flags of this CPU and OS. */
+static peak_isa detect(const char **why, unsigned *features)
 {
 #if defined(__x86_64__) || defined(__i386__)
     peak_x86_regs regs;
     peak_x86_read(&regs);
+    *features = peak_x86_features(&regs);
     return peak_x86_decide(&regs, why);
 #elif defined(__aarch64__) && defined(__linux__)
+    *features = peak_arm_features(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
     return peak_arm_decide(getauxval(AT_HWCAP), why);
 #else
+    *features = 0;
     *why = "scalar: no SIMD tier for this architecture";
     return PEAK_ISA_SCALAR;
 #endif
@@ -183,7 +188,7 @@ static void init(void)
 {
     const char *why, *note;
     const char *env = getenv("PEAK_ISA");
-    peak_isa hardware = detect(&why);
+    peak_isa hardware = detect(&why, &detected_features);
     detected_isa = best_compiled_at_or_below(hardware);
     static char why_built[200]; /* the CPU's tier left out of this build */
     if (detected_isa != hardware) {
@@ -251,6 +256,24 @@ const char *peak_isa_reason(void)
 {
     pthread_once(&once, init);
     return reason;
+}
+
+unsigned peak_cpu_features(void)
+{
+    pthread_once(&once, init);
+    return detected_features;
+}
+
+const char *peak_cpu_feature_name(peak_cpu_feature feature)
+{
+    switch (feature) {
+    case PEAK_CPU_F16C: return "f16c";
+    case PEAK_CPU_AVX512_BF16: return "avx512_bf16";
+    case PEAK_CPU_AVX512_FP16: return "avx512_fp16";
+    case PEAK_CPU_ARM_FP16: return "arm_fp16";
+    case PEAK_CPU_ARM_BF16: return "arm_bf16";
+    }
+    return "unknown";
 }
 
 #define PEAK_STR_(x) #x
