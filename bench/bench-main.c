@@ -39,6 +39,7 @@ int main(int argc, char **argv)
     bench_register_layernorm();
     bench_register_attention();
     bench_register_exp();
+    bench_register_convert();
     bench_register_rope();
     bench_register_pe_add();
     bench_register_limits();

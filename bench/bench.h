@@ -35,6 +35,8 @@ void bench_register_attention(void);
    pe_add/<variant>/batch:<B>/seq_len:<S>/d_model:<D>/fly:<0|1>
    (bench-pe-add.c). */
 void bench_register_exp(void);
+/* Registers convert/<variant>/<from>_<to>/n:<n> (bench-convert.c). */
+void bench_register_convert(void);
 void bench_register_pe_add(void);
 /* Registers rope_apply/<variant>/batch:<B>/seq_len:<L>/heads:<H>/head_dim:128/
    cache:<0|1>/inplace:<0|1>/positions:<0|1> with its memcpy floor, and

@@ -23,7 +23,7 @@ secs=${1:-60}
 dir=${2:-build-fuzz}
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] && shift
-families=${*:-pe-table embedding rope softmax attention layernorm exp}
+families=${*:-pe-table embedding rope softmax attention layernorm exp convert}
 
 sh scripts/install-deps.sh --reliability
 if [ ! -f "$dir/build.ninja" ]; then

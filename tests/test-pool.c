@@ -224,7 +224,8 @@ enum family {
     F_LAYERNORM,
     F_ATTENTION,
     F_ROPE_CACHE,
-    F_ROPE_APPLY
+    F_ROPE_APPLY,
+    F_CONVERT
 };
 
 enum { MAX_OUT = 4, MAX_MEM = 16 };
@@ -364,6 +365,9 @@ static peak_status case_call(const pcase *c, const peak_threadpool *pool)
         return peak_rope_cache(c->f[0], c->z[0], c->z[1], &c->rp, pool);
     case F_ROPE_APPLY:
         return peak_rope_apply(c->f[0], c->f[1], &c->rd, pool);
+    case F_CONVERT:
+        return peak_convert(c->f[0], (peak_dtype)c->z[2], c->f[1], (peak_dtype)c->z[1], c->z[0],
+                            pool);
     }
     return PEAK_ERR_INVALID_ARG;
 }
@@ -371,7 +375,7 @@ static peak_status case_call(const pcase *c, const peak_threadpool *pool)
 /* ---- the families' cases -------------------------------------------------- */
 
 enum { N_PE_TABLE = 3, N_PE_ADD = 3, N_EMBED = 6, N_EXP = 2, N_SOFTMAX = 7, N_LAYERNORM = 4,
-       N_ATTENTION = 11, N_ROPE_CACHE = 2, N_ROPE_APPLY = 4 };
+       N_ATTENTION = 11, N_ROPE_CACHE = 2, N_ROPE_APPLY = 4, N_CONVERT = 3 };
 
 static void make_pe_table(pcase *c, int v)
 {
@@ -732,6 +736,32 @@ static void make_rope_apply(pcase *c, int v, uint64_t *rng)
     }
 }
 
+/* float32 -> bfloat16, float16 -> float32, bfloat16 -> float16; a 16-bit
+   array of n elements takes n / 2 floats (n even). */
+static void make_convert(pcase *c, int v, uint64_t *rng)
+{
+    static const peak_dtype from[N_CONVERT] = {PEAK_F32, PEAK_F16, PEAK_BF16};
+    static const peak_dtype to[N_CONVERT] = {PEAK_BF16, PEAK_F32, PEAK_F16};
+    static const char *const names[N_CONVERT] = {"f32 -> bf16", "f16 -> f32", "bf16 -> f16"};
+    const size_t n = ((size_t)1 << 19) + 6;
+    c->fam = F_CONVERT;
+    c->big = 1;
+    snprintf(c->name, sizeof c->name, "convert %s, n 2^19 + 6", names[v]);
+    float *src = case_floats(c, n, 1), *x = src;
+    peak_test_fill_uniform(src, n, rng, -7e4f, 7e4f);
+    if (from[v] != PEAK_F32) {
+        x = case_floats(c, n / 2, 2);
+        ck_assert_int_eq(peak_convert(x, from[v], src, PEAK_F32, n, NULL), PEAK_OK);
+    }
+    const size_t yf = to[v] == PEAK_F32 ? n : n / 2;
+    c->f[0] = case_floats(c, yf, 3);
+    case_out(c, "y", c->f[0], yf, 0);
+    c->f[1] = x;
+    c->z[0] = n;
+    c->z[1] = (size_t)from[v];
+    c->z[2] = (size_t)to[v];
+}
+
 static void make_case(pcase *c, enum family fam, int v)
 {
     memset(c, 0, sizeof *c);
@@ -763,6 +793,9 @@ static void make_case(pcase *c, enum family fam, int v)
         break;
     case F_ROPE_APPLY:
         make_rope_apply(c, v, &rng);
+        break;
+    case F_CONVERT:
+        make_convert(c, v, &rng);
         break;
     }
 }
@@ -947,6 +980,12 @@ END_TEST
 START_TEST(rope_cache_same_bytes)
 {
     run_case(F_ROPE_CACHE, _i, _i);
+}
+END_TEST
+
+START_TEST(convert_same_bytes)
+{
+    run_case(F_CONVERT, _i, _i);
 }
 END_TEST
 
@@ -1244,6 +1283,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, attention_same_bytes, 0, N_ATTENTION);
     tcase_add_loop_test(tc, rope_cache_same_bytes, 0, N_ROPE_CACHE);
     tcase_add_loop_test(tc, rope_apply_same_bytes, 0, N_ROPE_APPLY);
+    tcase_add_loop_test(tc, convert_same_bytes, 0, N_CONVERT);
     tcase_add_test(tc, pool_whose_workers_changes);
     tcase_add_test(tc, nested_call_on_a_reentrant_pool);
     tcase_add_test(tc, nested_call_on_a_created_pool);

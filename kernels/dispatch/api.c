@@ -413,6 +413,35 @@ peak_status peak_exp(float *y, const float *x, size_t n, const peak_threadpool *
     return PEAK_OK;
 }
 
+/* ---- element types ---------------------------------------------------------- */
+
+size_t peak_dtype_size(peak_dtype type)
+{
+    switch (type) {
+    case PEAK_F32: return sizeof(float);
+    case PEAK_BF16:
+    case PEAK_F16: return sizeof(uint16_t);
+    }
+    return 0;
+}
+
+peak_status peak_convert(void *y, peak_dtype y_type, const void *x, peak_dtype x_type, size_t n,
+                         const peak_threadpool *pool)
+{
+    const size_t ys = peak_dtype_size(y_type), xs = peak_dtype_size(x_type);
+    if (!ys || !xs)
+        return PEAK_ERR_UNSUPPORTED;
+    if (!y || !x || n == 0)
+        return PEAK_ERR_INVALID_ARG;
+    if (n > (size_t)PTRDIFF_MAX / sizeof(float))
+        return PEAK_ERR_OUT_OF_RANGE;
+    const bool same = y == x && y_type == x_type;
+    if (!same && spans_meet(array_span(y, n, ys), array_span(x, n, xs)))
+        return PEAK_ERR_INVALID_ARG;
+    peak_schedule_convert(y, y_type, x, x_type, n, pool);
+    return PEAK_OK;
+}
+
 /* ---- attention ------------------------------------------------------------ */
 
 /* peak.h's zero "defaults": kv_heads 0 is heads (no grouping), v_head_dim

@@ -53,6 +53,9 @@ PEAK_INTERNAL void peak_schedule_softmax(float *y, const float *x, const peak_so
 PEAK_INTERNAL void peak_schedule_exp(float *y, const float *x, size_t n,
                                      const peak_threadpool *pool);
 
+PEAK_INTERNAL void peak_schedule_convert(void *y, peak_dtype y_type, const void *x,
+                                         peak_dtype x_type, size_t n, const peak_threadpool *pool);
+
 PEAK_INTERNAL void peak_schedule_add_layernorm(float *y, ptrdiff_t ld_y, float *sum,
                                                ptrdiff_t ld_sum, const float *x, ptrdiff_t ld_x,
                                                const float *r, ptrdiff_t ld_r, const float *gamma,

@@ -309,4 +309,52 @@ static inline peak_vi peak_vf_as_vi(peak_vf v) { return _mm256_castps_si256(v); 
    for 1 <= e <= 254, +0 for e = 0. */
 static inline peak_vf peak_vf_pow2_biased(peak_vi e) { return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)); }
 
+/* ---- 16-bit element types (peak_convert; convert.h gives the bits) ---- */
+
+/* NaN lanes with the fraction's top bit set (quiet). */
+static inline peak_vf peak_vf_quiet_nan(peak_vf v)
+{
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    return _mm256_or_ps(v, _mm256_and_ps(nan, _mm256_castsi256_ps(_mm256_set1_epi32(0x400000))));
+}
+
+/* 8 bfloat16 as floats: shifted up, exact; NaN quieted. */
+static inline peak_vf peak_vf_load_bf16(const uint16_t *p)
+{
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+    return peak_vf_quiet_nan(_mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+}
+
+/* 8 floats as bfloat16: + 0x7fff + the kept part's lowest bit, the top
+   half (ties to even, overflow to inf); NaN: its top half, quieted. */
+static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+{
+    const __m256i u = _mm256_castps_si256(v), hi = _mm256_srli_epi32(u, 16);
+    const __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    const __m256i r =
+        _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i q = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+    const __m256i h = _mm256_blendv_epi8(r, q, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    /* Each 128-bit lane packs its 4 values twice; qwords 0 and 2 hold 0..7. */
+    _mm_storeu_si128((__m128i *)(void *)p,
+                     _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08)));
+}
+
+/* float16 needs F16C, which the AVX2 tier does not require: its users
+   carry this attribute and run only where peak_cpu_features() has it. */
+#define PEAK_VF_F16_TARGET __attribute__((target("f16c")))
+
+/* 8 float16 as floats (VCVTPH2PS: exact, NaN quieted). */
+PEAK_VF_F16_TARGET static inline peak_vf peak_vf_load_f16(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* 8 floats as float16 (VCVTPS2PH, round to nearest even by its immediate,
+   not MXCSR). */
+PEAK_VF_F16_TARGET static inline void peak_vf_store_f16(uint16_t *p, peak_vf v)
+{
+    _mm_storeu_si128((__m128i *)(void *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
 #endif /* PEAK_F32_AVX2_H */

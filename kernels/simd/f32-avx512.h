@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* This tier's kernel symbol (kernels.inc): PEAK_TIER_FN(peak_f32_softmax) is
    peak_f32_softmax__avx512.  The family bodies define their kernels with it. */
@@ -263,5 +264,51 @@ static inline peak_vi peak_vf_as_vi(peak_vf v) { return _mm512_castps_si512(v); 
 /* e's low 9 bits shifted into the sign and exponent fields: 2^(e - 127)
    for 1 <= e <= 254, +0 for e = 0. */
 static inline peak_vf peak_vf_pow2_biased(peak_vi e) { return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23)); }
+
+/* ---- 16-bit element types (peak_convert; convert.h gives the bits) ---- */
+
+/* NaN lanes with the fraction's top bit set (quiet). */
+static inline peak_vf peak_vf_quiet_nan(peak_vf v)
+{
+    const __m512i u = _mm512_castps_si512(v);
+    return _mm512_castsi512_ps(_mm512_mask_or_epi32(u, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u,
+                                                    _mm512_set1_epi32(0x400000)));
+}
+
+/* 16 bfloat16 as floats: shifted up, exact; NaN quieted. */
+static inline peak_vf peak_vf_load_bf16(const uint16_t *p)
+{
+    const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
+    return peak_vf_quiet_nan(_mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+}
+
+/* 16 floats as bfloat16: + 0x7fff + the kept part's lowest bit, the top
+   half (ties to even, overflow to inf); NaN: its top half, quieted.
+   Integer operations, not VCVTNEPS2BF16, which flushes subnormals. */
+static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+{
+    const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+    const __m512i odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i h =
+        _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    h = _mm512_mask_or_epi32(h, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), hi, _mm512_set1_epi32(0x40));
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm512_cvtepi32_epi16(h));
+}
+
+/* AVX-512 F has the 512-bit float16 conversions: no attribute needed. */
+#define PEAK_VF_F16_TARGET
+
+/* 16 float16 as floats (VCVTPH2PS: exact, NaN quieted). */
+static inline peak_vf peak_vf_load_f16(const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+}
+
+/* 16 floats as float16 (VCVTPS2PH, round to nearest even by its
+   immediate, not MXCSR). */
+static inline void peak_vf_store_f16(uint16_t *p, peak_vf v)
+{
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
 
 #endif /* PEAK_F32_AVX512_H */

@@ -17,6 +17,7 @@
 #include <arm_neon.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 /* This tier's kernel symbol (kernels.inc): PEAK_TIER_FN(peak_f32_softmax) is
@@ -235,5 +236,49 @@ static inline peak_vi peak_vf_as_vi(peak_vf v) { return vreinterpretq_s32_f32(v)
 /* e's low 9 bits shifted into the sign and exponent fields: 2^(e - 127)
    for 1 <= e <= 254, +0 for e = 0. */
 static inline peak_vf peak_vf_pow2_biased(peak_vi e) { return vreinterpretq_f32_s32(vshlq_n_s32(e, 23)); }
+
+/* ---- 16-bit element types (peak_convert; convert.h gives the bits) ---- */
+
+/* NaN lanes with the fraction's top bit set (quiet). */
+static inline peak_vf peak_vf_quiet_nan(peak_vf v)
+{
+    const uint32x4_t nan = vmvnq_u32(vceqq_f32(v, v));
+    return vreinterpretq_f32_u32(
+        vorrq_u32(vreinterpretq_u32_f32(v), vandq_u32(nan, vdupq_n_u32(0x400000u))));
+}
+
+/* 4 bfloat16 as floats: shifted up, exact; NaN quieted. */
+static inline peak_vf peak_vf_load_bf16(const uint16_t *p)
+{
+    return peak_vf_quiet_nan(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)));
+}
+
+/* 4 floats as bfloat16: + 0x7fff + the kept part's lowest bit, the top
+   half (ties to even, overflow to inf); NaN: its top half, quieted. */
+static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+{
+    const uint32x4_t u = vreinterpretq_u32_f32(v), hi = vshrq_n_u32(u, 16);
+    const uint32x4_t odd = vandq_u32(hi, vdupq_n_u32(1));
+    const uint32x4_t r = vshrq_n_u32(vaddq_u32(u, vaddq_u32(odd, vdupq_n_u32(0x7fff))), 16);
+    const uint32x4_t q = vorrq_u32(hi, vdupq_n_u32(0x40));
+    const uint32x4_t nan = vmvnq_u32(vceqq_f32(v, v));
+    vst1_u16(p, vmovn_u32(vbslq_u32(nan, q, r)));
+}
+
+/* Float16 conversions are baseline AArch64 (FCVTL, FCVTN). */
+#define PEAK_VF_F16_TARGET
+
+/* 4 float16 as floats (FCVTL: exact, NaN quieted). */
+static inline peak_vf peak_vf_load_f16(const uint16_t *p)
+{
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
+/* 4 floats as float16 (FCVTN, FPCR's rounding: to nearest even unless a
+   program changed it). */
+static inline void peak_vf_store_f16(uint16_t *p, peak_vf v)
+{
+    vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+}
 
 #endif /* PEAK_F32_NEON_H */

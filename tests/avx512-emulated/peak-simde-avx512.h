@@ -24,6 +24,11 @@
  *   _mm512_reduce_add_pd, _mm512_reduce_max_ps, _mm512_reduce_ps
  * Named (SIMDe 0.7.4 has simde_mm512_shuffle_f32x4 but not its native
  *   name): _mm512_shuffle_f32x4.
+ * Supplied for peak_convert: _mm512_cvtepu16_epi32, _mm512_cvtepi32_epi16
+ *   (element by element), _mm512_cvtph_ps and _mm512_cvtps_ph (the
+ *   same instructions' 256-bit F16C forms on each half: the emulated tier
+ *   needs F16C, which every AVX2 CPU peak's CI meets has; only the
+ *   immediate peak passes, round to nearest even).
  * Replaced (SIMDe's differs from the hardware):
  *   _mm512_scalef_ps, _mm512_maskz_scalef_ps; and _mm512_load_ps,
  *   _mm512_store_ps, _mm512_load_pd, _mm512_store_pd, which gain the
@@ -343,6 +348,73 @@ PEAK_EMU_OUTLINE float peak_emu_mm512_reduce_max_ps(__m512 a)
 
 #undef _mm512_shuffle_f32x4
 #define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4((a), (b), (imm8))
+
+/* ---- 16-bit conversions --------------------------------------------------- */
+
+/* VPMOVZXWD zmm, ymm: 16 words zero-extended to dwords. */
+PEAK_EMU_OUTLINE __m512i peak_emu_mm512_cvtepu16_epi32(__m256i a)
+{
+    uint16_t in[16];
+    uint32_t out[16];
+    __m512i r;
+    memcpy(in, &a, sizeof in);
+    for (int i = 0; i < 16; i++)
+        out[i] = in[i];
+    memcpy(&r, out, sizeof r);
+    return r;
+}
+#undef _mm512_cvtepu16_epi32
+#define _mm512_cvtepu16_epi32(a) peak_emu_mm512_cvtepu16_epi32((a))
+
+/* VPMOVDW ymm, zmm: each dword's low word (truncation). */
+PEAK_EMU_OUTLINE __m256i peak_emu_mm512_cvtepi32_epi16(__m512i a)
+{
+    uint32_t in[16];
+    uint16_t out[16];
+    __m256i r;
+    memcpy(in, &a, sizeof in);
+    for (int i = 0; i < 16; i++)
+        out[i] = (uint16_t)in[i];
+    memcpy(&r, out, sizeof r);
+    return r;
+}
+#undef _mm512_cvtepi32_epi16
+#define _mm512_cvtepi32_epi16(a) peak_emu_mm512_cvtepi32_epi16((a))
+
+/* _mm256_cvtph_ps and _mm256_cvtps_ph are the compiler's own F16C
+   intrinsics here: SIMDe's avx512.h does not include its f16c.h, whose
+   aliases would replace them with software. */
+/* VCVTPH2PS zmm, ymm as two VCVTPH2PS ymm, xmm. */
+__attribute__((target("f16c"), noinline, unused)) static __m512 peak_emu_mm512_cvtph_ps(__m256i a)
+{
+    __m128i half[2];
+    float out[16];
+    __m512 r;
+    memcpy(half, &a, sizeof half);
+    _mm256_storeu_ps(out, _mm256_cvtph_ps(half[0]));
+    _mm256_storeu_ps(out + 8, _mm256_cvtph_ps(half[1]));
+    memcpy(&r, out, sizeof r);
+    return r;
+}
+#undef _mm512_cvtph_ps
+#define _mm512_cvtph_ps(a) peak_emu_mm512_cvtph_ps((a))
+
+/* VCVTPS2PH ymm, zmm, imm as two VCVTPS2PH xmm, ymm, imm (round to
+   nearest even: the only immediate peak passes). */
+__attribute__((target("f16c"), noinline, unused)) static __m256i peak_emu_mm512_cvtps_ph_rne(__m512 a)
+{
+    float in[16];
+    __m128i half[2];
+    __m256i r;
+    memcpy(in, &a, sizeof in);
+    half[0] = _mm256_cvtps_ph(_mm256_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT);
+    half[1] = _mm256_cvtps_ph(_mm256_loadu_ps(in + 8), _MM_FROUND_TO_NEAREST_INT);
+    memcpy(&r, half, sizeof r);
+    return r;
+}
+#undef _mm512_cvtps_ph
+#define _mm512_cvtps_ph(a, imm) \
+    ((void)sizeof(char[(imm) == _MM_FROUND_TO_NEAREST_INT ? 1 : -1]), peak_emu_mm512_cvtps_ph_rne((a)))
 
 /* ---- VSCALEFPS ----------------------------------------------------------- */
 
