@@ -65,7 +65,7 @@ __all__ = [
     "isa_reset", "isa_reason", "isa_names", "use_isa", "pe_table", "pe_add", "embed_pe",
     "softmax", "attention", "attention_merge", "alibi_slopes", "add_layernorm", "exp",
     "RopeParams", "rope_cache", "rope_apply", "MAX_POSITION", "ROPE_MAX_DIM", "ALIBI_MAX_HEADS",
-    "ThreadPool",
+    "ThreadPool", "convert", "cpu_features",
 ]
 
 MAX_POSITION = 1 << 32
@@ -286,6 +286,9 @@ _attention_merge = _proto("peak_attention_merge", _I, _P, _P, ctypes.POINTER(_P)
                           ctypes.POINTER(_P), _Z, ctypes.POINTER(_MergeDesc), _P)
 _rope_cache = _proto("peak_rope_cache", _I, _P, _Z, _Z, ctypes.POINTER(_RopeParams), _P)
 _rope_apply = _proto("peak_rope_apply", _I, _P, _P, ctypes.POINTER(_RopeDesc), _P)
+_convert = _proto("peak_convert", _I, _P, _I, _P, _I, _Z, _P)
+_cpu_features = _proto("peak_cpu_features", ctypes.c_uint)
+_cpu_feature_name = _proto("peak_cpu_feature_name", ctypes.c_char_p, ctypes.c_uint)
 _add_layernorm = _proto("peak_add_layernorm", _I, _P, _S, _P, _S, _P, _S, _P, _S, _P, _P,
                         _Z, _Z, ctypes.c_float, _P)
 
@@ -351,6 +354,14 @@ def isa_force(name):
 def isa_reset():
     """Back to the automatic choice (which PEAK_ISA still caps)."""
     _isa_reset()
+
+
+def cpu_features():
+    """The CPU features beyond a tier's baseline that peak detects and this
+    CPU and OS offer (peak_cpu_features), by name: "f16c", "avx512_bf16",
+    "avx512_fp16", "arm_fp16", "arm_bf16"."""
+    bits = _cpu_features()
+    return [_cpu_feature_name(1 << k).decode() for k in range(32) if bits >> k & 1]
 
 
 def isa_reason():
@@ -1573,4 +1584,74 @@ def exp(x, out=None, *, threads=None, pool=None):
             _no_overlap("out", out, x=src)
     with run as p:
         _check(_exp(_ptr(out), _ptr(src), x.size, p), "peak_exp")
+    return out
+
+
+# ---- element types -------------------------------------------------------------
+
+# peak_dtype codes.
+_F32, _BF16, _F16 = 0, 1, 2
+
+
+def _bfloat16():
+    """ml_dtypes' bfloat16 numpy type, or None where ml_dtypes is absent."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return ml_dtypes.bfloat16
+
+
+def _dtype_code(dt, what):
+    """peak_dtype of a numpy dtype (or a name: "float32", "float16",
+    "bfloat16")."""
+    if isinstance(dt, str) and dt == "bfloat16":
+        bf16 = _bfloat16()
+        if bf16 is None:
+            raise TypeError(f"{what}: bfloat16 arrays need ml_dtypes (pip install ml_dtypes)")
+        dt = bf16
+    try:
+        dt = np.dtype(dt)
+    except TypeError:
+        raise TypeError(f"{what}: not a numpy dtype: {dt!r}") from None
+    if dt == np.float32:
+        return _F32, dt
+    if dt == np.float16:
+        return _F16, dt
+    if dt.name == "bfloat16":
+        return _BF16, dt
+    raise TypeError(f"{what}: expected float32, float16 or bfloat16 (ml_dtypes), got {dt}")
+
+
+def convert(x, dtype, out=None, *, threads=None, pool=None):
+    """x converted to ``dtype`` (peak_convert): float32, float16 and bfloat16
+    (``ml_dtypes.bfloat16``, or the name "bfloat16" where ml_dtypes is
+    installed) in any direction.  Widening is exact; narrowing rounds to
+    nearest even; NaN stays NaN (quiet, sign kept); subnormals are kept.
+    The same bits on every tier.
+
+    x: a numpy array of one of those types, any shape (copied if not
+    C-contiguous); out: None or a C-contiguous writable array of x's shape
+    and ``dtype`` (x itself when dtype is x's).  threads, pool: see the
+    module docstring."""
+    run = _Run(threads, pool)
+    if not isinstance(x, np.ndarray):
+        raise TypeError("x: expected a numpy.ndarray")
+    xt, _ = _dtype_code(x.dtype, "x")
+    yt, ydt = _dtype_code(dtype, "dtype")
+    if x.size == 0:
+        raise ValueError("x: empty array")
+    src = np.ascontiguousarray(x)
+    if out is None:
+        out = np.empty(x.shape, ydt)
+    else:
+        if not isinstance(out, np.ndarray) or out.dtype != ydt:
+            raise TypeError(f"out: expected a numpy.ndarray of {ydt}")
+        _shape_is("out", out, x.shape)
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("out: must be C-contiguous and writable")
+        if not (out.ctypes.data == src.ctypes.data and xt == yt):
+            _no_overlap("out", out, x=src)
+    with run as p:
+        _check(_convert(out.ctypes.data, yt, src.ctypes.data, xt, x.size, p), "peak_convert")
     return out

@@ -926,5 +926,75 @@ class AttentionMerge(unittest.TestCase):
             same_bytes(self, lse, want_lse, str(w))
 
 
+class Convert(unittest.TestCase):
+    """peak.convert against NumPy's own float16 conversions (round to
+    nearest even) and ml_dtypes' bfloat16 where it is installed."""
+
+    @staticmethod
+    def bits(a):
+        return a.view(np.uint32 if a.dtype.itemsize == 4 else np.uint16)
+
+    def test_float16_both_ways(self):
+        h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+        wide = peak.convert(h, np.float32)
+        ref = h.astype(np.float32)
+        nan = np.isnan(ref)
+        self.assertTrue(np.array_equal(self.bits(wide)[~nan], self.bits(ref)[~nan]))
+        self.assertTrue(np.all(np.isnan(wide[nan])))
+        self.assertTrue(np.all(self.bits(wide)[nan] & 0x400000))  # quiet
+        x = np.concatenate([rand(100000, lo=-7e4, hi=7e4), rand(100000, lo=-1e-4, hi=1e-4),
+                            np.array([65504, 65519.996, 65520, -65520, 2.0**-25, 3 * 2.0**-25,
+                                      2.0**-24, 1e-45, -0.0, np.inf, -np.inf], np.float32)])
+        for threads in (None, 3):
+            got = peak.convert(x, np.float16, threads=threads)
+            with np.errstate(over="ignore"):  # 65520 and beyond: inf, as intended
+                ref16 = x.astype(np.float16)
+            self.assertTrue(np.array_equal(self.bits(got), self.bits(ref16)))
+
+    def test_bfloat16_against_ml_dtypes(self):
+        try:
+            import ml_dtypes
+        except ImportError:
+            self.skipTest("ml_dtypes is not installed (pip install ml_dtypes)")
+        bf = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(ml_dtypes.bfloat16)
+        wide = peak.convert(bf, np.float32)
+        ref = bf.astype(np.float32)
+        ok = ~np.isnan(ref)
+        self.assertTrue(np.array_equal(self.bits(wide)[ok], self.bits(ref)[ok]))
+        x = rand(200000, lo=-3e38, hi=3e38) * rand(200000, lo=-1, hi=1) ** 20
+        got = peak.convert(x, "bfloat16")
+        self.assertEqual(got.dtype, ml_dtypes.bfloat16)
+        self.assertTrue(np.array_equal(got.view(np.uint16), x.astype(ml_dtypes.bfloat16).view(np.uint16)))
+        self.assertTrue(np.array_equal(peak.convert(got, np.float16).view(np.uint16),
+                                       got.astype(np.float32).astype(np.float16).view(np.uint16)))
+
+    def test_errors(self):
+        x = rand(8)
+        with self.assertRaises(TypeError):
+            peak.convert(x.astype(np.float64), np.float16)
+        with self.assertRaises(TypeError):
+            peak.convert(x, np.int16)
+        with self.assertRaises(ValueError):
+            peak.convert(x, np.float16, out=np.empty(7, np.float16))
+        with self.assertRaises(TypeError):
+            peak.convert(x, np.float16, out=np.empty(8, np.float32))
+        with self.assertRaises(ValueError):
+            peak.convert(np.empty(0, np.float32), np.float16)
+        buf = np.zeros(16, np.float32)
+        with self.assertRaises(ValueError):  # out overlaps x across types
+            peak.convert(buf, np.float16, out=buf.view(np.float16)[:16])
+        same = rand(16)
+        self.assertIs(peak.convert(same, np.float32, out=same), same)  # a copy onto itself
+        try:
+            import ml_dtypes  # noqa: F401
+        except ImportError:
+            with self.assertRaises(TypeError):
+                peak.convert(x, "bfloat16")
+
+    def test_cpu_features(self):
+        names = {"f16c", "avx512_bf16", "avx512_fp16", "arm_fp16", "arm_bf16"}
+        self.assertTrue(set(peak.cpu_features()) <= names)
+
+
 if __name__ == "__main__":
     unittest.main()
