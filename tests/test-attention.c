@@ -859,6 +859,56 @@ static size_t split_chunks(const peak_attention_desc *desc)
     return plan.chunks;
 }
 
+/* The plan's tail: a kv head's last rows that go to the rows kernel. */
+static size_t plan_tail_rows(const peak_attention_desc *desc)
+{
+    peak_attention_desc d = *desc;
+    d.kv_heads = d.kv_heads ? d.kv_heads : d.heads;
+    d.v_head_dim = d.v_head_dim ? d.v_head_dim : d.head_dim;
+    d.scale = d.scale != 0.0f ? d.scale : (float)(1.0 / sqrt((double)d.head_dim));
+    peak_attention_plan plan;
+    peak_schedule_attention_plan(&plan, peak_active_kernels(), &d, 1);
+    return plan.tail;
+}
+
+/* Query rows past whole vectors, at most a quarter vector, go to the rows
+   kernel (schedule-attention.c, plan_tail): cross-attention over 50
+   queries, a causal call of 66 rows (64 + 2), GQA 2:1 over 9 positions (18
+   rows a kv head), and 17 rows (one past a 16-lane vector) with key
+   padding; against the oracle, and the tail the plan takes on each tier
+   (AVX-512: up to 4 of 16 lanes; AVX2: up to 2 of 8; NEON: 1 of 4; the
+   scalar tier has no vectors). */
+START_TEST(tail_rows_on_the_rows_kernel)
+{
+    static const att_shape shapes[] = {
+        {1, 8, 8, 50, 512, 64, 64, 1, 0, 0, 1},
+        {2, 2, 2, 66, 80, 32, 32, 0, 1, 3, 1},
+        {1, 4, 2, 9, 130, 16, 24, 0, 0, 0, 0},
+        {2, 3, 3, 17, 200, 8, 8, 1, 2, 5, 1},
+    };
+    const att_shape *sh = &shapes[_i];
+    att_opts o = {0};
+    o.workspace = ATT_WS_BY_SEED;
+    if (_i == 1) {
+        o.mask.causal = 1;
+    } else if (_i == 3) {
+        o.mask.key_len = 1;
+    }
+    peak_tester_problem p;
+    att_problem *a = att_begin(&p, sh, 2700 + (uint64_t)_i, &o);
+    const size_t rows = sh->Lq * (sh->H / sh->KVH);
+    const size_t lanes = peak_test_isa == PEAK_ISA_AVX512 ? 16
+                         : peak_test_isa == PEAK_ISA_AVX2 ? 8
+                         : peak_test_isa == PEAK_ISA_NEON ? 4 : 0;
+    const size_t t = lanes ? rows % lanes : 0, want = t > 0 && 4 * t <= lanes ? t : 0;
+    CHECK(peak_test_isa == PEAK_ISA_SCALAR || plan_tail_rows(&a->d) == want,
+          "%s: %zu rows a kv head: tail %zu, want %zu", peak_isa_name(peak_test_isa), rows,
+          plan_tail_rows(&a->d), want);
+    peak_tester_run(&attention, &p);
+    peak_tester_free(&attention, &p);
+}
+END_TEST
+
 /* A decode step of a batch-1 model over a long cache: on the SIMD tiers
    its keys are cut into chunks merged through their lse (the scalar tier
    rounds once and never cuts them); against the oracle as any call:
@@ -2389,6 +2439,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, scores_of_1e4, 0, 4);
     tcase_add_loop_test(tc, decode_long_cache, 0, 2);
     tcase_add_loop_test(tc, split_kv_decode, 0, 3);
+    tcase_add_loop_test(tc, tail_rows_on_the_rows_kernel, 0, 4);
     tcase_add_loop_test(tc, split_kv_masked, 0, 2);
     tcase_add_loop_test(tc, merge_key_halves, 0, 8);
     tcase_add_test(tc, merge_fully_masked_part);

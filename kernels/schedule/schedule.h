@@ -76,7 +76,9 @@ typedef struct peak_attention_plan {
     bool rows_only;               /* every kv head by the rows kernel */
     size_t bundle;                /* kv heads per part (rows_only) */
     size_t units;                 /* parts per batch and chunk */
-    size_t blocks;                /* per kv head (not rows_only) */
+    size_t blocks;                /* per kv head (not rows_only), the tail's included */
+    size_t tail;                  /* a kv head's last rows that go to the rows
+                                     kernel instead of a vector of their own */
     bool reverse;                 /* a kv head's blocks last first */
     size_t chunks, chunk_keys;    /* split-KV: chunks per unit (1: not split) */
     size_t items;
