@@ -848,7 +848,8 @@ END_TEST
 
 /* The chunks the scheduler cuts a call's keys into on this tier
    (kernels/schedule/schedule-attention.c; 1: not split). */
-static size_t split_chunks(const peak_attention_desc *desc)
+/* The scheduler's plan of a call on the active tier, for one worker. */
+static peak_attention_plan plan_of(const peak_attention_desc *desc)
 {
     peak_attention_desc d = *desc;
     d.kv_heads = d.kv_heads ? d.kv_heads : d.heads;
@@ -856,19 +857,18 @@ static size_t split_chunks(const peak_attention_desc *desc)
     d.scale = d.scale != 0.0f ? d.scale : (float)(1.0 / sqrt((double)d.head_dim));
     peak_attention_plan plan;
     peak_schedule_attention_plan(&plan, peak_active_kernels(), &d, 1);
-    return plan.chunks;
+    return plan;
+}
+
+static size_t split_chunks(const peak_attention_desc *desc)
+{
+    return plan_of(desc).chunks;
 }
 
 /* The plan's tail: a kv head's last rows that go to the rows kernel. */
 static size_t plan_tail_rows(const peak_attention_desc *desc)
 {
-    peak_attention_desc d = *desc;
-    d.kv_heads = d.kv_heads ? d.kv_heads : d.heads;
-    d.v_head_dim = d.v_head_dim ? d.v_head_dim : d.head_dim;
-    d.scale = d.scale != 0.0f ? d.scale : (float)(1.0 / sqrt((double)d.head_dim));
-    peak_attention_plan plan;
-    peak_schedule_attention_plan(&plan, peak_active_kernels(), &d, 1);
-    return plan.tail;
+    return plan_of(desc).tail;
 }
 
 /* Query rows past whole vectors, at most a quarter vector, go to the rows
