@@ -20,6 +20,7 @@
 #include "bench.h"
 #include "gbench-shim.h"
 
+#include "convert.h"
 #include "internal.h"
 #include "peak.h"
 
@@ -72,7 +73,8 @@ static void cv_run(const cv_case *c, void *y, const void *x, size_t n, const pea
     const size_t xb = n * peak_dtype_size(c->p->from), yb = n * peak_dtype_size(c->p->to);
     switch (c->v->impl) {
     case 0:
-        peak_kernels_for(c->v->isa)->convert(y, c->p->to, x, c->p->from, n);
+        peak_kernels_for(c->v->isa)->convert(y, c->p->to, x, c->p->from, n,
+                                                   peak_convert_streams(c->p->to, c->p->from, n));
         break;
     case 1:
         peak_convert(y, c->p->to, x, c->p->from, n, pool);
@@ -100,8 +102,8 @@ static void convert_body(gb_state *st, void *user, const peak_threadpool *pool)
         goto out;
     }
     bench_fill_uniform(src, n, 0x0c0c0c0c, -1e4f, 1e4f);
-    peak_kernels_for(PEAK_ISA_SCALAR)->convert(x, c->p->from, src, PEAK_F32, n);
-    peak_kernels_for(PEAK_ISA_SCALAR)->convert(want, c->p->to, x, c->p->from, n);
+    peak_kernels_for(PEAK_ISA_SCALAR)->convert(x, c->p->from, src, PEAK_F32, n, false);
+    peak_kernels_for(PEAK_ISA_SCALAR)->convert(want, c->p->to, x, c->p->from, n, false);
     cv_run(c, y, x, n, pool);
     if (c->v->impl != 2 && memcmp(y, want, n * peak_dtype_size(c->p->to)) != 0) {
         gb_skip_with_error(st, "wrong output: not the scalar tier's bytes");

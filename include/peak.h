@@ -1117,7 +1117,8 @@ PEAK_API size_t peak_dtype_size(peak_dtype type);
  * copy.
  * - NaN stays NaN, quiet, with its sign and the top bits of its payload (as
  *   many as the narrower fraction holds); a signalling NaN is quieted (the
- *   fraction's top bit set), in every direction.
+ *   fraction's top bit set) by every conversion between two types (a
+ *   same-type copy keeps every bit).
  * - Overflow gives inf with the sign: float16 from a magnitude of 65520 or
  *   more (the tie between 65504, the largest finite, and 2^16 goes to the
  *   even 2^16); bfloat16 from 0x1.ff0000p+127 (0x7f7f8000) or more.
@@ -1128,10 +1129,13 @@ PEAK_API size_t peak_dtype_size(peak_dtype type);
  *   either way).  On AArch64 float16 follows FPCR (FZ16 flushes it; Linux
  *   starts processes with it clear).
  * Every tier gives the same bits (the scalar tier: kernels/convert.h).
- * @param[out] y  [n] elements of y_type, contiguous.  y may equal x only
- *                when the types are equal; otherwise they must not overlap.
+ * @param[out] y  [n] elements of y_type, contiguous, aligned to the
+ *                element's size.  y may equal x only when the types are
+ *                equal (then nothing is written); otherwise they must not
+ *                overlap.
  * @param y_type  y's element type.
- * @param x       [n] elements of x_type, contiguous.
+ * @param x       [n] elements of x_type, contiguous, aligned to the
+ *                element's size.
  * @param x_type  x's element type.
  * @param n       number of elements.
  * @param pool    the caller's thread pool, or NULL (this thread only): see
@@ -1139,8 +1143,8 @@ PEAK_API size_t peak_dtype_size(peak_dtype type);
  * @return PEAK_OK, or an error (below); nothing is written on an error.
  * @errors PEAK_ERR_UNSUPPORTED for a type outside peak_dtype;
  *   PEAK_ERR_INVALID_ARG for NULL y or x, n == 0, or y overlapping x
- *   (other than y == x with equal types); PEAK_ERR_OUT_OF_RANGE if n
- *   elements of either type do not fit in a ptrdiff_t of bytes.
+ *   (other than y == x with equal types); PEAK_ERR_OUT_OF_RANGE if n * 4
+ *   bytes do not fit in a ptrdiff_t (whatever the types).
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
  * @source IEEE 754-2019 sec. 5.4.2 (formatOf conversions) and 6.2 (NaN
  *   payloads); bfloat16's layout: Intel, "BFLOAT16 - Hardware Numerics

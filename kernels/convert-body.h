@@ -19,16 +19,15 @@
 #error "include the tier's vocabulary (simd/f32-<isa>.h) before convert-body.h"
 #endif
 
-/* The loop of one pair: whole vectors from x (XT elements) to y; returns
-   the elements done.  XT and YT are type names, which parentheses would
-   not take. */
+/* The loop of one pair: whole vectors from element j of x (XT elements)
+   to y; returns the elements done.  XT and YT are type names, which
+   parentheses would not take. */
 /* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define PEAK_CONVERT_LOOP(name, attr, XT, YT, load, store)                                   \
-    attr static size_t name(void *y, const void *x, size_t n)                                \
+    attr static size_t name(void *y, const void *x, size_t j, size_t n)                      \
     {                                                                                         \
         const XT *src = x;                                                                    \
         YT *dst = y;                                                                          \
-        size_t j = 0;                                                                         \
         for (; j + PEAK_VF_LANES <= n; j += PEAK_VF_LANES)                                    \
             store(dst + j, load(src + j));                                                    \
         return j;                                                                             \
@@ -44,12 +43,29 @@ PEAK_CONVERT_LOOP(convert_bf16_f16, PEAK_VF_F16_TARGET, uint16_t, uint16_t, peak
                   peak_vf_store_f16)
 PEAK_CONVERT_LOOP(convert_f16_bf16, PEAK_VF_F16_TARGET, uint16_t, uint16_t, peak_vf_load_f16,
                   peak_vf_store_bf16)
+/* Widening into a large float32 y: streaming stores (y aligned). */
+PEAK_CONVERT_LOOP(convert_bf16_f32_stream, , uint16_t, float, peak_vf_load_bf16, peak_vf_stream)
+PEAK_CONVERT_LOOP(convert_f16_f32_stream, PEAK_VF_F16_TARGET, uint16_t, float, peak_vf_load_f16,
+                  peak_vf_stream)
 
 /* NOLINTEND(bugprone-macro-parentheses) */
 #undef PEAK_CONVERT_LOOP
 
+/* Widening into float32 with streaming stores: the elements before y's
+   first aligned vector one by one, then whole vectors, fenced. */
+static size_t convert_widen_stream(float *y, const void *x, peak_dtype x_type, size_t n)
+{
+    size_t head = (PEAK_VF_ALIGN - (uintptr_t)y % PEAK_VF_ALIGN) % PEAK_VF_ALIGN / sizeof(float);
+    head = head < n ? head : n;
+    peak_convert_one_by_one(y, PEAK_F32, x, x_type, 0, head);
+    const size_t done = x_type == PEAK_BF16 ? convert_bf16_f32_stream(y, x, head, n)
+                                            : convert_f16_f32_stream(y, x, head, n);
+    peak_vf_stream_fence();
+    return done;
+}
+
 void PEAK_TIER_FN(peak_half_convert)(void *y, peak_dtype y_type, const void *x, peak_dtype x_type,
-                                     size_t n)
+                                     size_t n, bool stream)
 {
     size_t done = 0;
     if (x_type == y_type) {
@@ -57,11 +73,13 @@ void PEAK_TIER_FN(peak_half_convert)(void *y, peak_dtype y_type, const void *x, 
         return;
     }
     if (x_type == PEAK_F32)
-        done = y_type == PEAK_BF16 ? convert_f32_bf16(y, x, n) : convert_f32_f16(y, x, n);
+        done = y_type == PEAK_BF16 ? convert_f32_bf16(y, x, 0, n) : convert_f32_f16(y, x, 0, n);
+    else if (y_type == PEAK_F32 && stream)
+        done = convert_widen_stream(y, x, x_type, n);
     else if (y_type == PEAK_F32)
-        done = x_type == PEAK_BF16 ? convert_bf16_f32(y, x, n) : convert_f16_f32(y, x, n);
+        done = x_type == PEAK_BF16 ? convert_bf16_f32(y, x, 0, n) : convert_f16_f32(y, x, 0, n);
     else
-        done = x_type == PEAK_BF16 ? convert_bf16_f16(y, x, n) : convert_f16_bf16(y, x, n);
+        done = x_type == PEAK_BF16 ? convert_bf16_f16(y, x, 0, n) : convert_f16_bf16(y, x, 0, n);
     peak_convert_one_by_one(y, y_type, x, x_type, done, n);
 }
 

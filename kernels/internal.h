@@ -121,9 +121,11 @@ typedef void (*peak_exp_fn)(float *y, const float *x, size_t n);
 /* y[j] = x[j] converted from x_type to y_type for j < n (peak_convert:
    every pair of peak_dtype, equal types a copy; y != x unless the types
    are equal).  The scalar tier's bits are convert.h's; every tier's
-   equal them. */
+   equal them.  stream: a large float32 y (peak_convert_streams in
+   convert.h, decided for the whole call): non-temporal stores, fenced
+   before the kernel returns; the same bits. */
 typedef void (*peak_convert_fn)(void *y, peak_dtype y_type, const void *x, peak_dtype x_type,
-                                size_t n);
+                                size_t n, bool stream);
 
 /* Attention (peak_attention): the scheduler (schedule/schedule-attention.c)
    cuts a call into parts and runs a tier's block or rows kernel on each,

@@ -188,7 +188,7 @@ static void check_convert(peak_dtype yt, peak_dtype xt, const void *x, size_t n,
     CHECK(tail_intact(&y), "%s %s: wrote past y (n %zu)", peak_isa_name(peak_test_isa), what, n);
     /* The scalar tier's bits, through its table row directly. */
     buf s = buf_make(yt, n, 0, 0);
-    peak_kernels_for(PEAK_ISA_SCALAR)->convert(s.p, yt, x, xt, n);
+    peak_kernels_for(PEAK_ISA_SCALAR)->convert(s.p, yt, x, xt, n, false); /* plain stores */
     CHECK(memcmp(s.p, y.p, y.bytes) == 0, "%s %s: not the scalar tier's bits (n %zu)",
           peak_isa_name(peak_test_isa), what, n);
     free(s.base);
@@ -379,6 +379,26 @@ START_TEST(pool_and_in_place)
 }
 END_TEST
 
+/* Widening into more than PEAK_CONVERT_STREAM_BYTES of float32 streams its
+   stores (the same bits): every 16-bit pattern over and over, y misaligned
+   by 3 floats (the head before the first aligned vector), with and without
+   a pool. */
+START_TEST(large_widening_streams)
+{
+    const size_t n = ((size_t)16 << 20) / sizeof(float) + 21;
+    buf x = buf_make(PEAK_F16, n, 0, 0);
+    for (size_t j = 0; j < n; j++)
+        ((uint16_t *)x.p)[j] = (uint16_t)(j * 40503u);
+    peak_threadpool *pool = NULL;
+    const peak_status made = peak_threadpool_create(2, &pool);
+    ck_assert(made == PEAK_OK || made == PEAK_ERR_UNSUPPORTED);
+    check_convert(PEAK_F32, PEAK_F16, x.p, n, 3, NULL, "16 MiB out");
+    check_convert(PEAK_F32, PEAK_BF16, x.p, n, 3, pool, "16 MiB out, pool of 2");
+    peak_threadpool_destroy(pool);
+    free(x.base);
+}
+END_TEST
+
 /* DAZ and FTZ on (a caller built with -ffast-math): subnormals are still
    kept, as peak.h says for x86. */
 START_TEST(subnormals_kept_under_daz_ftz)
@@ -434,6 +454,11 @@ START_TEST(rejected_calls_write_nothing)
     for (size_t j = 0; j < 64; j++)
         ck_assert_uint_eq(y[j], 0x7777);
     ck_assert_float_eq(x[0], 1.0f);
+    /* y == x with equal types returns at once, whatever n (a hostile n
+       once walked every item of nothing). */
+    ck_assert_int_eq(peak_convert(x, PEAK_F32, x, PEAK_F32, (size_t)PTRDIFF_MAX / 4, NULL),
+                     PEAK_OK);
+    ck_assert_float_eq(x[0], 1.0f);
     ck_assert_uint_eq(peak_dtype_size(PEAK_F32), 4);
     ck_assert_uint_eq(peak_dtype_size(PEAK_BF16), 2);
     ck_assert_uint_eq(peak_dtype_size(PEAK_F16), 2);
@@ -454,6 +479,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, float32_narrows_to_nearest_even);
     tcase_add_test(tc, lengths_and_misalignment);
     tcase_add_test(tc, pool_and_in_place);
+    tcase_add_test(tc, large_widening_streams);
     tcase_add_test(tc, subnormals_kept_under_daz_ftz);
     tcase_add_test(tc, rejected_calls_write_nothing);
     suite_add_tcase(s, tc);

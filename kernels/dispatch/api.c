@@ -435,8 +435,9 @@ peak_status peak_convert(void *y, peak_dtype y_type, const void *x, peak_dtype x
         return PEAK_ERR_INVALID_ARG;
     if (n > (size_t)PTRDIFF_MAX / sizeof(float))
         return PEAK_ERR_OUT_OF_RANGE;
-    const bool same = y == x && y_type == x_type;
-    if (!same && spans_meet(array_span(y, n, ys), array_span(x, n, xs)))
+    if (y == x && y_type == x_type)
+        return PEAK_OK; /* a copy onto itself: nothing to do */
+    if (spans_meet(array_span(y, n, ys), array_span(x, n, xs)))
         return PEAK_ERR_INVALID_ARG;
     peak_schedule_convert(y, y_type, x, x_type, n, pool);
     return PEAK_OK;

@@ -6,6 +6,8 @@
 #include "items.h"
 #include "schedule.h"
 
+#include "convert.h"
+
 /* Elements an item: 32 KiB of float16 out of 64 KiB of float32, a few
    microseconds on one core.  A multiple of every tier's vector. */
 #define CONVERT_ITEM_ELEMS ((size_t)16384)
@@ -19,6 +21,7 @@ typedef struct convert_work {
     const void *x;
     peak_dtype yt, xt;
     size_t n, ysize, xsize;
+    bool stream;
     peak_convert_fn kernel;
 } convert_work;
 
@@ -28,7 +31,7 @@ static void convert_item(void *ctx, size_t item, void *scratch)
     const convert_work *c = ctx;
     const size_t j = item * CONVERT_ITEM_ELEMS;
     c->kernel((char *)c->y + j * c->ysize, c->yt, (const char *)c->x + j * c->xsize, c->xt,
-              peak_item_len(c->n, j, CONVERT_ITEM_ELEMS));
+              peak_item_len(c->n, j, CONVERT_ITEM_ELEMS), c->stream);
 }
 
 static double convert_cost(const void *ctx, size_t item)
@@ -58,6 +61,7 @@ void peak_schedule_convert(void *y, peak_dtype yt, const void *x, peak_dtype xt,
                       n,
                       yt == PEAK_F32 ? sizeof(float) : sizeof(uint16_t),
                       xt == PEAK_F32 ? sizeof(float) : sizeof(uint16_t),
+                      peak_convert_streams(yt, xt, n),
                       convert_kernel(yt, xt)};
     const peak_work w = {.items = peak_items(n, CONVERT_ITEM_ELEMS),
                          .run = convert_item,

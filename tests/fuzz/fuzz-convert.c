@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 x[k] = f;
             else
                 peak_kernels_for(PEAK_ISA_SCALAR)->convert((uint16_t *)(void *)x + k, xt, &f,
-                                                           PEAK_F32, 1);
+                                                           PEAK_F32, 1, false);
         }
     }
     float *x0 = fz_dup(x, xf), *y0 = fz_dup(y, yf), *ref = fz_dup(y, yf);
