@@ -4,7 +4,8 @@
  * bits of the scalar peak_tanh_ref and peak_softcap_ref, the reference
  * within its measured bound of tanh in double, the special values, odd
  * symmetry and monotonicity.  The exhaustive figures are
- * scripts/tanh-bound.c's; this samples them.
+ * scripts/tanh-bound.c's; this samples them.  Also the vocabulary's
+ * peak_vf_sum_lanes, which needs the same per-tier build.
  *
  * The vector functions are header-only and need the tier's ISA flags, and
  * this program's main must not have them (it exits 77 on a CPU without the
@@ -21,6 +22,11 @@
 /* y[k] = tanh(x[k]), and cap tanh(x[k] / cap), k < n; y may equal x. */
 void tanh_test_tanh(float *y, const float *x, size_t n);
 void tanh_test_softcap(float *y, const float *x, size_t n, float cap);
+/* The vocabulary's peak_vf_sum_lanes (attention's row path) on the
+   tier's lanes x lanes floats x (row j: vector j): sums[j] by it, ref[j]
+   by peak_vf_reduce_add of row j, which it promises to equal bit for bit;
+   returns the tier's lanes (1 on the scalar tier: nothing to reduce). */
+size_t tanh_test_sum_lanes(float *sums, float *ref, const float *x);
 
 #if defined(PEAK_TANH_TEST_TIER_SCALAR)
 
@@ -36,6 +42,12 @@ void tanh_test_softcap(float *y, const float *x, size_t n, float cap)
 {
     for (size_t k = 0; k < n; k++)
         y[k] = peak_softcap_ref(x[k], cap);
+}
+
+size_t tanh_test_sum_lanes(float *sums, float *ref, const float *x)
+{
+    sums[0] = ref[0] = x[0];
+    return 1;
 }
 
 #elif defined(PEAK_TANH_TEST_TIER_AVX2) || defined(PEAK_TANH_TEST_TIER_AVX512) ||                  \
@@ -68,6 +80,17 @@ void tanh_test_softcap(float *y, const float *x, size_t n, float cap)
         peak_vf_storeu(y + k, peak_vf_softcap(peak_vf_loadu(x + k), vcap));
     if (k < n)
         peak_vf_store_first(y + k, peak_vf_softcap(peak_vf_load_first(x + k, n - k), vcap), n - k);
+}
+
+size_t tanh_test_sum_lanes(float *sums, float *ref, const float *x)
+{
+    peak_vf v[PEAK_VF_LANES];
+    for (size_t j = 0; j < PEAK_VF_LANES; j++) {
+        v[j] = peak_vf_loadu(x + j * PEAK_VF_LANES);
+        ref[j] = peak_vf_reduce_add(v[j]);
+    }
+    peak_vf_storeu(sums, peak_vf_sum_lanes(v));
+    return PEAK_VF_LANES;
 }
 
 #else /* the tests */
@@ -401,6 +424,26 @@ START_TEST(softcap_matches_reference)
 }
 END_TEST
 
+/* peak_vf_sum_lanes against the per-vector reduction, bit for bit, on
+   sums that round (magnitudes 2^-20 .. 2^20, both signs, some zeros). */
+START_TEST(sum_lanes_is_each_vectors_reduction)
+{
+    uint64_t rng = 77;
+    float x[16 * 16], sums[16], ref[16];
+    for (int t = 0; t < 20000; t++) {
+        for (size_t k = 0; k < 16 * 16; k++) {
+            const float u = peak_test_uniform(&rng, -1.0f, 1.0f);
+            x[k] = k % 11 == 0 ? 0.0f : ldexpf(u, (int)(peak_test_next(&rng) % 41) - 20);
+        }
+        const size_t lanes = tanh_test_sum_lanes(sums, ref, x);
+        for (size_t j = 0; j < lanes; j++)
+            CHECK(peak_test_to_bits(sums[j]) == peak_test_to_bits(ref[j]),
+                  "%s: sum_lanes lane %zu = %a, reduce_add %a", peak_isa_name(peak_test_isa), j,
+                  (double)sums[j], (double)ref[j]);
+    }
+}
+END_TEST
+
 static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("tanh");
@@ -411,6 +454,7 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, tanh_every_length);
     tcase_add_test(tc, tanh_one_lane_off_the_polynomial);
     tcase_add_loop_test(tc, softcap_matches_reference, 0, 2);
+    tcase_add_test(tc, sum_lanes_is_each_vectors_reduction);
     suite_add_tcase(s, tc);
     return s;
 }
