@@ -19,9 +19,10 @@
 /* Scores s[j] = q . K[kp[j]] * scale + b[j] where b[j] > -inf, else -inf,
    for n <= PEAK_VF_LANES keys (isa_row_dots: kp holds a whole vector of
    rows, a masked key's and those past n the workspace's zero row, so K is
-   read only where a key is seen); returns their max (NaN ignored). */
-static inline float attention_row_scores(float *s, const float *q, const float *const *kp,
-                                         const float *b, float scale, size_t n, size_t dh)
+   read only where a key is seen); returns them as a vector, -inf in the
+   lanes past n and where a score is NaN, for the tile's running max. */
+static inline peak_vf attention_row_scores(float *s, const float *q, const float *const *kp,
+                                           const float *b, float scale, size_t n, size_t dh)
 {
     const peak_vf vninf = peak_vf_set1(-INFINITY);
     const peak_vf vd = peak_vf_mul(isa_row_dots(q, kp, dh), peak_vf_set1(scale));
@@ -32,7 +33,7 @@ static inline float attention_row_scores(float *s, const float *q, const float *
     } else {
         peak_vf_storeu(s, vs);
     }
-    return peak_vf_reduce_max(peak_vf_max(vs, vninf));
+    return peak_vf_max(vs, vninf); /* MAXPS: the second operand where vs is NaN */
 }
 
 /* The cap of a tile's scaled scores (a masked key's -inf becomes -cap,
@@ -120,13 +121,14 @@ static inline void attention_row_tile(const peak_attention_desc *d, const attent
        in flight the core keeps enough misses outstanding, and on Sapphire
        Rapids requesting each visible row's lines cost a decode step over
        8 MiB 1.2x (K/V in L3) and gained nothing out of cache. */
-    float mt = -INFINITY;
+    peak_vf vmax = peak_vf_set1(-INFINITY); /* one reduction a tile */
     for (size_t j0 = 0; j0 < n; j0 += PEAK_VF_LANES) {
         const size_t nc = n - j0 < PEAK_VF_LANES ? n - j0 : PEAK_VF_LANES;
-        const float mc =
-            attention_row_scores(s + j0, r->q, w->kp + j0, b + j0, d->scale, nc, d->head_dim);
-        mt = mc > mt ? mc : mt;
+        vmax = peak_vf_max(
+            attention_row_scores(s + j0, r->q, w->kp + j0, b + j0, d->scale, nc, d->head_dim),
+            vmax);
     }
+    float mt = peak_vf_reduce_max(vmax);
     if (capped)
         mt = attention_row_cap(s, bias, d->logits.softcap, n);
     const float mn = mt > r->m ? mt : r->m;
