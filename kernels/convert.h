@@ -147,11 +147,17 @@ static inline void peak_convert_store(void *y, peak_dtype yt, size_t j, uint32_t
         ((uint16_t *)y)[j] = yt == PEAK_BF16 ? peak_bf16_narrow(u) : peak_f16_narrow(u);
 }
 
+/* Bytes of an element of a valid type (peak_dtype_size checks it first). */
+static inline size_t peak_dtype_bytes(peak_dtype t)
+{
+    return t == PEAK_F32 ? sizeof(float) : sizeof(uint16_t);
+}
+
 /* Equal types: a copy, nothing when y is x. */
 static inline void peak_convert_copy(void *y, const void *x, peak_dtype t, size_t n)
 {
     if (y != x)
-        memcpy(y, x, n * (t == PEAK_F32 ? sizeof(float) : sizeof(uint16_t)));
+        memcpy(y, x, n * peak_dtype_bytes(t));
 }
 
 /* Elements j0 .. n-1, one at a time (the scalar kernel, the SIMD tails).

@@ -20,7 +20,7 @@ typedef struct convert_work {
     void *y;
     const void *x;
     peak_dtype yt, xt;
-    size_t n, ysize, xsize;
+    size_t n;
     bool stream;
     peak_convert_fn kernel;
 } convert_work;
@@ -30,7 +30,8 @@ static void convert_item(void *ctx, size_t item, void *scratch)
     (void)scratch;
     const convert_work *c = ctx;
     const size_t j = item * CONVERT_ITEM_ELEMS;
-    c->kernel((char *)c->y + j * c->ysize, c->yt, (const char *)c->x + j * c->xsize, c->xt,
+    c->kernel((char *)c->y + j * peak_dtype_bytes(c->yt), c->yt,
+              (const char *)c->x + j * peak_dtype_bytes(c->xt), c->xt,
               peak_item_len(c->n, j, CONVERT_ITEM_ELEMS), c->stream);
 }
 
@@ -54,15 +55,7 @@ static peak_convert_fn convert_kernel(peak_dtype yt, peak_dtype xt)
 void peak_schedule_convert(void *y, peak_dtype yt, const void *x, peak_dtype xt, size_t n,
                            const peak_threadpool *pool)
 {
-    convert_work c = {y,
-                      x,
-                      yt,
-                      xt,
-                      n,
-                      yt == PEAK_F32 ? sizeof(float) : sizeof(uint16_t),
-                      xt == PEAK_F32 ? sizeof(float) : sizeof(uint16_t),
-                      peak_convert_streams(yt, xt, n),
-                      convert_kernel(yt, xt)};
+    convert_work c = {y, x, yt, xt, n, peak_convert_streams(yt, xt, n), convert_kernel(yt, xt)};
     const peak_work w = {.items = peak_items(n, CONVERT_ITEM_ELEMS),
                          .run = convert_item,
                          .cost = convert_cost,
