@@ -422,9 +422,124 @@ static bool attention_logits_shape(size_t s) {
           (a[1] == 1 && a[2] == 2048));
 }
 
+/* ---- 16-bit tensors -------------------------------------------------------------- */
+
+/* {H, kv_heads, Lq, Lk, cold, K/V type, Q/O type} (peak_dtype): a decode
+   step of a GQA model over a float32 / bfloat16 / float16 cache (Q and O
+   float32), and self-attention at L 2048 all float32 / bfloat16 / float16.
+   Counter kv_bytes: K and V bytes per second, against read/bytes of the
+   same run. */
+static const int64_t attention_type_shapes[][7] = {
+    {32, 8, 1, 8192, 1, PEAK_F32, PEAK_F32},   {32, 8, 1, 8192, 1, PEAK_BF16, PEAK_F32},
+    {32, 8, 1, 8192, 1, PEAK_F16, PEAK_F32},   {32, 8, 1, 8192, 0, PEAK_F32, PEAK_F32},
+    {32, 8, 1, 8192, 0, PEAK_BF16, PEAK_F32},  {8, 8, 1, 8192, 1, PEAK_F32, PEAK_F32},
+    {8, 8, 1, 8192, 1, PEAK_BF16, PEAK_F32},   {8, 8, 2048, 2048, 0, PEAK_F32, PEAK_F32},
+    {8, 8, 2048, 2048, 0, PEAK_BF16, PEAK_BF16}, {8, 8, 2048, 2048, 0, PEAK_F16, PEAK_F16},
+};
+
+typedef struct attention_typed_case {
+  peak_attention_desc d;
+  void *q, *o, *kv; /* kv: n_copies of K then V, of d.k_type */
+  size_t kv_elems, kv_bytes, n_copies, copy;
+  void *ws;
+  size_t ws_bytes;
+} attention_typed_case;
+
+static const char *attention_typed_setup(attention_typed_case *c, gb_state *st) {
+  peak_attention_desc *d = &c->d;
+  *d = (peak_attention_desc)PEAK_ATTENTION_DESC_DEFAULT;
+  const size_t H = (size_t)gb_range(st, 0), KVH = (size_t)gb_range(st, 1);
+  d->batch = 1;
+  d->heads = H;
+  d->kv_heads = KVH;
+  d->q_len = (size_t)gb_range(st, 2);
+  d->kv_len = (size_t)gb_range(st, 3);
+  d->head_dim = d->v_head_dim = ATTENTION_DH;
+  d->scale = 0.125f;
+  d->k_type = d->v_type = (peak_dtype)gb_range(st, 5);
+  d->q_type = d->o_type = (peak_dtype)gb_range(st, 6);
+  const ptrdiff_t qrow = (ptrdiff_t)(H * ATTENTION_DH), krow = (ptrdiff_t)(KVH * ATTENTION_DH);
+  const ptrdiff_t qs[3] = {(ptrdiff_t)d->q_len * qrow, qrow, ATTENTION_DH};
+  const ptrdiff_t ks[3] = {(ptrdiff_t)d->kv_len * krow, krow, ATTENTION_DH};
+  memcpy(d->q_stride, qs, sizeof qs);
+  memcpy(d->o_stride, qs, sizeof qs);
+  memcpy(d->k_stride, ks, sizeof ks);
+  memcpy(d->v_stride, ks, sizeof ks);
+  const size_t kb = peak_dtype_size(d->k_type), qb = peak_dtype_size(d->q_type);
+  const size_t nq = d->q_len * H * ATTENTION_DH;
+  c->kv_elems = d->kv_len * KVH * ATTENTION_DH;
+  c->kv_bytes = 2 * c->kv_elems * kb;
+  /* Cold: copies of K and V beyond any last-level cache (400 MiB). */
+  c->n_copies = gb_range(st, 4) ? (size_t)(400u << 20) / c->kv_bytes + 1 : 1;
+  c->q = attention_alloc(nq * qb);
+  c->o = attention_alloc(nq * qb);
+  c->kv = attention_alloc(c->n_copies * c->kv_bytes);
+  float *tmp = attention_alloc((nq > 2 * c->kv_elems ? nq : 2 * c->kv_elems) * sizeof(float));
+  if (peak_attention_workspace_size(d, NULL, &c->ws_bytes) != PEAK_OK)
+    return "workspace size";
+  c->ws = attention_alloc(c->ws_bytes ? c->ws_bytes : 64);
+  if (!c->q || !c->o || !c->kv || !c->ws || !tmp) {
+    free(tmp);
+    return "out of memory";
+  }
+  attention_fill(tmp, nq, 1);
+  peak_convert(c->q, d->q_type, tmp, PEAK_F32, nq, NULL);
+  for (size_t e = 0; e < c->n_copies; e++) {
+    attention_fill(tmp, 2 * c->kv_elems, 2 + e);
+    peak_convert((char *)c->kv + e * c->kv_bytes, d->k_type, tmp, PEAK_F32, 2 * c->kv_elems,
+                 NULL);
+  }
+  free(tmp);
+  return NULL;
+}
+
+static void bench_attention_types(gb_state *st, void *user) {
+  (void)user;
+  attention_typed_case c;
+  memset(&c, 0, sizeof c);
+  const char *why = attention_typed_setup(&c, st);
+  if (why) {
+    gb_skip_with_error(st, why);
+  } else {
+    while (gb_keep_running(st)) {
+      const char *k = (const char *)c.kv + c.copy * c.kv_bytes;
+      if (peak_attention(c.o, c.q, k, k + c.kv_bytes / 2, &c.d, c.ws, c.ws_bytes, NULL) !=
+          PEAK_OK) {
+        gb_skip_with_error(st, "peak_attention failed");
+        break;
+      }
+      gb_do_not_optimize(c.o);
+      c.copy = (c.copy + 1) % c.n_copies;
+    }
+    const double it = (double)gb_iterations(st);
+    gb_set_counter(st, "kv_bytes", it * (double)c.kv_bytes, GB_COUNTER_RATE);
+    gb_set_counter(st, "GFLOPs",
+                   it * 4.0 * ATTENTION_DH * (double)c.d.heads * (double)c.d.q_len *
+                       (double)c.d.kv_len * 1e-9,
+                   GB_COUNTER_RATE);
+  }
+  free(c.ws);
+  free(c.kv);
+  free(c.o);
+  free(c.q);
+}
+
+static void attention_register_types(void) {
+  static const char *const names[] = {"H", "KVH", "Lq", "Lk", "cold", "kv", "qo"};
+  for (size_t s = 0; s < sizeof attention_type_shapes / sizeof attention_type_shapes[0]; s++) {
+    gb_bench *b = gb_register("attention/types", bench_attention_types, NULL);
+    b = gb_arg_names(gb_args(b, attention_type_shapes[s], 7), names, 7);
+    if (gb_use_real_time(gb_unit(b, GB_MICROSECOND)) == NULL) {
+      fprintf(stderr, "bench_peak: cannot register attention/types\n");
+      exit(EXIT_FAILURE);
+    }
+  }
+}
+
 void bench_register_attention(void) {
   static const char *const arg_names[] = {"H", "Lq", "Lk", "causal", "cold"};
   char name[64];
+  attention_register_types();
 #if PEAK_BENCH_OPENBLAS
   openblas_set_num_threads(1);
 #endif

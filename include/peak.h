@@ -1227,13 +1227,22 @@ typedef struct peak_attention_desc {
         See peak_attention_rope. */
     const struct peak_attention_rope *rope;
     peak_logits logits; /**< Soft-capping, ALiBi, sinks (peak_logits). */
+    /* Element types, each independently (PEAK_F32, 0, by default): "all
+       bfloat16", "all float16" and "float32 Q with a 16-bit K/V cache" are
+       the usual mixes.  Strides stay in elements; the arithmetic is
+       float32 whatever they are (peak_attention()). */
+    peak_dtype q_type; /**< Element type of Q (peak_dtype). */
+    peak_dtype k_type; /**< Element type of K. */
+    peak_dtype v_type; /**< Element type of V. */
+    peak_dtype o_type; /**< Element type of O (lse stays float32). */
 } peak_attention_desc;
 
 /** @brief Zero sizes and strides (set them), kv_heads = heads, Dv = Dh,
-    scale 1/sqrt(Dh), no mask, no lse. */
+    scale 1/sqrt(Dh), no mask, no lse, every tensor float32. */
 #define PEAK_ATTENTION_DESC_DEFAULT                                              \
     {0, 0, 0, 0, 0, 0, 0, 0.0f, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},     \
-     PEAK_MASK_DEFAULT, NULL, {0, 0, 0}, NULL, PEAK_LOGITS_DEFAULT}
+     PEAK_MASK_DEFAULT, NULL, {0, 0, 0}, NULL, PEAK_LOGITS_DEFAULT,               \
+     PEAK_F32, PEAK_F32, PEAK_F32, PEAK_F32}
 
 /**
  * @brief Bytes of scratch memory peak_attention() needs for desc on the
@@ -1309,10 +1318,24 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * peak_attention_merge() does: 4 (Dv + 1) bytes per query row and chunk
  * plus 16 per chunk, at most ~4 MiB -- 2.0 MiB for a decode step of 32
  * heads over 32768 keys (256 chunks), 131 KiB for 8 heads over 8192 (64).
- * With rope (peak_attention_rope), the rotated Q and K come first:
- * 4 Dh (B Lq H) bytes for Q and 4 Dh (B Lk kv_heads) for K (each rounded
- * up to 64), for those it rotates.
+ * Before all of it, float32 copies (each rounded up to 64 bytes): of Q,
+ * 4 Dh (B Lq H) bytes, when Q is 16-bit or rope (peak_attention_rope)
+ * rotates it; of K, 4 Dh (B Lk kv_heads), when rope rotates K; of O,
+ * 4 Dv (B Lq H), when O is 16-bit.
  * No other memory is used, whatever Lq and Lk.
+ *
+ * Types (desc->q_type ... o_type).  16-bit K and V are read where they
+ * are, widened exactly to float32 as they are loaded (a decode step reads
+ * half the bytes); 16-bit Q is widened into the workspace first, and a
+ * 16-bit O is written there in float32, then rounded once per element to
+ * nearest even (NaN stays NaN, quiet, its sign kept; float16 overflow
+ * gives inf; subnormals of either type kept, whatever MXCSR/FPCR say: the
+ * conversions are integer operations, or F16C/FCVT, which ignore them).
+ * Every product of two 16-bit values is exact in float32 and every sum
+ * accumulates in float32 (never in a 16-bit type), so the bounds below
+ * hold against the exact attention of the widened inputs, plus half an
+ * ULP of O's type where O is 16-bit.  On an AVX2 CPU without F16C a
+ * float16 K or V runs on the scalar tier's kernels.
  *
  * Accuracy, against the attention of the given floats computed exactly:
  * the scalar tier rounds once; AVX2, AVX-512 and NEON form the scores in
@@ -1331,10 +1354,10 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * that (inputs near 1e19 and up) a SIMD row may be inf or NaN where the
  * scalar tier's is finite.
  * @param[out] o    O: [B, Lq, H, Dv] at o + b*o_stride[0] + i*o_stride[1] +
- *                  h*o_stride[2] + d.
- * @param q         Q: [B, Lq, H, Dh] with q_stride.
- * @param k         K: [B, Lk, kv_heads, Dh] with k_stride.
- * @param v         V: [B, Lk, kv_heads, Dv] with v_stride.
+ *                  h*o_stride[2] + d elements of desc->o_type.
+ * @param q         Q: [B, Lq, H, Dh] with q_stride, of desc->q_type.
+ * @param k         K: [B, Lk, kv_heads, Dh] with k_stride, of desc->k_type.
+ * @param v         V: [B, Lk, kv_heads, Dv] with v_stride, of desc->v_type.
  * @param desc      sizes, strides, scale, mask and the optional lse.
  * @param workspace NULL (then the library allocates and frees it inside the
  *                  call) or at least peak_attention_workspace_size() bytes
@@ -1361,13 +1384,16 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  *   PEAK_ERR_WORKSPACE for a too small workspace, one sized for fewer
  *   workers than the pool's included (checked before the workspace's
  *   overlap);
- *   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails.
+ *   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails;
+ *   PEAK_ERR_UNSUPPORTED for a type outside peak_dtype (checked before the
+ *   shapes).
  * @threadsafety Reentrant: concurrent calls are safe with distinct outputs
  *   and distinct workspaces (one per call, whatever its pool).
  * @source Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head);
- *   split-KV: Dao et al. 2023, Flash-Decoding.
+ *   split-KV: Dao et al. 2023, Flash-Decoding; rounding: IEEE 754-2019
+ *   sec. 4.3.1 (roundTiesToEven).
  */
-PEAK_API peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
+PEAK_API peak_status peak_attention(void *o, const void *q, const void *k, const void *v,
                                     const peak_attention_desc *desc, void *workspace,
                                     size_t workspace_size, const peak_threadpool *pool);
 

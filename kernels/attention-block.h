@@ -17,7 +17,7 @@
 /* One block: up to BQ rows (query head, position) sharing one kv head. */
 typedef struct attention_block {
     const peak_attention_desc *d;
-    const float *k, *v; /* key 0 of the kv head */
+    const void *k, *v;  /* key 0 of the kv head (d->k_type, d->v_type) */
     size_t b, rows;
     /* Rows the vector code touches: rows rounded up to whole vectors and
        to the 8 x 8 transposes.  Rows past them are never read or written,
@@ -49,6 +49,35 @@ static inline const float *attention_q_row(const float *q, const peak_attention_
 {
     return q + (ptrdiff_t)b * d->q_stride[0] + (ptrdiff_t)i * d->q_stride[1] +
            (ptrdiff_t)h * d->q_stride[2];
+}
+
+/* Row `key` of a K or V of element type t, key 0 at base, rows stride
+   elements apart. */
+static inline const void *attention_kv_row(const void *base, size_t key, ptrdiff_t stride,
+                                           peak_dtype t)
+{
+    return (const char *)base + (ptrdiff_t)key * stride * (ptrdiff_t)peak_dtype_bytes(t);
+}
+
+/* Key 0 of kv head kvh of batch entry b in K or V (strides s, type t). */
+static inline const void *attention_kv_head(const void *x, const ptrdiff_t s[3], peak_dtype t,
+                                            size_t b, size_t kvh)
+{
+    return (const char *)x +
+           ((ptrdiff_t)b * s[0] + (ptrdiff_t)kvh * s[2]) * (ptrdiff_t)peak_dtype_bytes(t);
+}
+
+/* Requests K and V rows [t0, t0 + n) of the kv head at k, v. */
+static inline void attention_prefetch_keys(const peak_attention_desc *d, const void *k,
+                                           const void *v, size_t t0, size_t n,
+                                           enum peak_pf how)
+{
+    const size_t kb = d->head_dim * peak_dtype_bytes(d->k_type),
+                 vb = d->v_head_dim * peak_dtype_bytes(d->v_type);
+    for (size_t j = t0; j < t0 + n; j++) {
+        peak_prefetch_bytes(attention_kv_row(k, j, d->k_stride[1], d->k_type), kb, how);
+        peak_prefetch_bytes(attention_kv_row(v, j, d->v_stride[1], d->v_type), vb, how);
+    }
 }
 
 /* vrows' unit: whole vectors and whole 8 x 8 transposes (a preprocessor

@@ -41,6 +41,7 @@
 #error "PEAK_ATTENTION_VW must be the vocabulary's PEAK_VF_LANES"
 #endif
 
+#include "simd/typed.h"
 #include "tanh-body.h"
 
 #ifndef PEAK_ATTENTION_MAX
@@ -51,6 +52,9 @@
 #endif
 #ifndef PEAK_ATTENTION_PACK_VECTOR_TAIL
 #define PEAK_ATTENTION_PACK_VECTOR_TAIL 0
+#endif
+#ifndef PEAK_ATTENTION_ROW_PV_VECTORS
+#define PEAK_ATTENTION_ROW_PV_VECTORS 4
 #endif
 
 /* ---- the tile path: online softmax ------------------------------------- */
@@ -204,32 +208,62 @@ static void isa_logits(float *st, float *tmax, const attention_logit_pass *lp, s
     }
 }
 
-static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv)
+/* isa_pack_rows for one type t (a constant after inlining). */
+static inline __attribute__((always_inline)) bool
+attention_pack_rows_as(float *dst, size_t ld, const void *const *src, size_t n, size_t dv,
+                       peak_dtype t)
 {
     peak_vf vbad = peak_vf_zero(); /* x - x: NaN exactly for inf and NaN */
     float tail = 0.0f;
     for (size_t j = 0; j < n; j++) {
         size_t c = 0;
         for (; c + PEAK_VF_LANES <= dv; c += PEAK_VF_LANES) {
-            const peak_vf vx = peak_vf_loadu(src[j] + c);
+            const peak_vf vx = peak_vf_loadu_as(peak_elem_at(src[j], (ptrdiff_t)c, t), t);
             vbad = peak_vf_add(vbad, peak_vf_sub(vx, vx));
             peak_vf_store(dst + j * ld + c, vx);
         }
 #if PEAK_ATTENTION_PACK_VECTOR_TAIL
         if (c < dv) {
-            const peak_vf vx = peak_vf_load_first(src[j] + c, dv - c);
+            const peak_vf vx = peak_vf_load_first_as(peak_elem_at(src[j], (ptrdiff_t)c, t), dv - c, t);
             vbad = peak_vf_add(vbad, peak_vf_sub(vx, vx));
             peak_vf_store(dst + j * ld + c, vx);
         }
 #else
         for (; c < dv; c++) {
-            dst[j * ld + c] = src[j][c];
-            tail += src[j][c] - src[j][c];
+            const float x = peak_f32_of_bits(peak_convert_load(src[j], t, c));
+            dst[j * ld + c] = x;
+            tail += x - x;
         }
 #endif
     }
     /* vbad != vbad exactly in its NaN lanes. */
     return !peak_vf_any_ne(vbad, vbad) && !isnan(tail);
+}
+
+static bool attention_pack_rows_f32(float *dst, size_t ld, const void *const *src, size_t n,
+                                    size_t dv)
+{
+    return attention_pack_rows_as(dst, ld, src, n, dv, PEAK_F32);
+}
+
+static bool attention_pack_rows_bf16(float *dst, size_t ld, const void *const *src, size_t n,
+                                     size_t dv)
+{
+    return attention_pack_rows_as(dst, ld, src, n, dv, PEAK_BF16);
+}
+
+PEAK_VF_F16_TARGET static bool attention_pack_rows_f16(float *dst, size_t ld,
+                                                       const void *const *src, size_t n, size_t dv)
+{
+    return attention_pack_rows_as(dst, ld, src, n, dv, PEAK_F16);
+}
+
+static bool isa_pack_rows(float *dst, size_t ld, const void *const *src, size_t n, size_t dv,
+                          peak_dtype t)
+{
+    return t == PEAK_BF16  ? attention_pack_rows_bf16(dst, ld, src, n, dv)
+           : t == PEAK_F16 ? attention_pack_rows_f16(dst, ld, src, n, dv)
+                           : attention_pack_rows_f32(dst, ld, src, n, dv);
 }
 
 /* ---- the row path ---------------------------------------------------------- */
@@ -240,9 +274,8 @@ static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t
    path, 13.6 ns a key with K/V in L2 on Sapphire Rapids, was bound by
    them).  The last dh % lanes floats through peak_vf_load_first: nothing
    past a row is read. */
-static inline __attribute__((always_inline)) peak_vf isa_row_dots(const float *q,
-                                                                  const float *const *kp,
-                                                                  size_t dh)
+static inline __attribute__((always_inline)) peak_vf
+attention_row_dots_as(const float *q, const void *const *kp, size_t dh, peak_dtype t)
 {
     peak_vf acc[PEAK_VF_LANES];
 #pragma GCC unroll 16
@@ -253,15 +286,328 @@ static inline __attribute__((always_inline)) peak_vf isa_row_dots(const float *q
         const peak_vf vq = peak_vf_loadu(q + c);
 #pragma GCC unroll 16
         for (int j = 0; j < PEAK_VF_LANES; j++)
-            acc[j] = peak_vf_fma(vq, peak_vf_loadu(kp[j] + c), acc[j]);
+            acc[j] = peak_vf_fma(vq, peak_vf_loadu_as(peak_elem_at(kp[j], (ptrdiff_t)c, t), t),
+                                 acc[j]);
     }
     if (c < dh) {
         const peak_vf vq = peak_vf_load_first(q + c, dh - c);
 #pragma GCC unroll 16
         for (int j = 0; j < PEAK_VF_LANES; j++)
-            acc[j] = peak_vf_fma(vq, peak_vf_load_first(kp[j] + c, dh - c), acc[j]);
+            acc[j] = peak_vf_fma(
+                vq, peak_vf_load_first_as(peak_elem_at(kp[j], (ptrdiff_t)c, t), dh - c, t), acc[j]);
     }
     return peak_vf_sum_lanes(acc);
+}
+
+static peak_vf attention_row_dots_f32(const float *q, const void *const *kp, size_t dh)
+{
+    return attention_row_dots_as(q, kp, dh, PEAK_F32);
+}
+
+static peak_vf attention_row_dots_bf16(const float *q, const void *const *kp, size_t dh)
+{
+    return attention_row_dots_as(q, kp, dh, PEAK_BF16);
+}
+
+PEAK_VF_F16_TARGET static peak_vf attention_row_dots_f16(const float *q, const void *const *kp,
+                                                         size_t dh)
+{
+    return attention_row_dots_as(q, kp, dh, PEAK_F16);
+}
+
+static peak_vf isa_row_dots(const float *q, const void *const *kp, size_t dh, peak_dtype kt)
+{
+    return kt == PEAK_BF16  ? attention_row_dots_bf16(q, kp, dh)
+           : kt == PEAK_F16 ? attention_row_dots_f16(q, kp, dh)
+                            : attention_row_dots_f32(q, kp, dh);
+}
+
+/* Columns [c0, c0 + nv vectors) of the row path's accumulator, in
+   registers over the tile's keys (nv a constant after inlining); the
+   last vector holds dv - c lanes when partial (last), read through
+   peak_vf_load_first_as: nothing past a V row is read. */
+static inline __attribute__((always_inline)) void
+attention_row_pv_cols(float *acc, peak_vf valpha, const float *p, const void *const *vp, size_t n,
+                      size_t c0, int nv, size_t last, peak_dtype t)
+{
+    peak_vf va[PEAK_ATTENTION_ROW_PV_VECTORS];
+#pragma GCC unroll 16
+    for (int v = 0; v < nv; v++)
+        va[v] = peak_vf_mul(peak_vf_loadu(acc + c0 + (size_t)v * PEAK_VF_LANES), valpha);
+    for (size_t j = 0; j < n; j++) {
+        if (!vp[j])
+            continue; /* a masked key: its V row is not read */
+        const peak_vf vpj = peak_vf_set1(p[j]);
+        const void *row = peak_elem_at(vp[j], (ptrdiff_t)c0, t);
+#pragma GCC unroll 16
+        for (int v = 0; v < nv; v++) {
+            const void *x = peak_elem_at(row, (ptrdiff_t)v * PEAK_VF_LANES, t);
+            const peak_vf vx = last && v == nv - 1 ? peak_vf_load_first_as(x, last, t)
+                                                   : peak_vf_loadu_as(x, t);
+            va[v] = peak_vf_fma(vpj, vx, va[v]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int v = 0; v < nv; v++)
+        peak_vf_storeu(acc + c0 + (size_t)v * PEAK_VF_LANES, va[v]);
+}
+
+/* isa_row_pv for one type t: groups of PEAK_ATTENTION_ROW_PV_VECTORS
+   vectors, then one vector at a time, the last one partial (acc holds
+   round16(dv) floats: the lanes past dv are stored, never read back). */
+static inline __attribute__((always_inline)) void
+attention_row_pv_as(float *acc, float alpha, const float *p, const void *const *vp, size_t n,
+                    size_t dv, peak_dtype t)
+{
+    const peak_vf valpha = peak_vf_set1(alpha);
+    size_t c = 0;
+    for (; c + PEAK_ATTENTION_ROW_PV_VECTORS * PEAK_VF_LANES <= dv;
+         c += PEAK_ATTENTION_ROW_PV_VECTORS * PEAK_VF_LANES)
+        attention_row_pv_cols(acc, valpha, p, vp, n, c, PEAK_ATTENTION_ROW_PV_VECTORS, 0, t);
+    for (; c + PEAK_VF_LANES <= dv; c += PEAK_VF_LANES)
+        attention_row_pv_cols(acc, valpha, p, vp, n, c, 1, 0, t);
+    if (c < dv)
+        attention_row_pv_cols(acc, valpha, p, vp, n, c, 1, dv - c, t);
+}
+
+static void attention_row_pv_f32(float *acc, float alpha, const float *p, const void *const *vp,
+                                 size_t n, size_t dv)
+{
+    attention_row_pv_as(acc, alpha, p, vp, n, dv, PEAK_F32);
+}
+
+static void attention_row_pv_bf16(float *acc, float alpha, const float *p, const void *const *vp,
+                                  size_t n, size_t dv)
+{
+    attention_row_pv_as(acc, alpha, p, vp, n, dv, PEAK_BF16);
+}
+
+PEAK_VF_F16_TARGET static void attention_row_pv_f16(float *acc, float alpha, const float *p,
+                                                    const void *const *vp, size_t n, size_t dv)
+{
+    attention_row_pv_as(acc, alpha, p, vp, n, dv, PEAK_F16);
+}
+
+static void isa_row_pv(float *acc, float alpha, const float *p, const void *const *vp, size_t n,
+                       size_t dv, peak_dtype vt)
+{
+    if (vt == PEAK_BF16)
+        attention_row_pv_bf16(acc, alpha, p, vp, n, dv);
+    else if (vt == PEAK_F16)
+        attention_row_pv_f16(acc, alpha, p, vp, n, dv);
+    else
+        attention_row_pv_f32(acc, alpha, p, vp, n, dv);
+}
+
+/* ---- the row path, a group of rows (attention_rows_tile_together) -------------------- */
+
+/* Keys kp[j0 .. j0 + 4) against rows q[0 .. rn) (rn <= 4, a constant after
+   inlining): 16 FMA chains over head_dim, each key vector loaded and
+   widened once for the rn rows; the chains into buf[r][j0 + j], each as
+   attention_row_dots_as builds it. */
+static inline __attribute__((always_inline)) void
+attention_dots_block(peak_vf buf[][PEAK_VF_LANES], const float *const *q, int rn,
+                     const void *const *kp, size_t j0, size_t dh, peak_dtype t)
+{
+    peak_vf acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < rn; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            acc[r][j] = peak_vf_zero();
+    size_t c = 0;
+    for (; c + PEAK_VF_LANES <= dh; c += PEAK_VF_LANES) {
+        peak_vf vk[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            vk[j] = peak_vf_loadu_as(peak_elem_at(kp[j0 + (size_t)j], (ptrdiff_t)c, t), t);
+#pragma GCC unroll 4
+        for (int r = 0; r < rn; r++) {
+            const peak_vf vq = peak_vf_loadu(q[r] + c);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                acc[r][j] = peak_vf_fma(vq, vk[j], acc[r][j]);
+        }
+    }
+    if (c < dh) {
+        peak_vf vk[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            vk[j] = peak_vf_load_first_as(peak_elem_at(kp[j0 + (size_t)j], (ptrdiff_t)c, t),
+                                          dh - c, t);
+#pragma GCC unroll 4
+        for (int r = 0; r < rn; r++) {
+            const peak_vf vq = peak_vf_load_first(q[r] + c, dh - c);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                acc[r][j] = peak_vf_fma(vq, vk[j], acc[r][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rn; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            buf[r][j0 + (size_t)j] = acc[r][j];
+}
+
+/* rn rows (a constant after inlining) of isa_rows_dots. */
+static inline __attribute__((always_inline)) void
+attention_rows_dots_rn(peak_vf *dots, const float *const *q, int rn, const void *const *kp,
+                       size_t dh, peak_dtype t)
+{
+    peak_vf buf[4][PEAK_VF_LANES];
+    for (size_t j0 = 0; j0 < PEAK_VF_LANES; j0 += 4)
+        attention_dots_block(buf, q, rn, kp, j0, dh, t);
+    for (int r = 0; r < rn; r++)
+        dots[r] = peak_vf_sum_lanes(buf[r]);
+}
+
+static inline __attribute__((always_inline)) void
+attention_rows_dots_as(peak_vf *dots, const float *const *q, size_t nr, const void *const *kp,
+                       size_t dh, peak_dtype t)
+{
+    for (size_t r0 = 0; r0 < nr; r0 += 4) {
+        switch (nr - r0) {
+        case 1: attention_rows_dots_rn(dots + r0, q + r0, 1, kp, dh, t); break;
+        case 2: attention_rows_dots_rn(dots + r0, q + r0, 2, kp, dh, t); break;
+        case 3: attention_rows_dots_rn(dots + r0, q + r0, 3, kp, dh, t); break;
+        default: attention_rows_dots_rn(dots + r0, q + r0, 4, kp, dh, t); break;
+        }
+    }
+}
+
+static void attention_rows_dots_f32(peak_vf *dots, const float *const *q, size_t nr,
+                                    const void *const *kp, size_t dh)
+{
+    attention_rows_dots_as(dots, q, nr, kp, dh, PEAK_F32);
+}
+
+static void attention_rows_dots_bf16(peak_vf *dots, const float *const *q, size_t nr,
+                                     const void *const *kp, size_t dh)
+{
+    attention_rows_dots_as(dots, q, nr, kp, dh, PEAK_BF16);
+}
+
+PEAK_VF_F16_TARGET static void attention_rows_dots_f16(peak_vf *dots, const float *const *q,
+                                                       size_t nr, const void *const *kp, size_t dh)
+{
+    attention_rows_dots_as(dots, q, nr, kp, dh, PEAK_F16);
+}
+
+static void isa_rows_dots(peak_vf *dots, const float *const *q, size_t nr, const void *const *kp,
+                          size_t dh, peak_dtype kt)
+{
+    if (kt == PEAK_BF16)
+        attention_rows_dots_bf16(dots, q, nr, kp, dh);
+    else if (kt == PEAK_F16)
+        attention_rows_dots_f16(dots, q, nr, kp, dh);
+    else
+        attention_rows_dots_f32(dots, q, nr, kp, dh);
+}
+
+/* Accumulator vectors per row in a pass of isa_rows_pv: 4 rows of 4 take
+   16 of AVX-512's 32 registers, of 2 take 8 of AVX2's 16. */
+#ifndef PEAK_ATTENTION_GROUP_PV_VECTORS
+#define PEAK_ATTENTION_GROUP_PV_VECTORS (PEAK_VF_LANES >= 16 ? 4 : 2)
+#endif
+
+/* attention_row_pv_cols for rn rows (<= 4; rn, nv constants after
+   inlining): each V vector loaded once for them. */
+static inline __attribute__((always_inline)) void
+attention_rows_pv_cols(float *const *acc, const float *alpha, const float *const *p, int rn,
+                       const void *const *vp, size_t n, size_t c0, int nv, size_t last,
+                       peak_dtype t)
+{
+    peak_vf va[4][PEAK_ATTENTION_GROUP_PV_VECTORS];
+#pragma GCC unroll 4
+    for (int r = 0; r < rn; r++) {
+        const peak_vf valpha = peak_vf_set1(alpha[r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            va[r][v] = peak_vf_mul(peak_vf_loadu(acc[r] + c0 + (size_t)v * PEAK_VF_LANES), valpha);
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (!vp[j])
+            continue; /* a masked key: its V row is not read */
+        const void *row = peak_elem_at(vp[j], (ptrdiff_t)c0, t);
+        peak_vf vx[PEAK_ATTENTION_GROUP_PV_VECTORS];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            const void *x = peak_elem_at(row, (ptrdiff_t)v * PEAK_VF_LANES, t);
+            vx[v] = last && v == nv - 1 ? peak_vf_load_first_as(x, last, t)
+                                        : peak_vf_loadu_as(x, t);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < rn; r++) {
+            const peak_vf vpj = peak_vf_set1(p[r][j]);
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                va[r][v] = peak_vf_fma(vpj, vx[v], va[r][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rn; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            peak_vf_storeu(acc[r] + c0 + (size_t)v * PEAK_VF_LANES, va[r][v]);
+}
+
+static inline __attribute__((always_inline)) void
+attention_rows_pv_rn(float *const *acc, const float *alpha, const float *const *p, int rn,
+                     const void *const *vp, size_t n, size_t dv, peak_dtype t)
+{
+    const size_t step = PEAK_ATTENTION_GROUP_PV_VECTORS * PEAK_VF_LANES;
+    size_t c = 0;
+    for (; c + step <= dv; c += step)
+        attention_rows_pv_cols(acc, alpha, p, rn, vp, n, c, PEAK_ATTENTION_GROUP_PV_VECTORS, 0, t);
+    for (; c + PEAK_VF_LANES <= dv; c += PEAK_VF_LANES)
+        attention_rows_pv_cols(acc, alpha, p, rn, vp, n, c, 1, 0, t);
+    if (c < dv)
+        attention_rows_pv_cols(acc, alpha, p, rn, vp, n, c, 1, dv - c, t);
+}
+
+static inline __attribute__((always_inline)) void
+attention_rows_pv_as(float *const *acc, const float *alpha, const float *const *p, size_t nr,
+                     const void *const *vp, size_t n, size_t dv, peak_dtype t)
+{
+    for (size_t r0 = 0; r0 < nr; r0 += 4) {
+        switch (nr - r0) {
+        case 1: attention_rows_pv_rn(acc + r0, alpha + r0, p + r0, 1, vp, n, dv, t); break;
+        case 2: attention_rows_pv_rn(acc + r0, alpha + r0, p + r0, 2, vp, n, dv, t); break;
+        case 3: attention_rows_pv_rn(acc + r0, alpha + r0, p + r0, 3, vp, n, dv, t); break;
+        default: attention_rows_pv_rn(acc + r0, alpha + r0, p + r0, 4, vp, n, dv, t); break;
+        }
+    }
+}
+
+static void attention_rows_pv_f32(float *const *acc, const float *alpha, const float *const *p,
+                                  size_t nr, const void *const *vp, size_t n, size_t dv)
+{
+    attention_rows_pv_as(acc, alpha, p, nr, vp, n, dv, PEAK_F32);
+}
+
+static void attention_rows_pv_bf16(float *const *acc, const float *alpha, const float *const *p,
+                                   size_t nr, const void *const *vp, size_t n, size_t dv)
+{
+    attention_rows_pv_as(acc, alpha, p, nr, vp, n, dv, PEAK_BF16);
+}
+
+PEAK_VF_F16_TARGET static void attention_rows_pv_f16(float *const *acc, const float *alpha,
+                                                     const float *const *p, size_t nr,
+                                                     const void *const *vp, size_t n, size_t dv)
+{
+    attention_rows_pv_as(acc, alpha, p, nr, vp, n, dv, PEAK_F16);
+}
+
+static void isa_rows_pv(float *const *acc, const float *alpha, const float *const *p, size_t nr,
+                        const void *const *vp, size_t n, size_t dv, peak_dtype vt)
+{
+    if (vt == PEAK_BF16)
+        attention_rows_pv_bf16(acc, alpha, p, nr, vp, n, dv);
+    else if (vt == PEAK_F16)
+        attention_rows_pv_f16(acc, alpha, p, nr, vp, n, dv);
+    else
+        attention_rows_pv_f32(acc, alpha, p, nr, vp, n, dv);
 }
 
 #ifndef PEAK_ATTENTION_HAS_ROW_EXP
@@ -334,15 +680,15 @@ void PEAK_TIER_FN(peak_f32_attention_geometry)(const peak_attention_desc *desc,
     g->slot_bytes = attention_slot_bytes(desc);
 }
 
-void PEAK_TIER_FN(peak_f32_attention_block)(float *o, const float *q, const float *k,
-                                            const float *v, const peak_attention_desc *desc,
+void PEAK_TIER_FN(peak_f32_attention_block)(float *o, const float *q, const void *k,
+                                            const void *v, const peak_attention_desc *desc,
                                             const peak_attention_part *part, void *slot)
 {
     attention_block_run(o, q, k, v, desc, part, slot);
 }
 
-void PEAK_TIER_FN(peak_f32_attention_rows)(float *o, const float *q, const float *k,
-                                           const float *v, const peak_attention_desc *desc,
+void PEAK_TIER_FN(peak_f32_attention_rows)(float *o, const float *q, const void *k,
+                                           const void *v, const peak_attention_desc *desc,
                                            const peak_attention_part *part, void *slot)
 {
     attention_rows_run(o, q, k, v, desc, part, slot);

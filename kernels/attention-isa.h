@@ -92,21 +92,35 @@ static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, siz
                                      pt + r_, n);                                                  \
     }
 
-/* Copies rows src[0 .. n-1] (dv floats each) to dst (row stride ld);
-   returns false if one of them holds an inf or NaN. */
-static bool isa_pack_rows(float *dst, size_t ld, const float *const *src, size_t n, size_t dv);
+/* Copies rows src[0 .. n-1] (dv elements of type t each) to dst as floats
+   (row stride ld); returns false if one of them holds an inf or NaN. */
+static bool isa_pack_rows(float *dst, size_t ld, const void *const *src, size_t n, size_t dv,
+                          peak_dtype t);
 /* The row path (a block of fewer than PEAK_ATTENTION_VW / 2 rows: decode).  Lane j:
-   the dot product of q with row kp[j] (dh floats each), for PEAK_ATTENTION_VW rows. */
-static inline peak_vf isa_row_dots(const float *q, const float *const *kp, size_t dh);
+   the dot product of q (dh floats) with row kp[j] (dh elements of type kt), for
+   PEAK_ATTENTION_VW rows. */
+static peak_vf isa_row_dots(const float *q, const void *const *kp, size_t dh, peak_dtype kt);
+/* Rows of one kv head the row path walks together, at most (they number
+   fewer than PEAK_ATTENTION_VW / 2: attention_rows_tile_together). */
+#define PEAK_ATTENTION_GROUP_ROWS (PEAK_ATTENTION_VW > 2 ? PEAK_ATTENTION_VW / 2 - 1 : 1)
+/* isa_row_dots for nr <= PEAK_ATTENTION_GROUP_ROWS query rows q[r] at once,
+   each key vector loaded once for all: dots[r] is isa_row_dots(q[r], ...),
+   bit for bit. */
+static void isa_rows_dots(peak_vf *dots, const float *const *q, size_t nr, const void *const *kp,
+                          size_t dh, peak_dtype kt);
 /* s[j] = cap tanh(s[j] / cap) in place (attention-body.h). */
 static void isa_row_softcap(float *s, float cap, size_t n);
 /* s[j] = 2^((s[j] - m) log2 e) in place; returns their sum. */
 static float isa_row_exp(float *s, float m, size_t n);
-/* acc = acc * alpha + sum_j p[j] V[vp[j]] over the keys with vp[j] != NULL
+/* acc = acc * alpha + sum_j p[j] V[vp[j]] (V rows of type vt) over the keys with vp[j] != NULL
    (a masked key's V is not read; a visible one's is, even where p[j] is 0,
    so that a NaN there reaches the row as in the scalar tier); acc holds
    round16(dv) floats. */
-static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
-                       size_t dv);
+static void isa_row_pv(float *acc, float alpha, const float *p, const void *const *vp, size_t n,
+                       size_t dv, peak_dtype vt);
+/* isa_row_pv for nr rows at once (acc[r], alpha[r], p[r]), each V row
+   loaded once for all; the same bits as nr calls. */
+static void isa_rows_pv(float *const *acc, const float *alpha, const float *const *p, size_t nr,
+                        const void *const *vp, size_t n, size_t dv, peak_dtype vt);
 
 #endif /* PEAK_ATTENTION_ISA_H */

@@ -185,15 +185,6 @@ static inline void attention_prefetch_cached_tile(const attention_ws *w,
     peak_prefetch(w->vcache + t * PEAK_ATTENTION_BC * ldv, w->cache_n[t] * ldv, PEAK_PF_L2);
 }
 
-static inline void attention_prefetch_keys(const peak_attention_desc *d, const float *k,
-                                           const float *v, size_t t0, size_t n)
-{
-    for (size_t j = t0; j < t0 + n; j++) {
-        peak_prefetch(k + (ptrdiff_t)j * d->k_stride[1], d->head_dim, PEAK_PF_L2);
-        peak_prefetch(v + (ptrdiff_t)j * d->v_stride[1], d->v_head_dim, PEAK_PF_L2);
-    }
-}
-
 /* Requests into L2 the K and V rows of the tile of keys [t0, t0 + BC)
    inside [t0, hi) that the block will pack from their source (not from
    the tile cache), one tile ahead.  One kv head's rows in [B, L, H, D]
@@ -210,7 +201,7 @@ static inline void attention_prefetch_tile_rows(const attention_block *blk, cons
     if (t0 >= hi || blk->elem_masks ||
         (t0 % PEAK_ATTENTION_BC == 0 && t < w->cache_tiles && w->cache_n[t] >= n))
         return;
-    attention_prefetch_keys(blk->d, blk->k, blk->v, t0, n);
+    attention_prefetch_keys(blk->d, blk->k, blk->v, t0, n, PEAK_PF_L2);
 }
 
 /* During a part's last tile, the first keys of the part that follows it
@@ -218,8 +209,8 @@ static inline void attention_prefetch_tile_rows(const attention_block *blk, cons
    elsewhere (a split-KV chunk): on one worker it runs next and would
    start cold (see above).  On a pool the next part is mostly another
    worker's, which then finds the rows in the shared L3. */
-static inline void attention_prefetch_next_part(const attention_block *blk, const float *k,
-                                                const float *v, const peak_attention_part *part)
+static inline void attention_prefetch_next_part(const attention_block *blk, const void *k,
+                                                const void *v, const peak_attention_part *part)
 {
     const peak_attention_desc *d = blk->d;
     if (part->next_b == SIZE_MAX || blk->elem_masks ||
@@ -228,12 +219,10 @@ static inline void attention_prefetch_next_part(const attention_block *blk, cons
         return;
     const size_t lo = part->next_key_lo;
     const size_t n = d->kv_len - lo < PEAK_ATTENTION_BC ? d->kv_len - lo : PEAK_ATTENTION_BC;
-    attention_prefetch_keys(d,
-                            k + (ptrdiff_t)part->next_b * d->k_stride[0] +
-                                (ptrdiff_t)part->next_kvh * d->k_stride[2],
-                            v + (ptrdiff_t)part->next_b * d->v_stride[0] +
-                                (ptrdiff_t)part->next_kvh * d->v_stride[2],
-                            lo, n);
+    attention_prefetch_keys(
+        d, attention_kv_head(k, d->k_stride, d->k_type, part->next_b, part->next_kvh),
+        attention_kv_head(v, d->v_stride, d->v_type, part->next_b, part->next_kvh), lo, n,
+        PEAK_PF_L2);
 }
 
 /* Narrows every row's key range to the part's keys [lo, hi) (split-KV);
@@ -265,7 +254,7 @@ static inline peak_key_range attention_block_keys(const attention_block *blk)
 /* The block kernel: one part of the tile path, its rows streaming over the
    tiles of the keys they see (tiles from the first such key, so that a
    part over all keys computes what the unsplit call did). */
-static inline void attention_block_run(float *o, const float *q, const float *k, const float *v,
+static inline void attention_block_run(float *o, const float *q, const void *k, const void *v,
                                        const peak_attention_desc *d,
                                        const peak_attention_part *part, void *slot)
 {
@@ -278,8 +267,8 @@ static inline void attention_block_run(float *o, const float *q, const float *k,
     blk.d = d;
     blk.elem_masks = d->mask.keep || d->mask.bias;
     blk.b = part->b;
-    blk.k = k + (ptrdiff_t)part->b * d->k_stride[0] + (ptrdiff_t)part->kvh * d->k_stride[2];
-    blk.v = v + (ptrdiff_t)part->b * d->v_stride[0] + (ptrdiff_t)part->kvh * d->v_stride[2];
+    blk.k = attention_kv_head(k, d->k_stride, d->k_type, part->b, part->kvh);
+    blk.v = attention_kv_head(v, d->v_stride, d->v_type, part->b, part->kvh);
     blk.rows = part->rows;
     attention_block_rows(&blk, part->kvh, part->first);
     attention_block_logits(&blk, part->key_lo > 0 || part->key_hi < d->kv_len);

@@ -83,8 +83,8 @@ static inline void attention_tile_mask(const attention_block *blk, const attenti
         }
     }
     for (size_t j = 0; j < n; j++) {
-        w->kp[j] = live[j] ? blk->k + (ptrdiff_t)(t0 + j) * d->k_stride[1] : w->zero;
-        w->vp[j] = live[j] ? blk->v + (ptrdiff_t)(t0 + j) * d->v_stride[1] : w->zero;
+        w->kraw[j] = live[j] ? attention_kv_row(blk->k, t0 + j, d->k_stride[1], d->k_type) : w->zero;
+        w->vraw[j] = live[j] ? attention_kv_row(blk->v, t0 + j, d->v_stride[1], d->v_type) : w->zero;
     }
 }
 

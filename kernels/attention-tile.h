@@ -16,8 +16,8 @@
 #error "include attention.h, which includes this after its prerequisites"
 #endif
 
-/* Points kp[0 .. n-1] and vp[0 .. n-1] at contiguous copies of the rows
-   they point at; returns false if one of the V rows holds an inf or NaN
+/* Points kp[0 .. n-1] and vp[0 .. n-1] at contiguous float copies of the
+   rows kraw and vraw point at (16-bit K and V widened on the way); returns false if one of the V rows holds an inf or NaN
    (which matters to a masked tile only: attention_pv_exact).
    In place, rows a power-of-two stride apart (any [B, L, H, D] layout)
    fall into a few L1 sets, are evicted between the column passes of
@@ -40,14 +40,16 @@ static inline bool attention_tile_pack(const attention_block *blk, const attenti
         /* A later block may see more of the tile (causal): append. */
         const size_t have = w->cache_n[t];
         if (have < n) {
-            isa_pack_rows(kdst + have * ldk, ldk, w->kp + have, n - have, d->head_dim);
-            isa_pack_rows(vdst + have * ldv, ldv, w->vp + have, n - have, d->v_head_dim);
+            isa_pack_rows(kdst + have * ldk, ldk, w->kraw + have, n - have, d->head_dim,
+                          d->k_type);
+            isa_pack_rows(vdst + have * ldv, ldv, w->vraw + have, n - have, d->v_head_dim,
+                          d->v_type);
             w->cache_n[t] = (uint32_t)n;
         }
         finite = true; /* whole: P.V as it is */
     } else {
-        isa_pack_rows(kdst, ldk, w->kp, n, d->head_dim);
-        finite = isa_pack_rows(vdst, ldv, w->vp, n, d->v_head_dim);
+        isa_pack_rows(kdst, ldk, w->kraw, n, d->head_dim, d->k_type);
+        finite = isa_pack_rows(vdst, ldv, w->vraw, n, d->v_head_dim, d->v_type);
     }
     for (size_t j = 0; j < n; j++) {
         w->kp[j] = kdst + j * ldk;
@@ -112,8 +114,8 @@ static inline void attention_tile(const attention_block *blk, const attention_ws
         return;
     if (whole) {
         for (size_t j = 0; j < n; j++) {
-            w->kp[j] = blk->k + (ptrdiff_t)(t0 + j) * d->k_stride[1];
-            w->vp[j] = blk->v + (ptrdiff_t)(t0 + j) * d->v_stride[1];
+            w->kraw[j] = attention_kv_row(blk->k, t0 + j, d->k_stride[1], d->k_type);
+            w->vraw[j] = attention_kv_row(blk->v, t0 + j, d->v_stride[1], d->v_type);
         }
     } else {
         attention_tile_mask(blk, w, t0, n, r0, r1);

@@ -29,7 +29,10 @@ typedef struct attention_ws {
     float *zero;  /* max(head_dim, v_head_dim) zeros          */
     float *vpack; /* the tile's V rows [BC][round16(v_head_dim)] */
     float *kpack; /* the tile's K rows [BC][round16(head_dim)]   */
-    const float **kp, **vp; /* key rows of the tile [BC]      */
+    const float **kp, **vp; /* key rows of the tile [BC], packed */
+    /* The same rows where K and V hold them (d->k_type, d->v_type), before
+       packing: the tile path packs from these, the row path reads them. */
+    const void **kraw, **vraw;
     /* The kv head's packed tiles, shared by its query blocks: tile t holds
        keys t*BC .. t*BC + cache_n[t] - 1. */
     float *kcache, *vcache; /* [cache_tiles * BC][round16(head_dim or v_head_dim)] */
@@ -78,7 +81,7 @@ static inline size_t attention_ws_floats(const peak_attention_desc *d)
     const size_t dmax = d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim;
     if (dmax > SIZE_MAX / 8 / PEAK_ATTENTION_BQ / 2)
         return 0;
-    const size_t ptrs = attention_round16(2 * PEAK_ATTENTION_BC * sizeof(float *) / sizeof(float));
+    const size_t ptrs = attention_round16(4 * PEAK_ATTENTION_BC * sizeof(float *) / sizeof(float));
     const size_t tile =
         PEAK_ATTENTION_BC * (attention_round16(d->v_head_dim) + attention_round16(d->head_dim));
     const size_t ct = attention_cache_tiles(d);
@@ -131,7 +134,9 @@ static inline attention_ws attention_ws_carve(void *slot, const peak_attention_d
     p += PEAK_ATTENTION_BC * attention_round16(d->head_dim);
     w.kp = (const float **)(void *)p;
     w.vp = w.kp + PEAK_ATTENTION_BC;
-    p += attention_round16(2 * PEAK_ATTENTION_BC * sizeof(float *) / sizeof(float));
+    w.kraw = (const void **)(void *)(w.vp + PEAK_ATTENTION_BC);
+    w.vraw = w.kraw + PEAK_ATTENTION_BC;
+    p += attention_round16(4 * PEAK_ATTENTION_BC * sizeof(float *) / sizeof(float));
     w.cache_tiles = attention_cache_tiles(d);
     w.kcache = p;
     p += w.cache_tiles * PEAK_ATTENTION_BC * attention_round16(d->head_dim);

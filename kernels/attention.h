@@ -89,6 +89,7 @@
 #define PEAK_ATTENTION_H
 
 #include "attention-logits.h"
+#include "convert.h"
 #include "internal.h"
 #include "mask.h"
 

@@ -35,13 +35,14 @@ static inline bool peak_f32_is_zero(float v)
     return (b.u & 0x7fffffffu) == 0;
 }
 
-/* One prefetch per cache line of p[0 .. n): for reading into L1, into L2
-   only, or for writing.  A hint, nothing more: p need not be readable. */
+/* One prefetch per cache line of the bytes [p, p + bytes): for reading
+   into L1, into L2 only, or for writing.  A hint, nothing more: p need not
+   be readable. */
 enum peak_pf { PEAK_PF_L1, PEAK_PF_L2, PEAK_PF_WRITE };
 
-static inline void peak_prefetch(const float *p, size_t n, enum peak_pf how)
+static inline void peak_prefetch_bytes(const void *p, size_t bytes, enum peak_pf how)
 {
-    const uintptr_t end = (uintptr_t)(p + n);
+    const uintptr_t end = (uintptr_t)p + bytes;
     for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) {
         if (how == PEAK_PF_WRITE)
             __builtin_prefetch((const void *)a, 1, 3);
@@ -50,6 +51,12 @@ static inline void peak_prefetch(const float *p, size_t n, enum peak_pf how)
         else
             __builtin_prefetch((const void *)a, 0, 3);
     }
+}
+
+/* The same for the floats p[0 .. n). */
+static inline void peak_prefetch(const float *p, size_t n, enum peak_pf how)
+{
+    peak_prefetch_bytes(p, n * sizeof(float), how);
 }
 
 /* Keeps the stores before and after it in program order.  GCC schedules
@@ -179,8 +186,11 @@ typedef struct peak_attention_slot {
 typedef void (*peak_attention_geometry_fn)(const peak_attention_desc *desc,
                                            peak_attention_geometry *geometry);
 /* The tile path: one kv head (nkvh 1), row_path_rows <= rows <=
-   block_rows.  slot: slot_bytes, 64-byte aligned, its head as above. */
-typedef void (*peak_attention_block_fn)(float *o, const float *q, const float *k, const float *v,
+   block_rows.  slot: slot_bytes, 64-byte aligned, its head as above.
+   Q and O are float32 (the scheduler stages 16-bit ones through the
+   workspace: q_type and o_type are PEAK_F32 here); K and V are of
+   desc->k_type and desc->v_type, read where they are. */
+typedef void (*peak_attention_block_fn)(float *o, const float *q, const void *k, const void *v,
                                         const peak_attention_desc *desc,
                                         const peak_attention_part *part, void *slot);
 /* The row path: nkvh * rows <= row_states, rows < row_path_rows. */

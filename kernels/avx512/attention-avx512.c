@@ -148,51 +148,8 @@ static void isa_pv(float *oacc, const float *v, size_t ldv, const float *pt, siz
         ROWS_SWITCH(pv_core, 1, oacc + c * PEAK_ATTENTION_BQ + r0, v + c, ldv, pt + r0, n)
 }
 
-/* ---- the row path ---------------------------------------------------------- */
-
-static __mmask16 tail_mask(size_t n)
-{
-    /* one cast of the whole: ?: promotes __mmask16 operands to int */
-    return (__mmask16)(n >= PEAK_ATTENTION_VW ? 0xffffu : (1u << n) - 1u);
-}
-
-/* Columns [c0, c0 + 4 vectors) of the accumulator, in registers over the
-   tile's keys. */
-static void row_pv_cols(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
-                        size_t c0, size_t dv)
-{
-    /* Vectors past round16(dv) are all-zero lanes in registers only. */
-    __mmask16 k[4];
-    __m512 va[4];
-    const __m512 valpha = _mm512_set1_ps(alpha);
-    for (int v = 0; v < 4; v++) {
-        const size_t c = c0 + (size_t)v * PEAK_ATTENTION_VW;
-        k[v] = c < dv ? tail_mask(dv - c) : 0;
-        va[v] = _mm512_mul_ps(_mm512_maskz_load_ps(k[v] ? 0xffff : 0, acc + (k[v] ? c : 0)), valpha);
-    }
-    for (size_t j = 0; j < n; j++) {
-        if (!vp[j])
-            continue; /* a masked key: its V row is not read */
-        const __m512 vp_ = _mm512_set1_ps(p[j]);
-        for (int v = 0; v < 4; v++)
-            va[v] = _mm512_fmadd_ps(
-                vp_, _mm512_maskz_loadu_ps(k[v], vp[j] + c0 + (size_t)v * PEAK_ATTENTION_VW),
-                va[v]);
-    }
-    for (int v = 0; v < 4; v++)
-        if (k[v])
-            _mm512_store_ps(acc + c0 + (size_t)v * PEAK_ATTENTION_VW, va[v]);
-}
-
-static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
-                       size_t dv)
-{
-    for (size_t c0 = 0; c0 < dv; c0 += 4 * PEAK_ATTENTION_VW)
-        row_pv_cols(acc, alpha, p, vp, n, c0, dv);
-}
-
 /* The online softmax, row packing (a row's last dv % 16 floats as one
-   masked load and a whole-vector store), isa_dot, isa_row_exp and the
-   kernels: attention-body.h. */
+   masked load and a whole-vector store), the row path and the kernels:
+   attention-body.h. */
 #define PEAK_ATTENTION_PACK_VECTOR_TAIL 1
 #include "attention-body.h"

@@ -488,10 +488,13 @@ static int apart_from_rope(span sp, const peak_attention_desc *d)
     return 1;
 }
 
-/* Resolves the defaults into *d and checks the shapes. */
+/* Resolves the defaults into *d and checks the types and shapes. */
 static peak_status attention_resolve(const peak_attention_desc *in, peak_attention_desc *d)
 {
     *d = *in;
+    if (!peak_dtype_size(d->q_type) || !peak_dtype_size(d->k_type) ||
+        !peak_dtype_size(d->v_type) || !peak_dtype_size(d->o_type))
+        return PEAK_ERR_UNSUPPORTED;
     if (!d->batch || !d->heads || !d->q_len || !d->kv_len || !d->head_dim || !isfinite(d->scale))
         return PEAK_ERR_INVALID_ARG;
     attention_defaults(d);
@@ -522,16 +525,18 @@ static peak_status attention_resolve(const peak_attention_desc *in, peak_attenti
 /* O, lse and the workspace (its first ws_bytes; none when NULL) must not
    overlap an input, the mask's arrays or each other: the kernels write all
    three while they read Q, K, V and the mask. */
-static int attention_outputs_apart(const float *o, const float *q, const float *k, const float *v,
+static int attention_outputs_apart(const void *o, const void *q, const void *k, const void *v,
                                    const peak_attention_desc *d, const void *ws, size_t ws_bytes)
 {
     const size_t nq[3] = {d->batch, d->q_len, d->heads};
     const size_t nk[3] = {d->batch, d->kv_len, d->kv_heads};
     const size_t nl[3] = {d->batch, d->heads, d->q_len};
-    const span in[3] = {tensor_span(q, nq, d->q_stride, 3, d->head_dim, sizeof(float)),
-                        tensor_span(k, nk, d->k_stride, 3, d->head_dim, sizeof(float)),
-                        tensor_span(v, nk, d->v_stride, 3, d->v_head_dim, sizeof(float))};
-    const span out[3] = {tensor_span(o, nq, d->o_stride, 3, d->v_head_dim, sizeof(float)),
+    const span in[3] = {
+        tensor_span(q, nq, d->q_stride, 3, d->head_dim, peak_dtype_size(d->q_type)),
+        tensor_span(k, nk, d->k_stride, 3, d->head_dim, peak_dtype_size(d->k_type)),
+        tensor_span(v, nk, d->v_stride, 3, d->v_head_dim, peak_dtype_size(d->v_type))};
+    const span out[3] = {tensor_span(o, nq, d->o_stride, 3, d->v_head_dim,
+                                     peak_dtype_size(d->o_type)),
                          tensor_span(d->lse, nl, d->lse_stride, 3, 1, sizeof(float)),
                          ws_bytes ? array_span(ws, ws_bytes, 1) : (span){0, 0}};
     for (int j = 0; j < 3; j++) {
@@ -548,11 +553,11 @@ static int attention_outputs_apart(const float *o, const float *q, const float *
     return 1;
 }
 
-/* The rotated Q and K, then the attention's own workspace; the sentinel
+/* The staged Q, K and O, then the attention's own workspace; the sentinel
    SIZE_MAX & ~63 when the sum does not fit (either part may be it). */
-static size_t attention_bytes(size_t rope, size_t att)
+static size_t attention_bytes(size_t stage, size_t att)
 {
-    return rope > SIZE_MAX - 63 - att ? SIZE_MAX & ~(size_t)63 : rope + att;
+    return stage > SIZE_MAX - 63 - att ? SIZE_MAX & ~(size_t)63 : stage + att;
 }
 
 peak_status peak_attention_workspace_size(const peak_attention_desc *desc,
@@ -564,15 +569,16 @@ peak_status peak_attention_workspace_size(const peak_attention_desc *desc,
     peak_status s = attention_resolve(desc, &d);
     if (s != PEAK_OK)
         return s;
-    peak_attention_desc rotated;
-    peak_schedule_attention_rope_desc(&d, &rotated);
-    *bytes = attention_bytes(peak_schedule_attention_rope_bytes(&d),
-                             peak_schedule_attention_workspace(peak_active_kernels(), &rotated,
-                                                               peak_threadpool_workers(pool)));
+    peak_attention_desc staged;
+    peak_schedule_attention_stage_desc(&d, &staged);
+    *bytes = attention_bytes(peak_schedule_attention_stage_bytes(&d),
+                             peak_schedule_attention_workspace(
+                                 peak_schedule_attention_kernels(&d), &staged,
+                                 peak_threadpool_workers(pool)));
     return PEAK_OK;
 }
 
-peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
+peak_status peak_attention(void *o, const void *q, const void *k, const void *v,
                            const peak_attention_desc *desc, void *workspace, size_t workspace_size,
                            const peak_threadpool *pool)
 {
@@ -585,15 +591,15 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     if (s != PEAK_OK)
         return s;
     /* One plan, with one count of the pool's workers, for the size and
-       the run: the workspace holds a slot for each, after the rotated Q
-       and K of a rope (which the plan reads at their packed strides). */
-    peak_attention_desc rotated;
-    peak_schedule_attention_rope_desc(&d, &rotated);
+       the run: the workspace holds a slot for each, after the staged Q, K
+       and O (which the plan reads and writes at their packed strides). */
+    peak_attention_desc staged;
+    peak_schedule_attention_stage_desc(&d, &staged);
     peak_attention_plan plan;
-    peak_schedule_attention_plan(&plan, peak_active_kernels(), &rotated,
+    peak_schedule_attention_plan(&plan, peak_schedule_attention_kernels(&d), &staged,
                                  peak_threadpool_workers(pool));
-    const size_t rope_bytes = peak_schedule_attention_rope_bytes(&d);
-    const size_t need = attention_bytes(rope_bytes, plan.bytes);
+    const size_t stage_bytes = peak_schedule_attention_stage_bytes(&d);
+    const size_t need = attention_bytes(stage_bytes, plan.bytes);
     if (workspace && (uintptr_t)workspace % 64)
         return PEAK_ERR_INVALID_ARG;
     /* The size first: a workspace of at least `need` bytes is one whose
@@ -609,10 +615,11 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
         if (!owned)
             return PEAK_ERR_NO_MEMORY;
     }
-    if (d.rope)
-        peak_schedule_attention_rope(&d, &q, &k, ws, pool);
-    peak_schedule_attention_run(&plan, o, q, k, v, rope_bytes ? (char *)ws + rope_bytes : ws,
+    peak_schedule_attention_stage_in(&d, &q, &k, ws, pool);
+    float *o32 = peak_schedule_attention_stage_o(&d, o, ws);
+    peak_schedule_attention_run(&plan, o32, q, k, v, stage_bytes ? (char *)ws + stage_bytes : ws,
                                 pool);
+    peak_schedule_attention_stage_out(&d, o, o32, pool);
     free(owned);
     return PEAK_OK;
 }

@@ -170,47 +170,11 @@ static float isa_row_exp(float *s, float m, size_t n)
     return sum;
 }
 
-/* Columns [c0, c0 + 4 nv) of the accumulator, in registers over the tile's
-   keys (all inside dv: V rows are read in place, with nothing after the
-   last one). */
-INLINE void row_pv_cols(float *acc, float32x4_t valpha, const float *p, const float *const *vp,
-                        size_t n, size_t c0, int nv)
-{
-    float32x4_t va[8];
-    UNROLL for (int v = 0; v < nv; v++)
-        va[v] = vmulq_f32(vld1q_f32(acc + c0 + 4 * (size_t)v), valpha);
-    for (size_t j = 0; j < n; j++) {
-        if (!vp[j])
-            continue; /* a masked key: its V row is not read */
-        const float *vj = vp[j] + c0;
-        UNROLL for (int v = 0; v < nv; v++)
-            va[v] = vfmaq_n_f32(va[v], vld1q_f32(vj + 4 * (size_t)v), p[j]);
-    }
-    UNROLL for (int v = 0; v < nv; v++)
-        vst1q_f32(acc + c0 + 4 * (size_t)v, va[v]);
-}
-
-static void isa_row_pv(float *acc, float alpha, const float *p, const float *const *vp, size_t n,
-                       size_t dv)
-{
-    const float32x4_t valpha = vdupq_n_f32(alpha);
-    size_t c = 0;
-    for (; c + 32 <= dv; c += 32)
-        row_pv_cols(acc, valpha, p, vp, n, c, 8);
-    for (; c + 4 <= dv; c += 4)
-        row_pv_cols(acc, valpha, p, vp, n, c, 1);
-    for (; c < dv; c++) {
-        float a = acc[c] * alpha;
-        for (size_t j = 0; j < n; j++)
-            if (p[j] != 0.0f)
-                a = fmaf(p[j], vp[j][c], a);
-        acc[c] = a;
-    }
-}
-
 /* The online softmax (its running max FMAXNM, which drops a NaN score:
    the sum catches it; the exponentials two keys a step into two sums),
-   row packing and the kernels: attention-body.h. */
+   row packing, the row path's dots and P.V (eight vectors of columns at a
+   time) and the kernels: attention-body.h. */
+#define PEAK_ATTENTION_ROW_PV_VECTORS 8
 #define PEAK_ATTENTION_MAX(a, b) vmaxnmq_f32(a, b)
 #define PEAK_ATTENTION_EXP_PAIRS 1
 #define PEAK_ATTENTION_HAS_ROW_EXP 1

@@ -18,6 +18,7 @@
  *     exact ALiBi distance, the sink as one more term of the row's sum;
  *     with a sink, a row that sees nothing has lse = sink.
  */
+#include "convert.h"
 #include "internal.h"
 #include "logits.h"
 #include "mask.h"
@@ -38,8 +39,9 @@ typedef struct attention_scratch {
 /* Where one (b, h, i) row reads and writes, and the mask that applies. */
 typedef struct attention_row {
     const float *q;
-    const float *k; /* key 0 of kv head h/g; key j at k + j * k_ld */
-    const float *v;
+    const void *k; /* key 0 of kv head h/g; key j at k + j * k_ld elements */
+    const void *v;
+    peak_dtype k_type, v_type;
     float *o;
     float *lse;
     ptrdiff_t k_ld, v_ld;
@@ -49,11 +51,19 @@ typedef struct attention_row {
     peak_logit_row lg;
 } attention_row;
 
-static double dot(const float *a, const float *b, size_t n)
+/* Element c of row j of K or V (type t, rows ld elements apart), exact. */
+static double kv_at(const void *x, peak_dtype t, ptrdiff_t ld, size_t j, size_t c)
+{
+    const char *row = (const char *)x + (ptrdiff_t)j * ld * (ptrdiff_t)peak_dtype_bytes(t);
+    return (double)peak_f32_of_bits(peak_convert_load(row, t, c));
+}
+
+/* q . K[j] in double. */
+static double dot(const float *q, const attention_row *r, size_t j, size_t n)
 {
     double s = 0.0;
     for (size_t d = 0; d < n; d++)
-        s += (double)a[d] * (double)b[d];
+        s += (double)q[d] * kv_at(r->k, r->k_type, r->k_ld, j, d);
     return s;
 }
 
@@ -72,7 +82,7 @@ static double row_scores(const attention_row *r, const peak_attention_desc *d, d
     for (size_t j = r->keys.lo; j < r->keys.hi; j++) {
         if (!row_visible(r, j))
             continue;
-        double s = dot(r->q, r->k + (ptrdiff_t)j * r->k_ld, d->head_dim) * (double)d->scale;
+        double s = dot(r->q, r, j, d->head_dim) * (double)d->scale;
         if (r->lg.softcap != 0.0f)
             s = (double)r->lg.softcap * tanh(s / (double)r->lg.softcap);
         if (r->lg.alibi != PEAK_ALIBI_NONE) {
@@ -102,10 +112,9 @@ static double row_accumulate(const attention_row *r, size_t dv, double m,
         if (!row_visible(r, j))
             continue;
         const double p = exp(w->scores[j] - m);
-        const float *vj = r->v + (ptrdiff_t)j * r->v_ld;
         sum += p;
         for (size_t c = 0; c < dv; c++)
-            w->acc[c] += p * (double)vj[c];
+            w->acc[c] += p * kv_at(r->v, r->v_type, r->v_ld, j, c);
     }
     return sum;
 }
@@ -199,7 +208,7 @@ void peak_f32_attention_geometry__scalar(const peak_attention_desc *desc,
     g->slot_bytes = slot_bytes(desc);
 }
 
-void peak_f32_attention_block__scalar(float *o, const float *q, const float *k, const float *v,
+void peak_f32_attention_block__scalar(float *o, const float *q, const void *k, const void *v,
                                       const peak_attention_desc *desc,
                                       const peak_attention_part *part, void *slot)
 {
@@ -215,9 +224,13 @@ void peak_f32_attention_block__scalar(float *o, const float *q, const float *k, 
     attention_row r;
     r.k_ld = d->k_stride[1];
     r.v_ld = d->v_stride[1];
+    r.k_type = d->k_type;
+    r.v_type = d->v_type;
     for (size_t kvh = part->kvh; kvh < part->kvh + part->nkvh; kvh++) {
-        r.k = k + (ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)kvh * d->k_stride[2];
-        r.v = v + (ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)kvh * d->v_stride[2];
+        r.k = (const char *)k + ((ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)kvh * d->k_stride[2]) *
+                                    (ptrdiff_t)peak_dtype_bytes(d->k_type);
+        r.v = (const char *)v + ((ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)kvh * d->v_stride[2]) *
+                                    (ptrdiff_t)peak_dtype_bytes(d->v_type);
         for (size_t R = part->first; R < part->first + part->rows; R++) {
             row_locate(&r, q, o, d, b, kvh * group + R % group, R / group);
             row_clip(&r, part->key_lo, part->key_hi);
@@ -226,7 +239,7 @@ void peak_f32_attention_block__scalar(float *o, const float *q, const float *k, 
     }
 }
 
-void peak_f32_attention_rows__scalar(float *o, const float *q, const float *k, const float *v,
+void peak_f32_attention_rows__scalar(float *o, const float *q, const void *k, const void *v,
                                      const peak_attention_desc *desc,
                                      const peak_attention_part *part, void *slot)
 {

@@ -375,7 +375,7 @@ void peak_schedule_attention_plan(peak_attention_plan *plan, const peak_kernels 
 }
 
 void peak_schedule_attention_run(peak_attention_plan *plan, float *o, const float *q,
-                                 const float *k, const float *v, void *workspace,
+                                 const void *k, const void *v, void *workspace,
                                  const peak_threadpool *pool)
 {
     att_plan *p = plan;
@@ -412,8 +412,8 @@ size_t peak_schedule_attention_workspace(const peak_kernels *kern, const peak_at
     return p.bytes;
 }
 
-void peak_schedule_attention(const peak_kernels *kern, float *o, const float *q, const float *k,
-                             const float *v, const peak_attention_desc *d, void *workspace,
+void peak_schedule_attention(const peak_kernels *kern, float *o, const float *q, const void *k,
+                             const void *v, const peak_attention_desc *d, void *workspace,
                              size_t workers, const peak_threadpool *pool)
 {
     att_plan p;

@@ -1,8 +1,9 @@
 /* schedule-convert.c - peak_convert as work items: runs of
    CONVERT_ITEM_ELEMS elements, each one kernel call on its part of x and y
    (elementwise, so an element's bits do not depend on its item), and the
-   kernel: the active tier's, or the scalar one for float16 on an AVX2 tier
-   whose CPU lacks F16C (the tier itself does not require it). */
+   kernels of a call with 16-bit tensors (this one's and attention's): the
+   active tier's, or the scalar ones for float16 on an AVX2 tier whose CPU
+   lacks F16C (the tier itself does not require it). */
 #include "items.h"
 #include "schedule.h"
 
@@ -42,20 +43,31 @@ static double convert_cost(const void *ctx, size_t item)
            (double)peak_item_len(c->n, item * CONVERT_ITEM_ELEMS, CONVERT_ITEM_ELEMS);
 }
 
-/* The tier's kernel, unless float16 needs F16C that the CPU lacks. */
-static peak_convert_fn convert_kernel(peak_dtype yt, peak_dtype xt)
+/* The active tier's kernels, unless float16 needs F16C that the CPU
+   lacks. */
+static const peak_kernels *typed_kernels(bool f16)
 {
     const peak_kernels *k = peak_active_kernels();
-    const bool f16 = yt == PEAK_F16 || xt == PEAK_F16;
     if (f16 && k->isa == PEAK_ISA_AVX2 && !(peak_cpu_features() & PEAK_CPU_F16C))
-        return peak_kernels_scalar.convert;
-    return k->convert;
+        return &peak_kernels_scalar;
+    return k;
+}
+
+peak_convert_fn peak_schedule_convert_kernel(peak_dtype yt, peak_dtype xt)
+{
+    return typed_kernels(yt == PEAK_F16 || xt == PEAK_F16)->convert;
+}
+
+const peak_kernels *peak_schedule_attention_kernels(const peak_attention_desc *d)
+{
+    return typed_kernels(d->k_type == PEAK_F16 || d->v_type == PEAK_F16);
 }
 
 void peak_schedule_convert(void *y, peak_dtype yt, const void *x, peak_dtype xt, size_t n,
                            const peak_threadpool *pool)
 {
-    convert_work c = {y, x, yt, xt, n, peak_convert_streams(yt, xt, n), convert_kernel(yt, xt)};
+    convert_work c = {y, x, yt, xt, n, peak_convert_streams(yt, xt, n),
+                     peak_schedule_convert_kernel(yt, xt)};
     const peak_work w = {.items = peak_items(n, CONVERT_ITEM_ELEMS),
                          .run = convert_item,
                          .cost = convert_cost,

@@ -34,18 +34,31 @@ PEAK_INTERNAL void peak_schedule_rope_cache(float *cache, size_t n_pos, size_t p
 PEAK_INTERNAL void peak_schedule_rope_apply(float *y, const float *x, const peak_rope_desc *desc,
                                             const peak_threadpool *pool);
 
-/* Attention's RoPE phase (schedule-rope.c), for a resolved, validated d:
-   the bytes of the rotated Q and K at the front of the workspace (0
-   without rope; SIZE_MAX & ~63 when they do not fit in a size_t); the
-   descriptor the attention then runs with (Q and K strides of the packed
-   copies, rope NULL); and the phase itself, which points *q and *k at the
-   copies it made in ws. */
-PEAK_INTERNAL size_t peak_schedule_attention_rope_bytes(const peak_attention_desc *d);
-PEAK_INTERNAL void peak_schedule_attention_rope_desc(const peak_attention_desc *d,
-                                                     peak_attention_desc *rotated);
-PEAK_INTERNAL void peak_schedule_attention_rope(const peak_attention_desc *d, const float **q,
-                                                const float **k, void *ws,
-                                                const peak_threadpool *pool);
+/* Attention's staging (schedule-attention-stage.c), for a resolved,
+   validated d: the bytes at the front of the workspace for the float32
+   copies of Q (16-bit or rotated), K (rotated) and O (16-bit) (0 for
+   none; SIZE_MAX & ~63 when they do not fit in a size_t); the descriptor
+   the kernels then run with (the copies' packed strides and PEAK_F32,
+   rope NULL); the first phase, which points *q and *k at the copies it
+   made in ws; where the kernels write O (o itself, or its copy in ws);
+   and the last phase, which rounds that copy into o. */
+PEAK_INTERNAL size_t peak_schedule_attention_stage_bytes(const peak_attention_desc *d);
+PEAK_INTERNAL void peak_schedule_attention_stage_desc(const peak_attention_desc *d,
+                                                      peak_attention_desc *staged);
+PEAK_INTERNAL void peak_schedule_attention_stage_in(const peak_attention_desc *d, const void **q,
+                                                    const void **k, void *ws,
+                                                    const peak_threadpool *pool);
+PEAK_INTERNAL float *peak_schedule_attention_stage_o(const peak_attention_desc *d, void *o,
+                                                     void *ws);
+PEAK_INTERNAL void peak_schedule_attention_stage_out(const peak_attention_desc *d, void *o,
+                                                     const float *staged_o,
+                                                     const peak_threadpool *pool);
+
+/* The kernels of a call with 16-bit tensors: the active tier's, or the
+   scalar tier's where float16 needs F16C that the CPU lacks (the AVX2
+   tier does not require it). */
+PEAK_INTERNAL peak_convert_fn peak_schedule_convert_kernel(peak_dtype y_type, peak_dtype x_type);
+PEAK_INTERNAL const peak_kernels *peak_schedule_attention_kernels(const peak_attention_desc *d);
 
 PEAK_INTERNAL void peak_schedule_softmax(float *y, const float *x, const peak_softmax_desc *desc,
                                          const peak_threadpool *pool);
@@ -85,7 +98,8 @@ typedef struct peak_attention_plan {
     /* the run's operands, and split-KV's partials in the workspace:
        [B, Lq, H, chunks, Dv] and [B, H, Lq, chunks] */
     float *o;
-    const float *q, *k, *v;
+    const float *q;
+    const void *k, *v; /* d->k_type, d->v_type */
     float *po, *plse;
     peak_attention_desc pd;
 } peak_attention_plan;
@@ -97,7 +111,7 @@ PEAK_INTERNAL void peak_schedule_attention_plan(peak_attention_plan *plan,
 
 /* Runs a plan on plan->bytes of workspace (64-byte aligned). */
 PEAK_INTERNAL void peak_schedule_attention_run(peak_attention_plan *plan, float *o,
-                                               const float *q, const float *k, const float *v,
+                                               const float *q, const void *k, const void *v,
                                                void *workspace, const peak_threadpool *pool);
 
 /* The two in one, for the tests and benchmarks that name a tier's
@@ -106,7 +120,7 @@ PEAK_INTERNAL size_t peak_schedule_attention_workspace(const peak_kernels *kern,
                                                        const peak_attention_desc *d,
                                                        size_t workers);
 PEAK_INTERNAL void peak_schedule_attention(const peak_kernels *kern, float *o, const float *q,
-                                           const float *k, const float *v,
+                                           const void *k, const void *v,
                                            const peak_attention_desc *d, void *workspace,
                                            size_t workers, const peak_threadpool *pool);
 

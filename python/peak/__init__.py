@@ -196,7 +196,8 @@ class _AttentionDesc(ctypes.Structure):
                 ("o_stride", _stride3), ("mask", _Mask), ("lse", _c_float_p),
                 ("lse_stride", _stride3),
                 ("rope", ctypes.c_void_p),  # const peak_attention_rope *: NULL, none
-                ("logits", _Logits)]
+                ("logits", _Logits), ("q_type", ctypes.c_int), ("k_type", ctypes.c_int),
+                ("v_type", ctypes.c_int), ("o_type", ctypes.c_int)]
 
 
 class _MergeDesc(ctypes.Structure):
@@ -571,6 +572,9 @@ def _workers(threads=None, pool=None):
 
 # ---- argument checks ----------------------------------------------------------------
 
+# peak_dtype codes.
+_F32, _BF16, _F16 = 0, 1, 2
+
 def _array(name, a, dtype, ndims, writable=False):
     """Checks an ndarray (no conversion) and returns it."""
     if not isinstance(a, np.ndarray):
@@ -599,6 +603,15 @@ def _array(name, a, dtype, ndims, writable=False):
 
 def _f32(name, a, ndims, writable=False):
     return _array(name, a, np.float32, ndims, writable)
+
+
+def _typed(name, a, ndims, writable=False):
+    """An ndarray of float32, float16 or bfloat16 (ml_dtypes), checked as
+    _array does, and its peak_dtype code."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+    code, dt = _dtype_code(a.dtype, name)
+    return _array(name, a, dt, ndims, writable), code
 
 
 def _es(a, axis):
@@ -1319,7 +1332,9 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
     Dv]``, out ``[B, H, Lq, Dv]`` (PyTorch's scaled_dot_product_attention);
     layout "blhd": ``[B, L, H, D]`` for all four.  Hkv must divide H
     (grouped-query / multi-query attention).  Any strides with a contiguous
-    last axis work (no copies).  scale: None means 1/sqrt(D); one that is 0
+    last axis work (no copies).  Types: q, k, v and out each float32,
+    float16 or bfloat16 (ml_dtypes), independently (out: q's type when
+    None); arithmetic in float32, a 16-bit out rounded once (peak.h).  scale: None means 1/sqrt(D); one that is 0
     in float32 is a ValueError, as in softmax().  Masks as in
     softmax(), indexed ``[B, H, Lq, Lk]``.
 
@@ -1349,9 +1364,9 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
     run = _Run(threads, pool)
     if layout not in ("bhld", "blhd"):
         raise ValueError(f"layout {layout!r}: 'bhld' ([B, H, L, D]) or 'blhd' ([B, L, H, D])")
-    _f32("q", q, (4,))
-    _f32("k", k, (4,))
-    _f32("v", v, (4,))
+    _, qt = _typed("q", q, (4,))
+    _, kt = _typed("k", k, (4,))
+    _, vt = _typed("v", v, (4,))
     # axis numbers of (b, l, h) in the caller's layout
     ax = (0, 2, 1) if layout == "bhld" else (0, 1, 2)
     B, Lq, H, D = q.shape[ax[0]], q.shape[ax[1]], q.shape[ax[2]], q.shape[3]
@@ -1365,12 +1380,12 @@ def attention(q, k, v, *, layout="bhld", scale=None, causal=False, align="top_le
     Dv = v.shape[3]
     oshape = (B, H, Lq, Dv) if layout == "bhld" else (B, Lq, H, Dv)
     if out is None:
-        out = np.empty(oshape, np.float32)
-    else:
-        _f32("out", out, (4,), writable=True)
-        _shape_is("out", out, oshape)
+        out = np.empty(oshape, q.dtype)
+    _, ot = _typed("out", out, (4,), writable=True)
+    _shape_is("out", out, oshape)
     _no_overlap("out", out, q=q, k=k, v=v)
     desc = _AttentionDesc()
+    desc.q_type, desc.k_type, desc.v_type, desc.o_type = qt, kt, vt, ot
     desc.batch, desc.heads, desc.kv_heads = B, H, Hkv
     desc.q_len, desc.kv_len, desc.head_dim, desc.v_head_dim = Lq, Lk, D, Dv
     _set_scale(desc, scale, "1/sqrt(D)")
@@ -1588,9 +1603,6 @@ def exp(x, out=None, *, threads=None, pool=None):
 
 
 # ---- element types -------------------------------------------------------------
-
-# peak_dtype codes.
-_F32, _BF16, _F16 = 0, 1, 2
 
 
 def _bfloat16():

@@ -1,0 +1,57 @@
+/*
+ * typed.h - loads of a tensor whose element type (peak_dtype) is an
+ * argument, written once over the vocabulary (simd/f32-<isa>.h): float32
+ * as it is, bfloat16 and float16 widened exactly into float32 lanes
+ * (peak_vf_load_bf16, peak_vf_load_f16).  A kernel that takes 16-bit
+ * tensors compiles its loop once per type, with the type a constant (the
+ * switch folds away), and gives the float16 copy PEAK_VF_F16_TARGET (F16C
+ * on AVX2, which the tier does not require: the scheduler runs those copies
+ * only where peak_cpu_features() reports it).
+ * Include the tier's vocabulary first.
+ */
+#ifndef PEAK_SIMD_TYPED_H
+#define PEAK_SIMD_TYPED_H
+
+#if !defined(PEAK_VF_LANES) || !defined(PEAK_VF_F16_TARGET)
+#error "include the tier's vocabulary (simd/f32-<isa>.h) before simd/typed.h"
+#endif
+
+#include "convert.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Element i of a tensor of type t at p (i in elements, any sign). */
+static inline const void *peak_elem_at(const void *p, ptrdiff_t i, peak_dtype t)
+{
+    return (const char *)p + i * (ptrdiff_t)peak_dtype_bytes(t);
+}
+
+/* PEAK_VF_LANES elements of type t at p (any alignment) as floats. */
+static inline __attribute__((always_inline)) peak_vf peak_vf_loadu_as(const void *p, peak_dtype t)
+{
+    switch (t) {
+    case PEAK_BF16:
+        return peak_vf_load_bf16((const uint16_t *)p);
+    case PEAK_F16:
+        return peak_vf_load_f16((const uint16_t *)p);
+    default:
+        return peak_vf_loadu((const float *)p);
+    }
+}
+
+/* The first n < PEAK_VF_LANES elements of type t at p, +0 in the other
+   lanes; nothing past element n - 1 is read (a 16-bit row's tail goes
+   through a buffer: rows whose length is not a multiple of the lanes). */
+static inline __attribute__((always_inline)) peak_vf peak_vf_load_first_as(const void *p,
+                                                                           size_t n, peak_dtype t)
+{
+    if (t == PEAK_F32)
+        return peak_vf_load_first((const float *)p, n);
+    uint16_t h[PEAK_VF_LANES] = {0};
+    memcpy(h, p, n * sizeof(uint16_t));
+    return t == PEAK_BF16 ? peak_vf_load_bf16(h) : peak_vf_load_f16(h);
+}
+
+#endif /* PEAK_SIMD_TYPED_H */

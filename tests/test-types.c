@@ -1,0 +1,508 @@
+/*
+ * test-types.c - 16-bit tensors (peak_dtype): each family's calls with
+ * bfloat16 and float16 operands, on the tier given as argv[1].
+ *
+ * Two promises, checked separately:
+ *   - the same bits as float32: widening a 16-bit value is exact, so a call
+ *     on 16-bit inputs must give, bit for bit, the float32 call on the
+ *     widened inputs, its float32 outputs rounded once into the output's
+ *     type (peak_convert, whose bits tests/test-convert.c checks against an
+ *     oracle of its own); this covers every path (row path, tile path,
+ *     split-KV, the tile cache, masks) with no tolerance;
+ *   - accuracy: against a double-precision attention of the widened
+ *     inputs, within the float32 bound plus half an ULP of the output type.
+ * Also: a decode step by step over a bfloat16 cache against the one-shot
+ * causal call, NaN and overflow through 16-bit outputs, masked 16-bit keys
+ * holding NaN never read, and PEAK_ERR_UNSUPPORTED for a bad type with
+ * nothing written.
+ */
+#include "test-util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t dtype_bytes(peak_dtype t)
+{
+    return peak_dtype_size(t);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* n floats of x rounded into a new array of type t. */
+static void *narrowed(const float *x, size_t n, peak_dtype t)
+{
+    void *y = xmalloc(n * dtype_bytes(t));
+    ck_assert_int_eq(peak_convert(y, t, x, PEAK_F32, n, NULL), PEAK_OK);
+    return y;
+}
+
+/* n elements of type t at x widened into a new float array (exact). */
+static float *widened(const void *x, size_t n, peak_dtype t)
+{
+    float *y = xmalloc(n * sizeof(float));
+    ck_assert_int_eq(peak_convert(y, PEAK_F32, x, t, n, NULL), PEAK_OK);
+    return y;
+}
+
+/* ---- attention ------------------------------------------------------------- */
+
+typedef struct att_shape {
+    size_t B, H, KVH, Lq, Lk, Dh, Dv;
+    int causal;     /* 1: causal, bottom-right aligned (decode) */
+    int bhld;       /* 1: [B, H, L, D] strides, else [B, L, H, D] */
+    int key_len;    /* 1: key padding, batch entry b sees Lk - 7 (b + 1) keys */
+} att_shape;
+
+static const att_shape att_shapes[] = {
+    {1, 8, 2, 1, 300, 64, 64, 0, 0, 0},    /* decode, GQA: the row path */
+    {1, 8, 8, 1, 4096, 64, 64, 1, 1, 0},   /* decode split over its keys */
+    {2, 4, 2, 70, 200, 64, 64, 1, 0, 1},   /* prefill: blocks, tail rows, padding */
+    {1, 8, 8, 50, 512, 64, 64, 0, 0, 0},   /* cross-attention */
+    {1, 2, 1, 130, 150, 72, 40, 0, 1, 0},  /* head_dim 72, Dv 40: vector tails */
+    {1, 4, 4, 300, 300, 128, 128, 1, 0, 0}, /* causal, the tile cache */
+    {1, 3, 3, 5, 77, 20, 12, 0, 0, 1},     /* head_dim below a vector */
+};
+
+static const peak_dtype att_types[][4] = {
+    /* q, k, v, o */
+    {PEAK_BF16, PEAK_BF16, PEAK_BF16, PEAK_BF16},
+    {PEAK_F16, PEAK_F16, PEAK_F16, PEAK_F16},
+    {PEAK_F32, PEAK_BF16, PEAK_BF16, PEAK_F32},
+    {PEAK_F32, PEAK_F16, PEAK_F16, PEAK_F32},
+    {PEAK_BF16, PEAK_F16, PEAK_F32, PEAK_F16},
+    {PEAK_F16, PEAK_F32, PEAK_BF16, PEAK_BF16},
+};
+#define N_ATT_SHAPES (sizeof att_shapes / sizeof *att_shapes)
+#define N_ATT_TYPES (sizeof att_types / sizeof *att_types)
+
+static const char *type_name(peak_dtype t)
+{
+    return t == PEAK_F32 ? "f32" : t == PEAK_BF16 ? "bf16" : "f16";
+}
+
+static void strides(const att_shape *s, size_t L, size_t heads, size_t D, ptrdiff_t st[3])
+{
+    if (s->bhld) { /* [B, H, L, D]: (b, l, h) */
+        st[0] = (ptrdiff_t)(heads * L * D);
+        st[1] = (ptrdiff_t)D;
+        st[2] = (ptrdiff_t)(L * D);
+    } else {
+        st[0] = (ptrdiff_t)(L * heads * D);
+        st[1] = (ptrdiff_t)(heads * D);
+        st[2] = (ptrdiff_t)D;
+    }
+}
+
+typedef struct att_case {
+    att_shape s;
+    peak_attention_desc d;
+    int32_t key_len[4];
+    size_t nq, nk, nv, no, nl;
+    float *q, *k, *v; /* float32 values, each representable in its type */
+} att_case;
+
+static void att_case_make(att_case *c, const att_shape *s, const peak_dtype types[4],
+                          uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    c->s = *s;
+    peak_attention_desc d = PEAK_ATTENTION_DESC_DEFAULT;
+    d.batch = s->B;
+    d.heads = s->H;
+    d.kv_heads = s->KVH;
+    d.q_len = s->Lq;
+    d.kv_len = s->Lk;
+    d.head_dim = s->Dh;
+    d.v_head_dim = s->Dv;
+    strides(s, s->Lq, s->H, s->Dh, d.q_stride);
+    strides(s, s->Lk, s->KVH, s->Dh, d.k_stride);
+    strides(s, s->Lk, s->KVH, s->Dv, d.v_stride);
+    strides(s, s->Lq, s->H, s->Dv, d.o_stride);
+    if (s->causal) {
+        d.mask.causal = 1;
+        d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    }
+    if (s->key_len) {
+        for (size_t b = 0; b < s->B; b++)
+            c->key_len[b] = (int32_t)(s->Lk - 7 * (b + 1));
+        d.mask.key_len = c->key_len;
+    }
+    d.q_type = types[0];
+    d.k_type = types[1];
+    d.v_type = types[2];
+    d.o_type = types[3];
+    c->d = d;
+    c->nq = s->B * s->Lq * s->H * s->Dh;
+    c->nk = s->B * s->Lk * s->KVH * s->Dh;
+    c->nv = s->B * s->Lk * s->KVH * s->Dv;
+    c->no = s->B * s->Lq * s->H * s->Dv;
+    c->nl = s->B * s->H * s->Lq;
+    uint64_t rng = seed;
+    float *x[3] = {xmalloc(c->nq * 4), xmalloc(c->nk * 4), xmalloc(c->nv * 4)};
+    const size_t n[3] = {c->nq, c->nk, c->nv};
+    for (int i = 0; i < 3; i++) {
+        peak_test_fill_uniform(x[i], n[i], &rng, -1.0f, 1.0f);
+        /* the values the 16-bit tensor holds */
+        void *h = narrowed(x[i], n[i], types[i]);
+        free(x[i]);
+        x[i] = widened(h, n[i], types[i]);
+        free(h);
+    }
+    c->q = x[0];
+    c->k = x[1];
+    c->v = x[2];
+}
+
+static void att_case_free(att_case *c)
+{
+    free(c->q);
+    free(c->k);
+    free(c->v);
+}
+
+/* The typed call: O (of o_type) and lse.  Returns the status. */
+static peak_status att_typed(const att_case *c, void *o, float *lse)
+{
+    peak_attention_desc d = c->d;
+    void *q = narrowed(c->q, c->nq, d.q_type), *k = narrowed(c->k, c->nk, d.k_type),
+         *v = narrowed(c->v, c->nv, d.v_type);
+    d.lse = lse;
+    d.lse_stride[0] = (ptrdiff_t)(c->s.H * c->s.Lq);
+    d.lse_stride[1] = (ptrdiff_t)c->s.Lq;
+    d.lse_stride[2] = 1;
+    const peak_status st = peak_attention(o, q, k, v, &d, NULL, 0, NULL);
+    free(q);
+    free(k);
+    free(v);
+    return st;
+}
+
+/* The float32 call on the same (widened) values. */
+static void att_f32(const att_case *c, float *o, float *lse)
+{
+    peak_attention_desc d = c->d;
+    d.q_type = d.k_type = d.v_type = d.o_type = PEAK_F32;
+    d.lse = lse;
+    d.lse_stride[0] = (ptrdiff_t)(c->s.H * c->s.Lq);
+    d.lse_stride[1] = (ptrdiff_t)c->s.Lq;
+    d.lse_stride[2] = 1;
+    ck_assert_int_eq(peak_attention(o, c->q, c->k, c->v, &d, NULL, 0, NULL), PEAK_OK);
+}
+
+START_TEST(attention_types_as_widened_float32)
+{
+    const att_shape *s = &att_shapes[_i % N_ATT_SHAPES];
+    const peak_dtype *types = att_types[_i / N_ATT_SHAPES];
+    att_case c;
+    att_case_make(&c, s, types, 0x5eed0000u + (uint64_t)_i);
+    float *o32 = xmalloc(c.no * 4), *lse32 = xmalloc(c.nl * 4), *lse = xmalloc(c.nl * 4);
+    void *o = xmalloc(c.no * dtype_bytes(types[3]));
+    att_f32(&c, o32, lse32);
+    ck_assert_int_eq(att_typed(&c, o, lse), PEAK_OK);
+    void *want = narrowed(o32, c.no, types[3]);
+    CHECK(peak_test_bytes_equal(o, want, c.no * dtype_bytes(types[3])),
+          "%s: shape %d, types q %s k %s v %s o %s: O is not the float32 call's, rounded",
+          peak_isa_name(peak_test_isa), _i % (int)N_ATT_SHAPES, type_name(types[0]),
+          type_name(types[1]), type_name(types[2]), type_name(types[3]));
+    CHECK(peak_test_bytes_equal(lse, lse32, c.nl * 4),
+          "%s: shape %d, types %d: lse is not the float32 call's", peak_isa_name(peak_test_isa),
+          _i % (int)N_ATT_SHAPES, _i / (int)N_ATT_SHAPES);
+    free(want);
+    free(o);
+    free(o32);
+    free(lse32);
+    free(lse);
+    att_case_free(&c);
+}
+END_TEST
+
+/* Double-precision attention of row (b, h, i) of the widened inputs. */
+static void att_exact_row(const att_case *c, size_t b, size_t h, size_t i, double *out)
+{
+    const att_shape *s = &c->s;
+    const peak_attention_desc *d = &c->d;
+    const size_t kvh = h / (s->H / s->KVH);
+    size_t hi = s->Lk;
+    if (s->key_len)
+        hi = (size_t)c->key_len[b];
+    if (s->causal && s->Lk - s->Lq + i + 1 < hi)
+        hi = s->Lk - s->Lq + i + 1;
+    const float *q = c->q + (ptrdiff_t)b * d->q_stride[0] + (ptrdiff_t)i * d->q_stride[1] +
+                     (ptrdiff_t)h * d->q_stride[2];
+    double *sc = xmalloc(hi * sizeof(double) + 1), m = -INFINITY, l = 0.0;
+    for (size_t j = 0; j < hi; j++) {
+        const float *k = c->k + (ptrdiff_t)b * d->k_stride[0] + (ptrdiff_t)j * d->k_stride[1] +
+                         (ptrdiff_t)kvh * d->k_stride[2];
+        double dot = 0.0;
+        for (size_t e = 0; e < s->Dh; e++)
+            dot += (double)q[e] * (double)k[e];
+        sc[j] = dot / sqrt((double)s->Dh);
+        m = sc[j] > m ? sc[j] : m;
+    }
+    for (size_t e = 0; e < s->Dv; e++)
+        out[e] = 0.0;
+    for (size_t j = 0; j < hi; j++) {
+        const float *v = c->v + (ptrdiff_t)b * d->v_stride[0] + (ptrdiff_t)j * d->v_stride[1] +
+                         (ptrdiff_t)kvh * d->v_stride[2];
+        const double p = exp(sc[j] - m);
+        l += p;
+        for (size_t e = 0; e < s->Dv; e++)
+            out[e] += p * (double)v[e];
+    }
+    for (size_t e = 0; e < s->Dv; e++)
+        out[e] /= l;
+    free(sc);
+}
+
+/* Half an ULP of type t at x (relative: 2^-8 bfloat16, 2^-11 float16),
+   float16's subnormal spacing below its least normal. */
+static double half_ulp(peak_dtype t, double x)
+{
+    if (t == PEAK_F32)
+        return 0.0;
+    const double ax = fabs(x) > 0x1p-14 || t == PEAK_BF16 ? fabs(x) : 0x1p-14;
+    return ax * (t == PEAK_BF16 ? 0x1p-8 : 0x1p-11);
+}
+
+START_TEST(attention_types_against_double)
+{
+    const att_shape *s = &att_shapes[_i % N_ATT_SHAPES];
+    const peak_dtype *types = att_types[_i / N_ATT_SHAPES];
+    att_case c;
+    att_case_make(&c, s, types, 0xacc0000u + (uint64_t)_i);
+    void *o = xmalloc(c.no * dtype_bytes(types[3]));
+    float *lse = xmalloc(c.nl * 4);
+    ck_assert_int_eq(att_typed(&c, o, lse), PEAK_OK);
+    float *of = widened(o, c.no, types[3]);
+    double *ref = xmalloc(s->Dv * sizeof(double)), worst = 0.0;
+    /* V in [-1, 1]: the float32 bound 1e-5 * max|V| (peak.h) */
+    const double bound32 = 1e-5;
+    for (size_t b = 0; b < s->B; b++)
+        for (size_t h = 0; h < s->H; h++)
+            for (size_t i = 0; i < s->Lq; i++) {
+                att_exact_row(&c, b, h, i, ref);
+                const float *row = of + (ptrdiff_t)b * c.d.o_stride[0] +
+                                   (ptrdiff_t)i * c.d.o_stride[1] + (ptrdiff_t)h * c.d.o_stride[2];
+                for (size_t e = 0; e < s->Dv; e++) {
+                    const double err = fabs((double)row[e] - ref[e]);
+                    const double excess = err - bound32 - half_ulp(types[3], ref[e]);
+                    worst = excess > worst ? excess : worst;
+                    if (excess > 0)
+                        ck_abort_msg("%s: shape %d types %d: O[%zu,%zu,%zu,%zu] = %.9g, exact "
+                                     "%.9g (error %.3g)",
+                                     peak_isa_name(peak_test_isa), _i % (int)N_ATT_SHAPES,
+                                     _i / (int)N_ATT_SHAPES, b, i, h, e, (double)row[e], ref[e],
+                                     err);
+                }
+            }
+    free(ref);
+    free(of);
+    free(o);
+    free(lse);
+    att_case_free(&c);
+}
+END_TEST
+
+/* A decode over a bfloat16 cache, one query row a call (Lq 1, the cache's
+   first t + 1 keys), against the one-shot causal call's row t. */
+START_TEST(attention_decode_bf16_cache_step_by_step)
+{
+    const size_t L = _i ? 300 : 70, H = 8, KVH = 2, D = 64;
+    const att_shape s = {1, H, KVH, L, L, D, D, 1, 0, 0};
+    const peak_dtype types[4] = {PEAK_F32, PEAK_BF16, PEAK_BF16, PEAK_F32};
+    att_case c;
+    att_case_make(&c, &s, types, 0xdec0de00u + (uint64_t)_i);
+    float *full = xmalloc(c.no * 4), *lse = xmalloc(c.nl * 4);
+    ck_assert_int_eq(att_typed(&c, full, lse), PEAK_OK);
+    void *k16 = narrowed(c.k, c.nk, PEAK_BF16), *v16 = narrowed(c.v, c.nv, PEAK_BF16);
+    float *step = xmalloc(H * D * 4);
+    for (size_t t = 0; t < L; t++) {
+        peak_attention_desc d = c.d;
+        d.q_len = 1;
+        d.kv_len = t + 1;
+        d.mask = (peak_mask)PEAK_MASK_DEFAULT;
+        d.o_stride[0] = (ptrdiff_t)(H * D);
+        const float *q = c.q + (ptrdiff_t)t * c.d.q_stride[1];
+        ck_assert_int_eq(peak_attention(step, q, k16, v16, &d, NULL, 0, NULL), PEAK_OK);
+        for (size_t h = 0; h < H; h++)
+            for (size_t e = 0; e < D; e++) {
+                const float a = step[h * D + e], b = full[(t * H + h) * D + e];
+                if (!(fabsf(a - b) <= 2e-5f))
+                    ck_abort_msg("%s: decode step %zu head %zu [%zu]: %.9g, one-shot %.9g",
+                                 peak_isa_name(peak_test_isa), t, h, e, (double)a, (double)b);
+            }
+    }
+    free(step);
+    free(k16);
+    free(v16);
+    free(full);
+    free(lse);
+    att_case_free(&c);
+}
+END_TEST
+
+/* NaN stays NaN through a 16-bit O; float16 overflow gives inf; a NaN in a
+   masked 16-bit key or value is never read. */
+START_TEST(attention_types_special_values)
+{
+    const att_shape s = {1, 2, 2, 3, 40, 16, 16, 0, 0, 0};
+    const peak_dtype t = _i ? PEAK_F16 : PEAK_BF16;
+    const peak_dtype types[4] = {t, t, t, t};
+    att_case c;
+    att_case_make(&c, &s, types, 77);
+    /* head 0 sees a NaN V at key 3; head 1's V is 1e5 everywhere (f16:
+       inf already in V; bf16: 1e5 is finite, O = 1e5 rounded) */
+    c.v[(3 * 2 + 0) * 16 + 5] = NAN;
+    for (size_t j = 0; j < 40; j++)
+        for (size_t e = 0; e < 16; e++)
+            c.v[(j * 2 + 1) * 16 + e] = 1e5f;
+    const size_t ob = dtype_bytes(t);
+    void *o = xmalloc(c.no * ob);
+    float *lse = xmalloc(c.nl * 4);
+    ck_assert_int_eq(att_typed(&c, o, lse), PEAK_OK);
+    float *of = widened(o, c.no, t);
+    for (size_t i = 0; i < 3; i++) {
+        CHECK(isnan(of[(i * 2 + 0) * 16 + 5]), "%s %s: NaN V did not reach O",
+              peak_isa_name(peak_test_isa), type_name(t));
+        const float big = of[(i * 2 + 1) * 16];
+        if (t == PEAK_F16)
+            CHECK(isinf(big) && big > 0, "%s f16: O of 1e5 is %g, not inf",
+                  peak_isa_name(peak_test_isa), (double)big);
+        else
+            CHECK(big == 99840.0f, "%s bf16: O of 1e5 is %.9g, not 99840",
+                  peak_isa_name(peak_test_isa), (double)big);
+    }
+    free(of);
+    /* key padding: 20 keys visible, NaN K and V past them never read */
+    int32_t key_len[1] = {20};
+    for (size_t j = 20; j < 40; j++)
+        for (size_t e = 0; e < 16; e++) {
+            c.k[(j * 2 + 0) * 16 + e] = NAN;
+            c.v[(j * 2 + 0) * 16 + e] = NAN;
+        }
+    c.v[(3 * 2 + 0) * 16 + 5] = 0.5f;
+    c.d.mask.key_len = key_len;
+    ck_assert_int_eq(att_typed(&c, o, lse), PEAK_OK);
+    of = widened(o, c.no, t);
+    for (size_t i = 0; i < 3; i++)
+        for (size_t e = 0; e < 16; e++)
+            CHECK(isfinite(of[(i * 2 + 0) * 16 + e]), "%s %s: a masked NaN was read",
+                  peak_isa_name(peak_test_isa), type_name(t));
+    free(of);
+    free(o);
+    free(lse);
+    att_case_free(&c);
+}
+END_TEST
+
+/* The row path walks the query heads of a kv head together when nothing
+   tells their keys apart (attention_group_tile), and row by row when an
+   element mask does: an all-ones keep mask must give the same bits. */
+START_TEST(attention_grouped_rows_as_single_rows)
+{
+    static const att_shape shapes[] = {
+        {1, 8, 2, 1, 300, 64, 64, 0, 0, 0},  /* 4 rows a kv head */
+        {2, 14, 2, 1, 700, 72, 40, 1, 0, 1}, /* 7, tails, key padding */
+        {1, 6, 2, 1, 2500, 64, 64, 0, 0, 0}, /* 3, split-KV */
+        {1, 4, 2, 1, 100, 20, 12, 0, 1, 0},  /* 2, short rows */
+    };
+    const att_shape *s = &shapes[_i % 4];
+    const peak_dtype t = _i / 4 == 0 ? PEAK_F32 : _i / 4 == 1 ? PEAK_BF16 : PEAK_F16;
+    const peak_dtype types[4] = {PEAK_F32, t, t, PEAK_F32};
+    att_case c;
+    att_case_make(&c, s, types, 0x9900u + (uint64_t)_i);
+    float *o1 = xmalloc(c.no * 4), *o2 = xmalloc(c.no * 4), *l1 = xmalloc(c.nl * 4),
+          *l2 = xmalloc(c.nl * 4);
+    ck_assert_int_eq(att_typed(&c, o1, l1), PEAK_OK);
+    uint8_t *keep = xmalloc(s->Lk);
+    memset(keep, 1, s->Lk);
+    c.d.mask.keep = keep; /* strides 0: one row for every (b, h, i) */
+    ck_assert_int_eq(att_typed(&c, o2, l2), PEAK_OK);
+    CHECK(peak_test_bytes_equal(o1, o2, c.no * 4) && peak_test_bytes_equal(l1, l2, c.nl * 4),
+          "%s: case %d: rows walked together differ from rows walked alone",
+          peak_isa_name(peak_test_isa), _i);
+    free(keep);
+    free(o1);
+    free(o2);
+    free(l1);
+    free(l2);
+    att_case_free(&c);
+}
+END_TEST
+
+START_TEST(attention_unsupported_type_writes_nothing)
+{
+    const att_shape s = {1, 2, 2, 4, 8, 16, 16, 0, 0, 0};
+    const peak_dtype types[4] = {PEAK_F32, PEAK_F32, PEAK_F32, PEAK_F32};
+    att_case c;
+    att_case_make(&c, &s, types, 5);
+    float *o = xmalloc(c.no * 4);
+    peak_test_fill_canary(o, c.no);
+    peak_dtype *field[4] = {&c.d.q_type, &c.d.k_type, &c.d.v_type, &c.d.o_type};
+    for (int f = 0; f < 4; f++) {
+        *field[f] = (peak_dtype)3;
+        size_t bytes = 0;
+        CHECK(peak_attention(o, c.q, c.k, c.v, &c.d, NULL, 0, NULL) == PEAK_ERR_UNSUPPORTED,
+              "%s: type 3 in field %d accepted", peak_isa_name(peak_test_isa), f);
+        CHECK(peak_attention_workspace_size(&c.d, NULL, &bytes) == PEAK_ERR_UNSUPPORTED,
+              "%s: the size query took type 3", peak_isa_name(peak_test_isa));
+        *field[f] = (peak_dtype)-1;
+        CHECK(peak_attention(o, c.q, c.k, c.v, &c.d, NULL, 0, NULL) == PEAK_ERR_UNSUPPORTED,
+              "%s: type -1 in field %d accepted", peak_isa_name(peak_test_isa), f);
+        *field[f] = PEAK_F32;
+    }
+    CHECK(peak_test_canaries_intact(o, c.no), "%s: a refused call wrote O",
+          peak_isa_name(peak_test_isa));
+    free(o);
+    att_case_free(&c);
+}
+END_TEST
+
+/* The workspace counts the float32 copies: 16-bit Q and O take 4 Dh and
+   4 Dv bytes a row more than float32 ones, 16-bit K and V nothing. */
+START_TEST(attention_types_workspace)
+{
+    const att_shape s = {1, 8, 2, 100, 300, 64, 64, 0, 0, 0};
+    const peak_dtype f32[4] = {PEAK_F32, PEAK_F32, PEAK_F32, PEAK_F32};
+    att_case c;
+    att_case_make(&c, &s, f32, 9);
+    size_t base = 0, kv = 0, qo = 0;
+    ck_assert_int_eq(peak_attention_workspace_size(&c.d, NULL, &base), PEAK_OK);
+    c.d.k_type = c.d.v_type = PEAK_BF16;
+    ck_assert_int_eq(peak_attention_workspace_size(&c.d, NULL, &kv), PEAK_OK);
+    c.d.q_type = PEAK_F16;
+    c.d.o_type = PEAK_BF16;
+    ck_assert_int_eq(peak_attention_workspace_size(&c.d, NULL, &qo), PEAK_OK);
+    ck_assert_uint_eq(kv, base);
+    ck_assert_uint_eq(qo, base + 2 * 100 * 8 * 64 * 4);
+    att_case_free(&c);
+}
+END_TEST
+
+static Suite *make_suite(peak_isa isa)
+{
+    Suite *s = suite_create("types");
+    TCase *tc = tcase_create(peak_isa_name(isa));
+    tcase_add_loop_test(tc, attention_types_as_widened_float32, 0,
+                        (int)(N_ATT_SHAPES * N_ATT_TYPES));
+    tcase_add_loop_test(tc, attention_types_against_double, 0, (int)(N_ATT_SHAPES * N_ATT_TYPES));
+    tcase_add_loop_test(tc, attention_decode_bf16_cache_step_by_step, 0, 2);
+    tcase_add_loop_test(tc, attention_types_special_values, 0, 2);
+    tcase_add_loop_test(tc, attention_grouped_rows_as_single_rows, 0, 12);
+    tcase_add_test(tc, attention_unsupported_type_writes_nothing);
+    tcase_add_test(tc, attention_types_workspace);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return peak_test_main(argc, argv, make_suite);
+}
