@@ -70,12 +70,12 @@ extern "C" {
 /** @brief Major version of this header: a change means an incompatible API. */
 #define PEAK_VERSION_MAJOR 0
 /** @brief Minor version of this header: functions or fields added. */
-#define PEAK_VERSION_MINOR 3
+#define PEAK_VERSION_MINOR 4
 /** @brief Patch version of this header: fixes only. */
 #define PEAK_VERSION_PATCH 0
 /** @brief This header's version as a string; compare with peak_version(),
     the library's, to detect a header/library mismatch. */
-#define PEAK_VERSION_STRING "0.3.0"
+#define PEAK_VERSION_STRING "0.4.0"
 /** @brief This header's version as one number, MAJOR * 10000 + MINOR * 100
     + PATCH (0.1.0 is 100). */
 #define PEAK_VERSION_NUMBER                                                      \

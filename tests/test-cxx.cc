@@ -16,5 +16,5 @@ int main()
     if (sd.scale != 0.0f || ad.mask.causal != 0 || ed.padding_idx != -1)
         return 1;
     std::printf("C++ consumer: peak %s, tier %s\n", peak_version(), peak_isa_name(peak_isa_active()));
-    return std::strcmp(peak_version(), "0.3.0") == 0 ? 0 : 1;
+    return std::strcmp(peak_version(), "0.4.0") == 0 ? 0 : 1;
 }

@@ -216,7 +216,7 @@ START_TEST(names_and_status_strings)
             ck_assert_str_ne(seen[s], seen[t]);
     }
     ck_assert_str_eq(peak_status_string((peak_status)99), "unknown status");
-    ck_assert_str_eq(peak_version(), "0.3.0");
+    ck_assert_str_eq(peak_version(), "0.4.0");
 }
 END_TEST
 

@@ -8,7 +8,7 @@ docstring says so.  PyTorch users: see :mod:`peak.torch`.
 
 Finding the library, in this order:
 
-1. ``$PEAK_LIBRARY``: the path of ``libpeak.so.2`` (or any file name).
+1. ``$PEAK_LIBRARY``: the path of ``libpeak.so.3`` (or any file name).
 2. When this package is used from a source checkout (``python/peak``):
    the checkout's ``build/`` directory, if it holds a built library.
 3. The dynamic loader's search: ``LD_LIBRARY_PATH``, then the system's
@@ -56,8 +56,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-__version__ = "0.3.0"
-_SOVERSION = "2"
+__version__ = "0.4.0"
+_SOVERSION = "3"
 
 __all__ = [
     "PeakError", "InvalidArgument", "OutOfRange", "Unsupported", "WorkspaceTooSmall",
@@ -306,7 +306,7 @@ _ISA_NAMES = ("scalar", "avx2", "avx512", "neon")
 
 
 def version():
-    """The loaded library's version string, e.g. "0.3.0" (peak_version())."""
+    """The loaded library's version string, e.g. "0.4.0" (peak_version())."""
     return _version().decode()
 
 

@@ -7,7 +7,8 @@
     rotary = pt.RotaryEmbedding(llama_config)                       # as LlamaRotaryEmbedding
     q, k = pt.apply_rotary_pos_emb(q, k, *rotary(q, position_ids)) # its rotation, bit for bit
 
-Tensors must be on the CPU and float32; they are handed to peak without a
+Tensors must be on the CPU and float32 (scaled_dot_product_attention also
+takes float16 and bfloat16); they are handed to peak without a
 copy (``tensor.numpy()`` shares memory), and results come back as tensors
 sharing peak's output arrays.  peak computes forward passes only: with
 autograd recording (an input that requires grad, outside ``torch.no_grad()``
@@ -51,19 +52,38 @@ def _where(threads, pool):
     return {"threads": threads, "pool": pool}
 
 
-def _np(name, t):
+# torch's 16-bit types peak takes where a function says so (attention).
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _np(name, t, half=False):
+    """t as a NumPy array sharing its memory: float32, or with half also
+    float16 and bfloat16 (as ml_dtypes.bfloat16, which numpy needs for it)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
     if t.device.type != "cpu":
         raise ValueError(f"{name}: peak runs on the CPU; tensor is on {t.device}")
-    if t.dtype != torch.float32:
-        raise TypeError(f"{name}: dtype {t.dtype}, expected torch.float32")
+    if t.dtype != torch.float32 and not (half and t.dtype in _HALF):
+        want = "torch.float32, float16 or bfloat16" if half else "torch.float32"
+        raise TypeError(f"{name}: dtype {t.dtype}, expected {want}")
     if t.requires_grad and torch.is_grad_enabled():
         raise RuntimeError(f"{name} requires grad: peak computes forward passes only; call "
                            "under torch.no_grad() or torch.inference_mode()")
     if t.dim() > 0 and t.size(-1) > 1 and t.stride(-1) != 1:
         t = t.contiguous()  # peak needs the last axis contiguous
+    if t.dtype == torch.bfloat16:
+        bf16 = _peak._bfloat16()
+        if bf16 is None:
+            raise TypeError(f"{name}: bfloat16 tensors need ml_dtypes (pip install ml_dtypes)")
+        return t.detach().view(torch.int16).numpy().view(bf16)
     return t.detach().numpy()
+
+
+def _tensor(a):
+    """A NumPy result as a tensor sharing its memory (bfloat16 too)."""
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def _needs_grad(*tensors):
@@ -97,6 +117,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     (CPU, any floating dtype, converted to float32), NumPy arrays or
     sequences.
 
+    Types: query, key and value each float32, float16 or bfloat16 (the
+    last needs ml_dtypes), read in place; out has query's type (PyTorch's
+    rule), computed in float32 and rounded once (peak.h).
+
     Returns a new tensor ``[B, H, Lq, Dv]``, or ``(out, lse)`` when
     return_lse, lse ``[B, H, Lq]`` the log-sum-exp of each row's scores
     after every option (-inf for a row with no visible key, or the sink
@@ -107,7 +131,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     squeeze = query.dim() == 3
     if squeeze:
         query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
-    q, k, v = _np("query", query), _np("key", key), _np("value", value)
+    q, k, v = (_np("query", query, True), _np("key", key, True),
+               _np("value", value, True))
     keep = bias = None
     if attn_mask is not None:
         m = _np_mask(attn_mask)
@@ -121,7 +146,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                           sinks=_per_head("sinks", sinks), return_lse=return_lse,
                           **_where(threads, pool))
     out, lse = res if return_lse else (res, None)
-    t = torch.from_numpy(out)
+    t = _tensor(out)
     if squeeze:
         t = t.squeeze(0)
     if not return_lse:
@@ -156,7 +181,7 @@ def attention_merge(parts, *, return_lse=False, threads=None, pool=None):
         arrays.append((_np(f"parts[{i}] out", o), _np(f"parts[{i}] lse", lse)))
     res = _peak.attention_merge(arrays, return_lse=return_lse, **_where(threads, pool))
     out, lse = res if return_lse else (res, None)
-    t = torch.from_numpy(out)
+    t = _tensor(out)
     if squeeze:
         t = t.squeeze(0)
     if not return_lse:

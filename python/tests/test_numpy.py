@@ -415,6 +415,28 @@ class Attention(unittest.TestCase):
         self.check(q, k, v, keep=RNG.random((2, 1, 5, 13)) > 0.3)
         self.check(q, k, v, bias=rand(5, 13))
 
+    def test_half_types(self):
+        """float16 and bfloat16 (ml_dtypes) q, k, v and out, independently:
+        the float32 call on the widened values, bit for bit, its out rounded
+        once (peak.convert); out defaults to q's type; other dtypes refused."""
+        q, k, v = rand(2, 8, 5, 32), rand(2, 2, 70, 32), rand(2, 2, 70, 24)
+        types = [np.float16, np.float32] + ([peak._bfloat16()] if peak._bfloat16() else [])
+        for qt in types:
+            for kt in types:
+                hq, hk, hv = q.astype(qt), k.astype(kt), v.astype(kt)
+                got = peak.attention(hq, hk, hv, causal=True, align="bottom_right")
+                self.assertEqual(got.dtype, np.dtype(qt))
+                wide = peak.attention(*(a.astype(np.float32) for a in (hq, hk, hv)),
+                                      causal=True, align="bottom_right")
+                np.testing.assert_array_equal(got.view(np.uint8),
+                                              peak.convert(wide, qt).view(np.uint8))
+        out = np.empty((2, 8, 5, 24), np.float16)
+        self.assertIs(peak.attention(q, k, v, out=out), out)
+        with self.assertRaises(TypeError):
+            peak.attention(q.astype(np.float64), k, v)
+        with self.assertRaises(TypeError):
+            peak.attention(q, k, v, out=np.empty((2, 8, 5, 24), np.float64))
+
     def test_blhd_layout_and_views(self):
         q, k, v = rand(2, 4, 6, 16), rand(2, 4, 9, 16), rand(2, 4, 9, 16)
         want = peak.attention(q, k, v)

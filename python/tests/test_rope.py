@@ -9,7 +9,7 @@ torch the peak.torch tests skip; without transformers (Debian has none) so
 do the direct comparisons, which run in the peers venv
 (scripts/peers-venv.sh):
 
-    PEAK_LIBRARY=build/libpeak.so.2 PYTHONPATH=python \\
+    PEAK_LIBRARY=build/libpeak.so.3 PYTHONPATH=python \\
         .venv-peers/bin/python python/tests/run.py rope
 """
 import dataclasses

@@ -152,6 +152,42 @@ class Attention(unittest.TestCase):
         self.assertEqual(tuple(l3.shape), (4, 9))
         same_bytes(self, l3, lse[0])
 
+    def test_half_tensors(self):
+        """float16 and bfloat16 query/key/value, read in place: the float64
+        attention of the 16-bit values within 2e-5 plus half an ULP of the
+        output's type (query's), and torch 2.x's own scaled_dot_product_attention
+        in that type within a few of its ULPs."""
+        bf16 = peak._bfloat16() is not None
+        q, k, v = torch.randn(2, 8, 10, 64), torch.randn(2, 2, 300, 64), torch.randn(2, 2, 300, 64)
+        dec = torch.randn(2, 8, 1, 64)
+        for dt, ulp in ((torch.float16, 2.0 ** -10), (torch.bfloat16, 2.0 ** -7)):  # relative
+            if dt == torch.bfloat16 and not bf16:
+                with self.assertRaises(TypeError):
+                    pt.scaled_dot_product_attention(q.to(dt), k.to(dt), v.to(dt))
+                continue
+            for qq, kw in ((q, {}), (q, {"is_causal": True}), (dec, {})):
+                for qt in (dt, torch.float32):  # all 16-bit; float32 query over a 16-bit cache
+                    hq, hk, hv = qq.to(qt), k.to(dt), v.to(dt)
+                    with torch.no_grad():
+                        got = pt.scaled_dot_product_attention(hq, hk, hv, **kw)
+                        want = pt._attention_reference(hq.double(), hk.double(), hv.double(),
+                                                       **kw)
+                    self.assertEqual(got.dtype, qt)
+                    err = (got.double() - want).abs()
+                    bound = 2e-5 + (ulp / 2 * want.abs() if qt == dt else 0)
+                    self.assertTrue(bool((err <= bound).all()),
+                                    f"{dt} query {qt} {kw}: max error {err.max().item():.3g}")
+                    if hasattr(torch.nn.functional, "scaled_dot_product_attention") and qt == dt:
+                        with torch.no_grad():
+                            ref = torch.nn.functional.scaled_dot_product_attention(
+                                hq, hk.repeat_interleave(4, 1), hv.repeat_interleave(4, 1),
+                                **kw)
+                        self.assertLessEqual((got.double() - ref.double()).abs().max().item(),
+                                             4 * ulp * want.abs().max().item(), f"{dt} {kw}")
+        with torch.no_grad():  # the input is not copied: a view of peak's 16-bit output
+            out = pt.scaled_dot_product_attention(q.half(), k.half(), v.half())
+        self.assertEqual(out.dtype, torch.float16)
+
 
 TIERS = [isa for isa in peak.isa_names() if peak.isa_supported(isa) and
          peak.isa_names().index(isa) <= peak.isa_names().index(peak.isa_active())]
