@@ -663,7 +663,7 @@ static void acc_layernorm(void)
         if (!k)
             continue;
         k->add_layernorm(y, (ptrdiff_t)d, NULL, 0, x, (ptrdiff_t)d, r, (ptrdiff_t)d, gamma, beta,
-                         rows, d, eps, 0, false);
+                         rows, d, eps, PEAK_F32, 0, false);
         err_acc a = {0};
         acc_rows(&a, y, want, rows, d);
         emit("layernorm", tiers[ti].name, shape, &a, -1.0, "ULP of the row's max |y|");

@@ -16,6 +16,10 @@
  *               straightforward scalar loop; both are reported
  *               (baseline-plain-loops.h)
  *   memcpy      memcpy moving as many bytes as the kernel reads and writes
+ *               (of the float32 call)
+ *   bf16, f16   dispatch with x, r and y of that type (bytes_per_second
+ *               still counts the float32 call's bytes: the same rows a
+ *               second, comparable with dispatch)
  * bytes_per_second counts bytes read and written: x, r and y (4 * D each a
  * row) plus gamma and beta once; memcpy counts its source and destination.
  *
@@ -46,27 +50,31 @@ typedef enum layernorm_impl {
     LAYERNORM_DISPATCH,
     LAYERNORM_PLAIN,
     LAYERNORM_PLAIN_NOVEC,
-    LAYERNORM_MEMCPY
+    LAYERNORM_MEMCPY,
+    LAYERNORM_TYPED
 } layernorm_impl;
 
 typedef struct layernorm_variant {
     const char *name;
     layernorm_impl impl;
-    peak_isa isa; /* LAYERNORM_TIER */
+    peak_isa isa;    /* LAYERNORM_TIER */
+    peak_dtype type; /* LAYERNORM_TYPED: of x, r and y */
 } layernorm_variant;
 
 static const layernorm_variant layernorm_variants[] = {
-    {"scalar", LAYERNORM_TIER, PEAK_ISA_SCALAR},
+    {"scalar", LAYERNORM_TIER, PEAK_ISA_SCALAR, PEAK_F32},
 #if defined(__x86_64__)
-    {"avx2", LAYERNORM_TIER, PEAK_ISA_AVX2},
-    {"avx512", LAYERNORM_TIER, PEAK_ISA_AVX512},
+    {"avx2", LAYERNORM_TIER, PEAK_ISA_AVX2, PEAK_F32},
+    {"avx512", LAYERNORM_TIER, PEAK_ISA_AVX512, PEAK_F32},
 #elif defined(__aarch64__)
-    {"neon", LAYERNORM_TIER, PEAK_ISA_NEON},
+    {"neon", LAYERNORM_TIER, PEAK_ISA_NEON, PEAK_F32},
 #endif
-    {"dispatch", LAYERNORM_DISPATCH, PEAK_ISA_SCALAR},
-    {"plain_loop", LAYERNORM_PLAIN, PEAK_ISA_SCALAR},
-    {"plain_loop_novec", LAYERNORM_PLAIN_NOVEC, PEAK_ISA_SCALAR},
-    {"memcpy", LAYERNORM_MEMCPY, PEAK_ISA_SCALAR},
+    {"dispatch", LAYERNORM_DISPATCH, PEAK_ISA_SCALAR, PEAK_F32},
+    {"plain_loop", LAYERNORM_PLAIN, PEAK_ISA_SCALAR, PEAK_F32},
+    {"plain_loop_novec", LAYERNORM_PLAIN_NOVEC, PEAK_ISA_SCALAR, PEAK_F32},
+    {"memcpy", LAYERNORM_MEMCPY, PEAK_ISA_SCALAR, PEAK_F32},
+    {"bf16", LAYERNORM_TYPED, PEAK_ISA_SCALAR, PEAK_BF16},
+    {"f16", LAYERNORM_TYPED, PEAK_ISA_SCALAR, PEAK_F16},
 };
 
 /* The [2, 50, 512] example batch (100 rows); BERT/GPT-2 sequences of 128,
@@ -85,6 +93,7 @@ typedef struct layernorm_run {
     const layernorm_variant *v;
     size_t rows, d;
     float *x, *r, *y, *gamma, *beta;
+    void *xh, *rh, *yh; /* LAYERNORM_TYPED: x, r and y in its type */
     void *src, *dst; /* memcpy */
     size_t copy_bytes;
     const peak_threadpool *pool; /* dispatch and memcpy: the thread variants' pool */
@@ -101,7 +110,7 @@ static peak_status layernorm_call(layernorm_run *w)
     case LAYERNORM_TIER:
     case LAYERNORM_DISPATCH:
         return peak_add_layernorm(w->y, (ptrdiff_t)w->d, NULL, 0, w->x, (ptrdiff_t)w->d, w->r,
-                                  (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS,
+                                  (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS, NULL,
                                   w->pool);
     case LAYERNORM_PLAIN:
         bench_layernorm_plain_loop_vec(w->y, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
@@ -113,6 +122,15 @@ static peak_status layernorm_call(layernorm_run *w)
     case LAYERNORM_MEMCPY:
         bench_memcpy_on(w->dst, w->src, w->copy_bytes, w->pool);
         return PEAK_OK;
+    case LAYERNORM_TYPED: {
+        const peak_dtype t = w->v->type;
+        const peak_layernorm_types types = {t, t, t, t};
+        const peak_status st =
+            peak_add_layernorm(w->yh, (ptrdiff_t)w->d, NULL, 0, w->xh, (ptrdiff_t)w->d, w->rh,
+                               (ptrdiff_t)w->d, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS,
+                               &types, w->pool);
+        return st;
+    }
     }
     return PEAK_ERR_UNSUPPORTED;
 }
@@ -157,6 +175,19 @@ static const char *layernorm_setup(layernorm_run *w)
     layernorm_fill(w->r, n, &s, -1.0f, 1.0f);
     layernorm_fill(w->gamma, w->d, &s, 0.5f, 1.5f);
     layernorm_fill(w->beta, w->d, &s, -1.0f, 1.0f);
+    if (w->v->impl == LAYERNORM_TYPED) { /* the 16-bit values, and x, r widened from them */
+        const peak_dtype t = w->v->type;
+        w->xh = aligned_alloc(64, (n * 2 + 63) / 64 * 64);
+        w->rh = aligned_alloc(64, (n * 2 + 63) / 64 * 64);
+        w->yh = aligned_alloc(64, (n * 2 + 63) / 64 * 64);
+        if (!w->xh || !w->rh || !w->yh)
+            return "out of memory";
+        peak_convert(w->xh, t, w->x, PEAK_F32, n, NULL);
+        peak_convert(w->rh, t, w->r, PEAK_F32, n, NULL);
+        peak_convert(w->x, PEAK_F32, w->xh, t, n, NULL);
+        peak_convert(w->r, PEAK_F32, w->rh, t, n, NULL);
+        memset(w->yh, 0, n * 2);
+    }
     return NULL;
 }
 
@@ -169,10 +200,17 @@ static const char *layernorm_check(const layernorm_run *w, char *msg, size_t len
     if (!want)
         return "out of memory";
     bench_layernorm_plain_loop_vec(want, w->x, w->r, w->gamma, w->beta, w->rows, w->d, LAYERNORM_EPS);
+    /* a 16-bit y: within half an ULP of its type more (relative 2^-8, 2^-11) */
+    double half_ulp = 0.0;
+    if (w->v->impl == LAYERNORM_TYPED) {
+        peak_convert(w->y, PEAK_F32, w->yh, w->v->type, n, NULL);
+        half_ulp = w->v->type == PEAK_BF16 ? 0x1p-8 : 0x1p-11;
+    }
     const char *bad = NULL;
     for (size_t k = 0; k < n && !bad; k++) {
         const double ref = want[k];
-        if (!(fabs((double)w->y[k] - ref) <= LAYERNORM_TOL * fmax(1.0, fabs(ref)))) {
+        if (!(fabs((double)w->y[k] - ref) <=
+              LAYERNORM_TOL * fmax(1.0, fabs(ref)) + half_ulp * fabs(ref))) {
             snprintf(msg, len, "wrong output: row %zu col %zu is %.9g, want %.9g", k / w->d,
                      k % w->d, (double)w->y[k], ref);
             bad = msg;
@@ -228,6 +266,9 @@ static void layernorm_body(gb_state *st, void *user, const peak_threadpool *pool
     free(w.beta);
     free(w.src);
     free(w.dst);
+    free(w.xh);
+    free(w.rh);
+    free(w.yh);
 }
 
 static void bench_layernorm(gb_state *st, void *user)
@@ -271,7 +312,8 @@ void bench_register_layernorm(void)
     for (size_t s = 0; s < sizeof layernorm_thread_shapes / sizeof layernorm_thread_shapes[0]; s++)
         for (size_t i = 0; i < sizeof layernorm_variants / sizeof layernorm_variants[0]; i++) {
             const layernorm_variant *v = &layernorm_variants[i];
-            if (v->impl != LAYERNORM_DISPATCH && v->impl != LAYERNORM_MEMCPY)
+            if (v->impl != LAYERNORM_DISPATCH && v->impl != LAYERNORM_MEMCPY &&
+                v->impl != LAYERNORM_TYPED)
                 continue;
             snprintf(name, sizeof name, "layernorm/%s", v->name);
             for (size_t t = 0; t < n_threads; t++) {

@@ -590,7 +590,7 @@ static peak_status call(problem *p, const peak_threadpool *pool)
     case F_LAYERNORM:
         return peak_add_layernorm(p->out, (ptrdiff_t)a[1], NULL, 0, p->in[0], (ptrdiff_t)a[1],
                                   p->in[1], (ptrdiff_t)a[1], p->in[2], p->in[3], (size_t)a[0],
-                                  (size_t)a[1], 1e-5f, pool);
+                                  (size_t)a[1], 1e-5f, NULL, pool);
     case F_PE_TABLE:
         return peak_pe_table(p->out, (size_t)a[0], (size_t)a[1], 0, NULL, pool);
     case F_EXP:

@@ -85,7 +85,7 @@ int main(void)
             peak_status s = peak_attention(attn[i], q, k, v, &d, NULL, 0, pools[i]);
             if (s == PEAK_OK)
                 s = peak_add_layernorm(y[i], D, NULL, 0, attn[i], D, x, D, gamma, beta, L, D,
-                                       1e-5f, pools[i]);
+                                       1e-5f, NULL, pools[i]);
             if (s != PEAK_OK) {
                 fprintf(stderr, "peak: %s\n", peak_status_string(s));
                 ok = 0;

@@ -1487,6 +1487,17 @@ PEAK_API peak_status peak_attention_merge(float *o, float *lse, const float *con
 /* ------------------------------------------------------------------------ */
 
 /**
+ * @brief Element types of peak_add_layernorm()'s tensors (peak_dtype; a
+ *        NULL pointer to it: all float32).  gamma and beta stay float32.
+ */
+typedef struct peak_layernorm_types {
+    peak_dtype y;   /**< Of y. */
+    peak_dtype sum; /**< Of sum (when written). */
+    peak_dtype x;   /**< Of x. */
+    peak_dtype r;   /**< Of r (when given). */
+} peak_layernorm_types;
+
+/**
  * @brief Residual add + LayerNorm, per row t < rows:
  *        s = x[t,:] + r[t,:] (r NULL: s = x[t,:]);
  *        y[t,:] = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta.
@@ -1509,8 +1520,17 @@ PEAK_API peak_status peak_attention_merge(float *o, float *lse, const float *con
  * 1/sqrt(0), as torch.nn.functional.layer_norm gives), still writes its
  * sum, and returns PEAK_OK; the other rows are unaffected.  Pass eps > 0
  * (for example 1e-5) to get beta for such rows.
- * @param[out] y    [rows, d_model] at y + t*ld_y; may equal x or r (then
- *                  with the same row stride).
+ *
+ * Types (types, NULL: all float32): x, r, y and sum each float32,
+ * bfloat16 or float16.  16-bit inputs are widened exactly, a few rows at
+ * a time, into float32 in the worker's cache-resident scratch, the float32
+ * kernel runs there, and 16-bit outputs are rounded once from its float32
+ * results (to nearest even; NaN stays NaN; float16 overflow gives inf):
+ * y within the bound above plus half an ULP of its type, sum the float32
+ * x + r rounded once.  In place needs the same type too (y == x: y's type
+ * is x's).
+ * @param[out] y    [rows, d_model] at y + t*ld_y (elements of types->y);
+ *                  may equal x or r (then with the same row stride).
  * @param ld_y      elements between rows of y (>= d_model).
  * @param[out] sum  optional (NULL: not written) [rows, d_model] receiving s,
  *                  for pre-norm residual chains; may equal x or r (same
@@ -1525,22 +1545,27 @@ PEAK_API peak_status peak_attention_merge(float *o, float *lse, const float *con
  * @param rows      number of rows (tokens).
  * @param d_model   floats per row, the normalised dimension.
  * @param eps       added to the variance (>= 0; 1e-5 in PyTorch).
+ * @param types     the element types of y, sum, x and r, or NULL: float32.
  * @param pool     the caller's thread pool, or NULL (this thread only):
  *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
- * @errors PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
+ * @errors PEAK_ERR_UNSUPPORTED for a type outside peak_dtype, or a 16-bit
+ *   tensor with d_model above 16384 (its rows go through a float32 row on
+ *   the stack);
+ *   PEAK_ERR_INVALID_ARG for NULL y/x, zero rows/d_model, a row
  *   stride < d_model, eps < 0 or not finite, y or sum overlapping x, r,
- *   gamma or beta other than in place with the same stride, y overlapping
- *   sum;
+ *   gamma or beta other than in place with the same stride and type, y
+ *   overlapping sum;
  *   PEAK_ERR_OUT_OF_RANGE for an extent whose byte offset overflows
  *   ptrdiff_t.
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
  * @source Ba et al. 2016; post-norm as in Vaswani et al. 2017 sec. 3.1.
  */
-PEAK_API peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
-                                        const float *x, ptrdiff_t ld_x, const float *r,
+PEAK_API peak_status peak_add_layernorm(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum,
+                                        const void *x, ptrdiff_t ld_x, const void *r,
                                         ptrdiff_t ld_r, const float *gamma, const float *beta,
                                         size_t rows, size_t d_model, float eps,
+                                        const peak_layernorm_types *types,
                                         const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */

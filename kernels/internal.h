@@ -202,11 +202,11 @@ typedef peak_attention_block_fn peak_attention_rows_fn;
    stream: the whole public call is large (peak_layernorm_streams in
    layernorm.h): non-temporal stores where a row is aligned, fenced before
    the kernel returns. */
-typedef void (*peak_add_layernorm_fn)(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
-                                      const float *x, ptrdiff_t ld_x, const float *r,
+typedef void (*peak_add_layernorm_fn)(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum,
+                                      const void *x, ptrdiff_t ld_x, const void *r,
                                       ptrdiff_t ld_r, const float *gamma, const float *beta,
-                                      size_t rows, size_t d_model, float eps, size_t rows_after,
-                                      bool stream);
+                                      size_t rows, size_t d_model, float eps, peak_dtype type,
+                                      size_t rows_after, bool stream);
 
 
 /* RoPE (rope.h): the call's frequencies are computed once (struct

@@ -23,6 +23,7 @@
 #define PEAK_LAYERNORM_BODY_H
 
 #include "layernorm.h"
+#include "simd/typed.h"
 
 /* Floats a step of pass 1: a vector for each chain. */
 #define LAYERNORM_STEP (PEAK_LAYERNORM_CHAINS * PEAK_VF_LANES)
@@ -35,18 +36,29 @@ static inline size_t layernorm_lanes(size_t left)
     return left < PEAK_VF_LANES ? left : PEAK_VF_LANES;
 }
 
-/* s = x + r (r NULL: x), rounded to float as the reference does. */
-static inline peak_vf layernorm_load_s(const peak_layernorm_row *w, size_t j)
+/* s = x + r (r NULL: x), rounded to float as the reference does; x and
+   r of the row's type, widened exactly. */
+static inline __attribute__((always_inline)) peak_vf layernorm_load_s(const peak_layernorm_row *w,
+                                                                      size_t j)
 {
-    const peak_vf x = peak_vf_loadu(w->x + j);
-    return w->r ? peak_vf_add(x, peak_vf_loadu(w->r + j)) : x;
+    const peak_vf x = peak_vf_loadu_as(peak_elem_at(w->x, (ptrdiff_t)j, w->t), w->t);
+    return w->r ? peak_vf_add(x, peak_vf_loadu_as(peak_elem_at(w->r, (ptrdiff_t)j, w->t), w->t))
+                : x;
 }
 
-/* The same for the k floats at j, +0 in the other lanes. */
+/* The same for the k elements at j, +0 in the other lanes. */
 static inline peak_vf layernorm_load_s_first(const peak_layernorm_row *w, size_t j, size_t k)
 {
-    const peak_vf x = peak_vf_load_first(w->x + j, k);
-    return w->r ? peak_vf_add(x, peak_vf_load_first(w->r + j, k)) : x;
+    const peak_vf x = peak_vf_load_first_as(peak_elem_at(w->x, (ptrdiff_t)j, w->t), k, w->t);
+    return w->r ? peak_vf_add(x, peak_vf_load_first_as(peak_elem_at(w->r, (ptrdiff_t)j, w->t), k,
+                                                       w->t))
+                : x;
+}
+
+/* Element j of row p of the row's type. */
+static inline void *layernorm_out_at(const peak_layernorm_row *w, void *p, size_t j)
+{
+    return (char *)p + j * peak_dtype_bytes(w->t);
 }
 
 #ifndef PEAK_LAYERNORM_HAS_GUESS
@@ -84,14 +96,14 @@ layernorm_norm_vector(const peak_layernorm_row *w, size_t j, peak_layernorm_stat
     const peak_vf g = w->gamma ? peak_vf_loadu(w->gamma + j) : peak_vf_set1(1.0f);
     const peak_vf b = w->beta ? peak_vf_loadu(w->beta + j) : peak_vf_zero();
     const peak_vf y = layernorm_y(s, g, b, st);
-    if (stream) {
+    if (stream) { /* float32 rows only (layernorm_streams) */
         if (w->sum)
-            peak_vf_stream(w->sum + j, s);
-        peak_vf_stream(w->y + j, y);
+            peak_vf_stream((float *)w->sum + j, s);
+        peak_vf_stream((float *)w->y + j, y);
     } else {
         if (w->sum)
-            peak_vf_storeu(w->sum + j, s);
-        peak_vf_storeu(w->y + j, y);
+            peak_vf_storeu_as(layernorm_out_at(w, w->sum, j), s, w->t);
+        peak_vf_storeu_as(layernorm_out_at(w, w->y, j), y, w->t);
     }
 }
 
@@ -104,8 +116,8 @@ static inline void layernorm_norm_end(const peak_layernorm_row *w, size_t j, siz
     const peak_vf b = w->beta ? peak_vf_load_first(w->beta + j, k) : peak_vf_zero();
     const peak_vf y = layernorm_y(s, g, b, st);
     if (w->sum)
-        peak_vf_store_first(w->sum + j, s, k);
-    peak_vf_store_first(w->y + j, y, k);
+        peak_vf_store_first_as(layernorm_out_at(w, w->sum, j), s, k, w->t);
+    peak_vf_store_first_as(layernorm_out_at(w, w->y, j), y, k, w->t);
 }
 
 /* Pass 2 of w's floats from j on. */
@@ -122,7 +134,7 @@ layernorm_norm_from(const peak_layernorm_row *w, size_t j, peak_layernorm_stats 
    vector of the row on a PEAK_VF_ALIGN boundary. */
 static inline bool layernorm_streams(const peak_layernorm_row *w, bool stream)
 {
-    return stream && (uintptr_t)w->y % PEAK_VF_ALIGN == 0 &&
+    return stream && w->t == PEAK_F32 && (uintptr_t)w->y % PEAK_VF_ALIGN == 0 &&
            (uintptr_t)w->sum % PEAK_VF_ALIGN == 0;
 }
 
@@ -152,8 +164,8 @@ layernorm_dev_vector(const peak_layernorm_row *w, size_t j, size_t k, peak_vf vs
                      peak_vf *s2, const peak_layernorm_row *cur, peak_layernorm_stats st,
                      bool stream)
 {
-    peak_layernorm_prefetch(w->pf_x, j);
-    peak_layernorm_prefetch(w->pf_r, j);
+    peak_layernorm_prefetch(w->pf_x, j, w->t);
+    peak_layernorm_prefetch(w->pf_r, j, w->t);
     const peak_vf d =
         peak_vf_first_or(peak_vf_sub(layernorm_load_s_first(w, j, k), vshift), k, 0.0f);
     *s1 = peak_vf_add(*s1, d);
@@ -176,8 +188,8 @@ layernorm_dev_block(const peak_layernorm_row *w, size_t j, size_t end, peak_vf v
     peak_vf s1c = peak_vf_zero(), s2c = peak_vf_zero(), s1d = peak_vf_zero(), s2d = peak_vf_zero();
     for (; j + LAYERNORM_STEP <= end; j += LAYERNORM_STEP) {
         for (size_t k = 0; k < LAYERNORM_STEP; k += PEAK_LAYERNORM_PREFETCH_FLOATS) {
-            peak_layernorm_prefetch(w->pf_x, j + k);
-            peak_layernorm_prefetch(w->pf_r, j + k);
+            peak_layernorm_prefetch(w->pf_x, j + k, w->t);
+            peak_layernorm_prefetch(w->pf_r, j + k, w->t);
         }
         /* cur first: GCC 12 (AVX2, -O3) then keeps seven of the eight
            chains in registers; with cur after the chains it spilled four. */
@@ -234,7 +246,8 @@ static void layernorm_dev(const peak_layernorm_row *w, float shift, double *d1, 
 /* Pass 2 of cur and pass 1 of next in one loop (layernorm.h,
    "Pipelining"): what layernorm_norm and layernorm_dev compute, bit for
    bit. */
-static inline void layernorm_fused(const peak_layernorm_row *cur, peak_layernorm_stats st,
+static inline __attribute__((always_inline)) void
+layernorm_fused(const peak_layernorm_row *cur, peak_layernorm_stats st,
                                    bool stream, const peak_layernorm_row *next, float shift,
                                    double *d1, double *d2)
 {
@@ -292,29 +305,67 @@ static inline __attribute__((always_inline)) void layernorm_run(const peak_layer
         layernorm_norm(&cur, st, stream);
 }
 
-/* peak_add_layernorm's rows (peak.h), arguments validated: a tier's
-   kernel. */
-static inline void layernorm_rows(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
-                                  const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
-                                  const float *gamma, const float *beta, size_t rows,
-                                  size_t d_model, float eps, size_t rows_after, bool stream)
+/* peak_add_layernorm's rows (peak.h), arguments validated, of element
+   type T (a constant after inlining, so each type has its own loops): a
+   tier's kernel. */
+static inline __attribute__((always_inline)) void
+layernorm_rows(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum, const void *x, ptrdiff_t ld_x,
+               const void *r, ptrdiff_t ld_r, const float *gamma, const float *beta, size_t rows,
+               size_t d_model, float eps, peak_dtype T, size_t rows_after, bool stream)
 {
-    const peak_layernorm_args a = {y,     ld_y, sum,  ld_sum, x,       ld_x,      r,
-                                   ld_r,  gamma, beta, rows,  d_model, rows_after};
+    const peak_layernorm_args a = {y,    ld_y,  sum,  ld_sum, x,       ld_x,       r,
+                                   ld_r, gamma, beta, rows,   d_model, rows_after, T};
     layernorm_run(&a, eps, stream);
     /* Streaming stores (large calls) are weakly ordered: fence them. */
     peak_vf_stream_fence();
 }
 
-/* ---- the kernel of the including tier (kernels.inc) ---- */
-
-void PEAK_TIER_FN(peak_f32_add_layernorm)(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
-                                  const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
-                                  const float *gamma, const float *beta, size_t rows,
-                                  size_t d_model, float eps, size_t rows_after, bool stream)
+static void layernorm_rows_f32(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum,
+                               const void *x, ptrdiff_t ld_x, const void *r, ptrdiff_t ld_r,
+                               const float *gamma, const float *beta, size_t rows, size_t d_model,
+                               float eps, size_t rows_after, bool stream)
 {
     layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps,
-                   rows_after, stream);
+                   PEAK_F32, rows_after, stream);
+}
+
+static void layernorm_rows_bf16(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum,
+                                const void *x, ptrdiff_t ld_x, const void *r, ptrdiff_t ld_r,
+                                const float *gamma, const float *beta, size_t rows,
+                                size_t d_model, float eps, size_t rows_after, bool stream)
+{
+    layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps,
+                   PEAK_BF16, rows_after, stream);
+}
+
+PEAK_VF_F16_TARGET static void layernorm_rows_f16(void *y, ptrdiff_t ld_y, void *sum,
+                                                  ptrdiff_t ld_sum, const void *x, ptrdiff_t ld_x,
+                                                  const void *r, ptrdiff_t ld_r,
+                                                  const float *gamma, const float *beta,
+                                                  size_t rows, size_t d_model, float eps,
+                                                  size_t rows_after, bool stream)
+{
+    layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps,
+                   PEAK_F16, rows_after, stream);
+}
+
+/* ---- the kernel of the including tier (kernels.inc) ---- */
+
+void PEAK_TIER_FN(peak_f32_add_layernorm)(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum,
+                                          const void *x, ptrdiff_t ld_x, const void *r,
+                                          ptrdiff_t ld_r, const float *gamma, const float *beta,
+                                          size_t rows, size_t d_model, float eps,
+                                          peak_dtype type, size_t rows_after, bool stream)
+{
+    if (type == PEAK_BF16)
+        layernorm_rows_bf16(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model,
+                            eps, rows_after, stream);
+    else if (type == PEAK_F16)
+        layernorm_rows_f16(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model,
+                           eps, rows_after, stream);
+    else
+        layernorm_rows_f32(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model,
+                           eps, rows_after, stream);
 }
 
 #endif /* PEAK_LAYERNORM_BODY_H */

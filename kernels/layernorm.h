@@ -92,10 +92,10 @@
    _mm_prefetch() as dead code once layernorm_dev_rows() is inlined into
    its callers (no prefetch instruction was left in the fused kernels),
    but keeps __builtin_prefetch(). */
-static inline void peak_layernorm_prefetch(const float *p, size_t j)
+static inline void peak_layernorm_prefetch(const void *p, size_t j, peak_dtype t)
 {
     if (p)
-        __builtin_prefetch(p + j, 0, 3);
+        __builtin_prefetch((const char *)p + j * peak_dtype_bytes(t), 0, 3);
 }
 
 /* What pass 2 needs: the shift, the correction D1/n and rstd. */
@@ -138,33 +138,46 @@ static inline bool peak_layernorm_streams(size_t rows, size_t d_model)
 }
 
 /* The operands of row t. */
+/* The longest row a call with a 16-bit tensor takes: its rows go through
+   a float32 buffer on the stack (64 KiB, within peak.h's 80 KiB). */
+#define PEAK_LAYERNORM_MAX_STAGED ((size_t)16384)
+
 typedef struct peak_layernorm_args {
-    float *y;
+    void *y;
     ptrdiff_t ld_y;
-    float *sum;
+    void *sum;
     ptrdiff_t ld_sum;
-    const float *x;
+    const void *x;
     ptrdiff_t ld_x;
-    const float *r;
+    const void *r;
     ptrdiff_t ld_r;
     const float *gamma, *beta;
     size_t rows, d_model;
     size_t rows_after; /* of the call, after these: prefetched, not computed */
+    peak_dtype t;      /* of y, sum, x and r */
 } peak_layernorm_args;
+
+/* Row `row` of p (rows ld elements of type t apart); NULL for NULL. */
+static inline const void *peak_layernorm_row_of(const void *p, ptrdiff_t ld, size_t row,
+                                                peak_dtype t)
+{
+    return p ? (const char *)p + (ptrdiff_t)row * ld * (ptrdiff_t)peak_dtype_bytes(t) : NULL;
+}
 
 static inline peak_layernorm_row peak_layernorm_row_at(const peak_layernorm_args *a, size_t t)
 {
-    const ptrdiff_t pt = (ptrdiff_t)t, pa = pt + PEAK_LAYERNORM_PREFETCH_ROWS;
     const bool ahead = t + PEAK_LAYERNORM_PREFETCH_ROWS < a->rows + a->rows_after;
-    peak_layernorm_row w = {a->y + pt * a->ld_y,
-                            a->sum ? a->sum + pt * a->ld_sum : NULL,
-                            a->x + pt * a->ld_x,
-                            a->r ? a->r + pt * a->ld_r : NULL,
+    const size_t ta = t + PEAK_LAYERNORM_PREFETCH_ROWS;
+    peak_layernorm_row w = {(void *)(uintptr_t)peak_layernorm_row_of(a->y, a->ld_y, t, a->t),
+                            (void *)(uintptr_t)peak_layernorm_row_of(a->sum, a->ld_sum, t, a->t),
+                            peak_layernorm_row_of(a->x, a->ld_x, t, a->t),
+                            peak_layernorm_row_of(a->r, a->ld_r, t, a->t),
                             a->gamma,
                             a->beta,
                             a->d_model,
-                            ahead ? a->x + pa * a->ld_x : NULL,
-                            ahead && a->r ? a->r + pa * a->ld_r : NULL};
+                            ahead ? peak_layernorm_row_of(a->x, a->ld_x, ta, a->t) : NULL,
+                            ahead ? peak_layernorm_row_of(a->r, a->ld_r, ta, a->t) : NULL,
+                            a->t};
     return w;
 }
 
@@ -187,12 +200,36 @@ static inline peak_layernorm_stats peak_layernorm_stats_of(const peak_layernorm_
     return st;
 }
 
+/* A 16-bit row by the plain-C reference: s = x + r widened into a float
+   row on the stack (d_model <= PEAK_LAYERNORM_MAX_STAGED), normalised in
+   place, y and sum rounded from it.  Not inline: its 64 KiB frame only
+   while it runs (rare rows: peak_layernorm_stats_of). */
+static __attribute__((noinline, unused)) void
+peak_layernorm_reference_16(const peak_layernorm_row *w, float eps)
+{
+    float s[PEAK_LAYERNORM_MAX_STAGED];
+    assert(w->n <= PEAK_LAYERNORM_MAX_STAGED);
+    for (size_t j = 0; j < w->n; j++)
+        s[j] = peak_layernorm_input(w, j);
+    if (w->sum)
+        for (size_t j = 0; j < w->n; j++)
+            peak_convert_store(w->sum, w->t, j, peak_f32_to_bits(s[j]));
+    peak_layernorm_rows_ref(s, 0, NULL, 0, s, 0, NULL, 0, w->gamma, w->beta, 1, w->n, eps);
+    for (size_t j = 0; j < w->n; j++)
+        peak_convert_store(w->y, w->t, j, peak_f32_to_bits(s[j]));
+}
+
 /* Row t by the plain-C reference (rows peak_layernorm_stats_of leaves to it). */
 static inline void peak_layernorm_reference(const peak_layernorm_args *a,
                                             const peak_layernorm_row *w, float eps)
 {
-    peak_layernorm_rows_ref(w->y, a->ld_y, w->sum, a->ld_sum, w->x, a->ld_x, w->r, a->ld_r,
-                            a->gamma, a->beta, 1, a->d_model, eps);
+    if (w->t != PEAK_F32) {
+        peak_layernorm_reference_16(w, eps);
+        return;
+    }
+    peak_layernorm_rows_ref((float *)w->y, a->ld_y, (float *)w->sum, a->ld_sum,
+                            (const float *)w->x, a->ld_x, (const float *)w->r, a->ld_r, a->gamma,
+                            a->beta, 1, a->d_model, eps);
 }
 
 #endif /* PEAK_LAYERNORM_H */

@@ -74,7 +74,7 @@ static peak_status layernorm_call(peak_tester_problem *p)
 {
     const layernorm_problem *l = p->user;
     return peak_add_layernorm(l->y, l->ld, l->sum, l->sum ? l->ld : 0, l->x, l->ld, l->r,
-                              l->r ? l->ld : 0, l->gamma, l->beta, p->c.rows, p->c.n, p->c.param,
+                              l->r ? l->ld : 0, l->gamma, l->beta, p->c.rows, p->c.n, p->c.param, NULL,
                               NULL);
 }
 
@@ -276,10 +276,10 @@ START_TEST(extreme_rows_as_the_reference)
     unsigned csr = 0;
     if (_i == 2 && !peak_test_ftz_on(&csr))
         return;
-    ck_assert_int_eq(peak_add_layernorm(y, N, NULL, 0, x, N, NULL, 0, NULL, NULL, 1, N, 0.0f, NULL),
+    ck_assert_int_eq(peak_add_layernorm(y, N, NULL, 0, x, N, NULL, 0, NULL, NULL, 1, N, 0.0f, NULL, NULL),
                      PEAK_OK);
     peak_kernels_for(PEAK_ISA_SCALAR)->add_layernorm(want, N, NULL, 0, x, N, NULL, 0, NULL, NULL,
-                                                     1, N, 0.0f, 0, false);
+                                                     1, N, 0.0f, PEAK_F32, 0, false);
     if (_i == 2)
         peak_test_ftz_restore(csr);
     for (size_t j = 0; j < N; j++)
@@ -358,7 +358,7 @@ static void expect_rejected(peak_tester_problem *p, const char *what, layernorm_
     const layernorm_problem *l = p->user;
     peak_tester_snapshot(p);
     const peak_status got = peak_add_layernorm(a.y, a.ld_y, a.sum, a.ld_sum, a.x, a.ld_x, a.r,
-                                               a.ld_r, l->gamma, l->beta, a.rows, a.d, a.eps, NULL);
+                                               a.ld_r, l->gamma, l->beta, a.rows, a.d, a.eps, NULL, NULL);
     peak_tester_expect_rejected(p, what, got, PEAK_ERR_INVALID_ARG);
 }
 
@@ -450,10 +450,10 @@ START_TEST(interleaved_buffers)
     float g[37];
     peak_test_fill_uniform(g, d, &rng, 0.5f, 1.5f);
     ck_assert_int_eq(peak_add_layernorm(y, (ptrdiff_t)d, NULL, 0, x, (ptrdiff_t)d, NULL, 0, g,
-                                        NULL, rows, d, 1e-5f, NULL),
+                                        NULL, rows, d, 1e-5f, NULL, NULL),
                      PEAK_OK);
     ck_assert_int_eq(peak_add_layernorm(buf + d, (ptrdiff_t)ld, NULL, 0, buf, (ptrdiff_t)ld,
-                                        NULL, 0, g, NULL, rows, d, 1e-5f, NULL),
+                                        NULL, 0, g, NULL, rows, d, 1e-5f, NULL, NULL),
                      PEAK_OK);
     for (size_t t = 0; t < rows; t++)
         CHECK(peak_test_bytes_equal(y + t * d, buf + t * ld + d, d * sizeof(float)),

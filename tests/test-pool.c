@@ -346,7 +346,7 @@ static peak_status case_call(const pcase *c, const peak_threadpool *pool)
         return peak_softmax(c->f[0], c->f[1], &c->sd, pool);
     case F_LAYERNORM:
         return peak_add_layernorm(c->f[0], c->s[0], c->f[1], c->s[1], c->f[2], c->s[2], c->f[3],
-                                  c->s[3], c->f[4], c->f[5], c->z[0], c->z[1], c->eps, pool);
+                                  c->s[3], c->f[4], c->f[5], c->z[0], c->z[1], c->eps, NULL, pool);
     case F_ATTENTION: {
         if (!c->caller_ws)
             return peak_attention(c->f[0], c->f[1], c->f[2], c->f[3], &c->ad, NULL, 0, pool);

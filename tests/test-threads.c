@@ -224,7 +224,7 @@ static int run_api(const inputs *in, outputs *out, size_t first)
         case 6:
             bad |= peak_add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D,
                                       in->layernorm_x, LN_D, in->layernorm_r, LN_D, in->gamma,
-                                      in->beta, LN_R, LN_D, 1e-5f, NULL) != PEAK_OK;
+                                      in->beta, LN_R, LN_D, 1e-5f, NULL, NULL) != PEAK_OK;
             break;
         case 8: {
             peak_rope_desc d = rope_desc(in);
@@ -262,7 +262,7 @@ static void run_tier(const peak_kernels *kern, const inputs *in, outputs *out)
     peak_schedule_attention(kern, out->attention, in->q, in->k, in->v, &ad, ws, 1, NULL);
     free(ws);
     kern->add_layernorm(out->layernorm_y, LN_D, out->layernorm_sum, LN_D, in->layernorm_x, LN_D,
-                        in->layernorm_r, LN_D, in->gamma, in->beta, LN_R, LN_D, 1e-5f, 0,
+                        in->layernorm_r, LN_D, in->gamma, in->beta, LN_R, LN_D, 1e-5f, PEAK_F32, 0,
                         false);
     peak_rope_desc rd = rope_desc(in);
     peak_rope_freqs f;

@@ -486,6 +486,157 @@ START_TEST(attention_types_workspace)
 }
 END_TEST
 
+/* ---- LayerNorm ------------------------------------------------------------- */
+
+typedef struct ln_shape {
+    size_t rows, d, ld; /* ld >= d for every tensor */
+    int residual, sum, in_place; /* in_place: y == x (same type) */
+} ln_shape;
+
+static const ln_shape ln_shapes[] = {
+    {37, 768, 768, 1, 1, 0}, {100, 64, 80, 1, 0, 0}, {5, 4100, 4100, 0, 1, 0},
+    {3, 16384, 16390, 1, 1, 0}, {64, 33, 40, 1, 1, 1}, {1, 1, 1, 0, 0, 0},
+};
+static const peak_dtype ln_types[][4] = {
+    /* y, sum, x, r */
+    {PEAK_BF16, PEAK_BF16, PEAK_BF16, PEAK_BF16},
+    {PEAK_F16, PEAK_F16, PEAK_F16, PEAK_F16},
+    {PEAK_BF16, PEAK_F32, PEAK_F32, PEAK_BF16},
+    {PEAK_F32, PEAK_F16, PEAK_BF16, PEAK_F32},
+};
+#define N_LN_SHAPES (sizeof ln_shapes / sizeof *ln_shapes)
+#define N_LN_TYPES (sizeof ln_types / sizeof *ln_types)
+
+/* A 16-bit call gives the float32 call on the widened x and r, its y and
+   sum rounded once, bit for bit; in place too. */
+START_TEST(layernorm_types_as_widened_float32)
+{
+    const ln_shape *s = &ln_shapes[_i % N_LN_SHAPES];
+    const peak_dtype *t = ln_types[_i / N_LN_SHAPES];
+    peak_layernorm_types types = {t[0], t[1], t[2], t[3]};
+    if (s->in_place)
+        types.y = types.x;
+    const size_t n = s->rows * s->ld;
+    uint64_t rng = 0x1a7e0000u + (uint64_t)_i;
+    float *x = xmalloc(n * 4), *r = xmalloc(n * 4), *g = xmalloc(s->d * 4), *b = xmalloc(s->d * 4);
+    peak_test_fill_uniform(x, n, &rng, -3.0f, 5.0f);
+    peak_test_fill_uniform(r, n, &rng, -1.0f, 1.0f);
+    peak_test_fill_uniform(g, s->d, &rng, 0.5f, 1.5f);
+    peak_test_fill_uniform(b, s->d, &rng, -0.5f, 0.5f);
+    void *xh = narrowed(x, n, types.x), *rh = narrowed(r, n, types.r);
+    float *xw = widened(xh, n, types.x), *rw = widened(rh, n, types.r);
+    float *y32 = xmalloc(n * 4), *s32 = xmalloc(n * 4);
+    memset(y32, 0, n * 4);
+    memset(s32, 0, n * 4);
+    ck_assert_int_eq(peak_add_layernorm(y32, (ptrdiff_t)s->ld, s->sum ? s32 : NULL,
+                                        (ptrdiff_t)s->ld, xw, (ptrdiff_t)s->ld,
+                                        s->residual ? rw : NULL, (ptrdiff_t)s->ld, g, b, s->rows,
+                                        s->d, 1e-5f, NULL, NULL),
+                     PEAK_OK);
+    void *y = s->in_place ? xh : xmalloc(n * dtype_bytes(types.y));
+    void *sum = xmalloc(n * dtype_bytes(types.sum));
+    memset(sum, 0, n * dtype_bytes(types.sum));
+    if (!s->in_place)
+        memset(y, 0, n * dtype_bytes(types.y));
+    ck_assert_int_eq(peak_add_layernorm(y, (ptrdiff_t)s->ld, s->sum ? sum : NULL,
+                                        (ptrdiff_t)s->ld, xh, (ptrdiff_t)s->ld,
+                                        s->residual ? rh : NULL, (ptrdiff_t)s->ld, g, b, s->rows,
+                                        s->d, 1e-5f, &types, NULL),
+                     PEAK_OK);
+    void *want_y = narrowed(y32, n, types.y), *want_s = narrowed(s32, n, types.sum);
+    for (size_t i = 0; i < s->rows; i++) {
+        const size_t off = i * s->ld;
+        CHECK(peak_test_bytes_equal((char *)y + off * dtype_bytes(types.y),
+                                    (char *)want_y + off * dtype_bytes(types.y),
+                                    s->d * dtype_bytes(types.y)),
+              "%s: LayerNorm case %d row %zu: y is not the float32 call's, rounded",
+              peak_isa_name(peak_test_isa), _i, i);
+        if (s->sum)
+            CHECK(peak_test_bytes_equal((char *)sum + off * dtype_bytes(types.sum),
+                                        (char *)want_s + off * dtype_bytes(types.sum),
+                                        s->d * dtype_bytes(types.sum)),
+                  "%s: LayerNorm case %d row %zu: sum is not x + r rounded",
+                  peak_isa_name(peak_test_isa), _i, i);
+    }
+    if (!s->in_place)
+        free(y);
+    free(sum);
+    free(want_y);
+    free(want_s);
+    free(xh);
+    free(rh);
+    free(xw);
+    free(rw);
+    free(y32);
+    free(s32);
+    free(x);
+    free(r);
+    free(g);
+    free(b);
+}
+END_TEST
+
+/* Rows the SIMD tiers leave to the reference (a constant row, deviations
+   near 1e20 whose float squares overflow), 16-bit: the float32 call's
+   bits, rounded. */
+START_TEST(layernorm_types_reference_rows)
+{
+    const size_t d = 100, rows = 3;
+    const peak_dtype t = _i ? PEAK_F16 : PEAK_BF16;
+    float x[300];
+    for (size_t j = 0; j < d; j++) {
+        x[j] = 2.5f;                                           /* constant */
+        x[d + j] = t == PEAK_BF16 ? (j % 2 ? 1e20f : -3e19f)   /* squares overflow */
+                                  : (j % 2 ? 6e4f : -6e4f);    /* float16's range */
+        x[2 * d + j] = (float)j * 0.25f;                       /* an ordinary row */
+    }
+    const peak_layernorm_types types = {t, t, t, t};
+    void *xh = narrowed(x, rows * d, t), *y = xmalloc(rows * d * 2);
+    float *xw = widened(xh, rows * d, t), *y32 = xmalloc(rows * d * 4);
+    ck_assert_int_eq(peak_add_layernorm(y32, (ptrdiff_t)d, NULL, 0, xw, (ptrdiff_t)d, NULL, 0,
+                                        NULL, NULL, rows, d, 1e-5f, NULL, NULL),
+                     PEAK_OK);
+    ck_assert_int_eq(peak_add_layernorm(y, (ptrdiff_t)d, NULL, 0, xh, (ptrdiff_t)d, NULL, 0, NULL,
+                                        NULL, rows, d, 1e-5f, &types, NULL),
+                     PEAK_OK);
+    void *want = narrowed(y32, rows * d, t);
+    CHECK(peak_test_bytes_equal(y, want, rows * d * 2),
+          "%s %s: reference rows differ from the float32 call's, rounded",
+          peak_isa_name(peak_test_isa), type_name(t));
+    free(xh);
+    free(y);
+    free(xw);
+    free(y32);
+    free(want);
+}
+END_TEST
+
+START_TEST(layernorm_types_refused)
+{
+    const size_t d = 16385;
+    float *x = xmalloc(d * 4), *y = xmalloc(d * 4);
+    peak_test_fill_canary(y, d);
+    memset(x, 0, d * 4);
+    peak_layernorm_types t = {PEAK_BF16, PEAK_F32, PEAK_F32, PEAK_F32};
+    CHECK(peak_add_layernorm(y, (ptrdiff_t)d, NULL, 0, x, (ptrdiff_t)d, NULL, 0, NULL, NULL, 1, d,
+                             1e-5f, &t, NULL) == PEAK_ERR_UNSUPPORTED,
+          "%s: a 16-bit row of 16385 accepted", peak_isa_name(peak_test_isa));
+    t.y = (peak_dtype)7;
+    CHECK(peak_add_layernorm(y, 64, NULL, 0, x, 64, NULL, 0, NULL, NULL, 1, 64, 1e-5f, &t,
+                             NULL) == PEAK_ERR_UNSUPPORTED,
+          "%s: type 7 accepted", peak_isa_name(peak_test_isa));
+    t.y = PEAK_F32;
+    t.x = PEAK_BF16; /* y == x of another type: not in place, overlapping */
+    CHECK(peak_add_layernorm(x, 64, NULL, 0, x, 64, NULL, 0, NULL, NULL, 1, 64, 1e-5f, &t,
+                             NULL) == PEAK_ERR_INVALID_ARG,
+          "%s: y over a bfloat16 x accepted", peak_isa_name(peak_test_isa));
+    CHECK(peak_test_canaries_intact(y, d), "%s: a refused call wrote y",
+          peak_isa_name(peak_test_isa));
+    free(x);
+    free(y);
+}
+END_TEST
+
 static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("types");
@@ -498,6 +649,10 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, attention_grouped_rows_as_single_rows, 0, 12);
     tcase_add_test(tc, attention_unsupported_type_writes_nothing);
     tcase_add_test(tc, attention_types_workspace);
+    tcase_add_loop_test(tc, layernorm_types_as_widened_float32, 0,
+                        (int)(N_LN_SHAPES * N_LN_TYPES));
+    tcase_add_loop_test(tc, layernorm_types_reference_rows, 0, 2);
+    tcase_add_test(tc, layernorm_types_refused);
     suite_add_tcase(s, tc);
     return s;
 }

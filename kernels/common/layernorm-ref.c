@@ -51,8 +51,8 @@ static void row_normalise(const peak_layernorm_row *w, double mean, double rstd)
         if (w->beta)
             v += (double)w->beta[j];
         if (w->sum)
-            w->sum[j] = s;
-        w->y[j] = (float)v;
+            ((float *)w->sum)[j] = s;
+        ((float *)w->y)[j] = (float)v;
     }
 }
 
@@ -62,7 +62,7 @@ void peak_layernorm_rows_ref(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_
                              float eps)
 {
     assert(y && x && d_model > 0 && eps >= 0.0f);
-    peak_layernorm_row w = {y, sum, x, r, gamma, beta, d_model, NULL, NULL};
+    peak_layernorm_row w = {y, sum, x, r, gamma, beta, d_model, NULL, NULL, PEAK_F32};
     for (size_t t = 0; t < rows; t++) {
         const ptrdiff_t pt = (ptrdiff_t)t;
         w.y = y + pt * ld_y;

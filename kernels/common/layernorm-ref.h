@@ -9,30 +9,41 @@
 #ifndef PEAK_COMMON_LAYERNORM_REF_H
 #define PEAK_COMMON_LAYERNORM_REF_H
 
+#include "convert.h"
 #include "internal.h"
 
 #include <stddef.h>
 
 /* One row's operands: r, gamma, beta and sum may be NULL.  pf_x and pf_r
    are a later row's x and r (or NULL) for the SIMD tiers' pass 1 to
-   prefetch; the reference leaves them NULL. */
+   prefetch; the reference leaves them NULL.  y, sum, x and r are of type
+   t (the SIMD tiers' kernels take 16-bit rows; the reference float32
+   ones). */
 typedef struct peak_layernorm_row {
-    float *y;
-    float *sum;
-    const float *x;
-    const float *r;
+    void *y;
+    void *sum;
+    const void *x;
+    const void *r;
     const float *gamma;
     const float *beta;
     size_t n;
-    const float *pf_x;
-    const float *pf_r;
+    const void *pf_x;
+    const void *pf_r;
+    peak_dtype t;
 } peak_layernorm_row;
+
+/* Element j of a row of type t, exactly as a float. */
+static inline float peak_layernorm_at(const void *p, peak_dtype t, size_t j)
+{
+    return peak_f32_of_bits(peak_convert_load(p, t, j));
+}
 
 /* s[j] = x[j] + r[j] (r NULL: x[j]), rounded to float: the value `sum`
    receives and every tier normalises. */
 static inline float peak_layernorm_input(const peak_layernorm_row *w, size_t j)
 {
-    return w->r ? w->x[j] + w->r[j] : w->x[j];
+    const float x = peak_layernorm_at(w->x, w->t, j);
+    return w->r ? x + peak_layernorm_at(w->r, w->t, j) : x;
 }
 
 /* peak_add_layernorm's contract (peak.h), arguments already validated:

@@ -11,6 +11,7 @@
  * peak_status_string is in status.c.
  */
 #include "internal.h"
+#include "layernorm.h"
 #include "logits.h"
 #include "overlap.h"
 #include "rope.h"
@@ -689,11 +690,22 @@ peak_status peak_attention_merge(float *o, float *lse, const float *const *o_par
 
 /* ---- residual + LayerNorm ------------------------------------------------ */
 
-peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
-                               const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+peak_status peak_add_layernorm(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum,
+                               const void *x, ptrdiff_t ld_x, const void *r, ptrdiff_t ld_r,
                                const float *gamma, const float *beta, size_t rows,
-                               size_t d_model, float eps, const peak_threadpool *pool)
+                               size_t d_model, float eps, const peak_layernorm_types *types,
+                               const peak_threadpool *pool)
 {
+    const peak_layernorm_types f32 = {PEAK_F32, PEAK_F32, PEAK_F32, PEAK_F32},
+                               *t = types ? types : &f32;
+    const size_t ey = peak_dtype_size(t->y), es = peak_dtype_size(t->sum),
+                 ex = peak_dtype_size(t->x), er = peak_dtype_size(t->r);
+    /* 16-bit rows go through a float32 row on the stack
+       (schedule-layernorm.c): at most PEAK_LAYERNORM_MAX_STAGED floats. */
+    const bool typed = t->y != PEAK_F32 || t->x != PEAK_F32 || (r && t->r != PEAK_F32) ||
+                       (sum && t->sum != PEAK_F32);
+    if (!ey || !es || !ex || !er || (typed && d_model > PEAK_LAYERNORM_MAX_STAGED))
+        return PEAK_ERR_UNSUPPORTED;
     if (!y || !x || !rows || !d_model || (signbit(eps) && !peak_f32_is_zero(eps)) || !isfinite(eps))
         return PEAK_ERR_INVALID_ARG;
     if (ld_y < 0 || ld_x < 0 || (size_t)ld_y < d_model || (size_t)ld_x < d_model)
@@ -707,8 +719,9 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
         return PEAK_ERR_OUT_OF_RANGE;
     /* The SIMD tiers write row t while they read row t+1 (layernorm.h),
        so any overlap but the exact in-place one would change the result. */
-    const row_set ys = {y, ld_y, rows}, ss = {sum, ld_sum, rows}, xs = {x, ld_x, rows},
-                  rs = {r, ld_r, rows}, gs = {gamma, 0, 1}, bs = {beta, 0, 1};
+    const row_set ys = {y, ld_y, rows, ey}, ss = {sum, ld_sum, rows, es},
+                  xs = {x, ld_x, rows, ex}, rs = {r, ld_r, rows, er},
+                  gs = {gamma, 0, 1, sizeof(float)}, bs = {beta, 0, 1, sizeof(float)};
     const row_set outs[2] = {ys, ss};
     for (int k = 0; k < 2; k++)
         if (!in_place_or_apart(outs[k], xs, d_model) || !in_place_or_apart(outs[k], rs, d_model) ||
@@ -717,6 +730,6 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
     if (!rows_disjoint(ys, ss, d_model))
         return PEAK_ERR_INVALID_ARG;
     peak_schedule_add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows,
-                                d_model, eps, pool);
+                                d_model, eps, t, pool);
     return PEAK_OK;
 }

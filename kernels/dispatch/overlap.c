@@ -30,8 +30,8 @@ int rows_apart(const size_t *n, const ptrdiff_t *stride, int dims, size_t row)
 
 int rows_disjoint(row_set a, row_set b, size_t d)
 {
-    if (!spans_meet(tensor_span(a.p, &a.rows, &a.ld, 1, d, sizeof(float)),
-                    tensor_span(b.p, &b.rows, &b.ld, 1, d, sizeof(float))))
+    if (!spans_meet(tensor_span(a.p, &a.rows, &a.ld, 1, d, a.elem),
+                    tensor_span(b.p, &b.rows, &b.ld, 1, d, b.elem)))
         return 1;
     if ((uintptr_t)a.p > (uintptr_t)b.p) {
         const row_set t = a;
@@ -39,8 +39,8 @@ int rows_disjoint(row_set a, row_set b, size_t d)
         b = t;
     }
     const uintptr_t pa = (uintptr_t)a.p, pb = (uintptr_t)b.p;
-    if (a.rows < 2 || (b.rows > 1 && a.ld != b.ld) || (pb - pa) % sizeof(float))
+    if (a.rows < 2 || a.elem != b.elem || (b.rows > 1 && a.ld != b.ld) || (pb - pa) % a.elem)
         return 0;
-    const size_t off = (size_t)((pb - pa) / sizeof(float)) % (size_t)a.ld;
+    const size_t off = (size_t)((pb - pa) / a.elem) % (size_t)a.ld;
     return off >= d && (size_t)a.ld - off >= d;
 }

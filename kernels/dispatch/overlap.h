@@ -83,15 +83,17 @@ static inline int spans_meet(span a, span b)
    dims <= 3.  Assumes extent_fits() holds, so no product overflows. */
 PEAK_INTERNAL int rows_apart(const size_t *n, const ptrdiff_t *stride, int dims, size_t row);
 
-/* A strided set of `rows` rows of `d` floats (one row: any stride). */
+/* A strided set of `rows` rows of `d` elements of `elem` bytes (one row:
+   any stride). */
 typedef struct row_set {
-    const float *p;
+    const void *p;
     ptrdiff_t ld;
     size_t rows;
+    size_t elem;
 } row_set;
 
-/* Whether two row sets share no float.  Exact when the strides are equal
-   or the set at the higher address is one row (so the rows of one
+/* Whether two row sets share no byte.  Exact when the element sizes and
+   the strides are equal or the set at the higher address is one row (so the rows of one
    interleaved buffer, [x | y] with ld = 2d, and a gamma in y's row padding
    count as apart); otherwise the two extents must not meet, which rejects
    some disjoint interleavings of different strides.  Addresses are
@@ -102,7 +104,8 @@ PEAK_INTERNAL int rows_disjoint(row_set a, row_set b, size_t d);
 /* An output row set and an input one: the same rows (in place), or apart. */
 static inline int in_place_or_apart(row_set out, row_set in, size_t d)
 {
-    return (out.p == in.p && out.ld == in.ld) || rows_disjoint(out, in, d);
+    return (out.p == in.p && out.ld == in.ld && out.elem == in.elem) ||
+           rows_disjoint(out, in, d);
 }
 
 #endif /* PEAK_DISPATCH_OVERLAP_H */

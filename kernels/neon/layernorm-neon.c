@@ -20,12 +20,15 @@
 #include "simd/f32-neon.h"
 
 #include "layernorm.h"
+#include "simd/typed.h"
 
-/* s = x + r at j (layernorm-body.h's loader comes after the overrides). */
+/* s = x + r at j, of the row's type (layernorm-body.h's loader comes
+   after the overrides). */
 static inline peak_vf layernorm_neon_s(const peak_layernorm_row *w, size_t j)
 {
-    const peak_vf x = peak_vf_loadu(w->x + j);
-    return w->r ? peak_vf_add(x, peak_vf_loadu(w->r + j)) : x;
+    const peak_vf x = peak_vf_loadu_as(peak_elem_at(w->x, (ptrdiff_t)j, w->t), w->t);
+    return w->r ? peak_vf_add(x, peak_vf_loadu_as(peak_elem_at(w->r, (ptrdiff_t)j, w->t), w->t))
+                : x;
 }
 
 #define PEAK_LAYERNORM_HAS_GUESS 1

@@ -69,11 +69,22 @@ PEAK_INTERNAL void peak_schedule_exp(float *y, const float *x, size_t n,
 PEAK_INTERNAL void peak_schedule_convert(void *y, peak_dtype y_type, const void *x,
                                          peak_dtype x_type, size_t n, const peak_threadpool *pool);
 
-PEAK_INTERNAL void peak_schedule_add_layernorm(float *y, ptrdiff_t ld_y, float *sum,
-                                               ptrdiff_t ld_sum, const float *x, ptrdiff_t ld_x,
-                                               const float *r, ptrdiff_t ld_r, const float *gamma,
+/* peak_add_layernorm, validated; types not NULL. */
+PEAK_INTERNAL void peak_schedule_add_layernorm(void *y, ptrdiff_t ld_y, void *sum,
+                                               ptrdiff_t ld_sum, const void *x, ptrdiff_t ld_x,
+                                               const void *r, ptrdiff_t ld_r, const float *gamma,
                                                const float *beta, size_t rows, size_t d_model,
-                                               float eps, const peak_threadpool *pool);
+                                               float eps, const peak_layernorm_types *types,
+                                               const peak_threadpool *pool);
+
+/* Rows of a 16-bit tensor staged through float32 (schedule-stage.c):
+   rows [t, t + n) of x (type xt, ld_x elements apart) widened into y
+   (float32, ld_y apart), or, for the output direction, rounded from y
+   into x.  The kernel is peak_schedule_convert_kernel()'s. */
+PEAK_INTERNAL void peak_stage_rows_in(float *y, size_t ld_y, const void *x, peak_dtype xt,
+                                      ptrdiff_t ld_x, size_t n, size_t len);
+PEAK_INTERNAL void peak_stage_rows_out(void *x, peak_dtype xt, ptrdiff_t ld_x, const float *y,
+                                       size_t ld_y, size_t n, size_t len);
 
 /* A peak_attention call cut into parts (schedule-attention.c): its
    kernels, geometry and cost, how it is cut and what workspace it needs.

@@ -318,11 +318,18 @@ static inline peak_vf peak_vf_quiet_nan(peak_vf v)
     return _mm256_or_ps(v, _mm256_and_ps(nan, _mm256_castsi256_ps(_mm256_set1_epi32(0x400000))));
 }
 
+/* 8 bfloat16 as floats, shifted up: exact, a signalling NaN left as it is
+   (for arithmetic, which quiets it). */
+static inline peak_vf peak_vf_load_bf16_bits(const uint16_t *p)
+{
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+}
+
 /* 8 bfloat16 as floats: shifted up, exact; NaN quieted. */
 static inline peak_vf peak_vf_load_bf16(const uint16_t *p)
 {
-    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
-    return peak_vf_quiet_nan(_mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+    return peak_vf_quiet_nan(peak_vf_load_bf16_bits(p));
 }
 
 /* 8 floats as bfloat16: + 0x7fff + the kept part's lowest bit, the top

@@ -247,10 +247,17 @@ static inline peak_vf peak_vf_quiet_nan(peak_vf v)
         vorrq_u32(vreinterpretq_u32_f32(v), vandq_u32(nan, vdupq_n_u32(0x400000u))));
 }
 
+/* 4 bfloat16 as floats, shifted up: exact, a signalling NaN left as it is
+   (for arithmetic, which quiets it). */
+static inline peak_vf peak_vf_load_bf16_bits(const uint16_t *p)
+{
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+}
+
 /* 4 bfloat16 as floats: shifted up, exact; NaN quieted. */
 static inline peak_vf peak_vf_load_bf16(const uint16_t *p)
 {
-    return peak_vf_quiet_nan(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)));
+    return peak_vf_quiet_nan(peak_vf_load_bf16_bits(p));
 }
 
 /* 4 floats as bfloat16: + 0x7fff + the kept part's lowest bit, the top

@@ -1,8 +1,10 @@
 /*
- * typed.h - loads of a tensor whose element type (peak_dtype) is an
+ * typed.h - loads and stores of a tensor whose element type (peak_dtype) is an
  * argument, written once over the vocabulary (simd/f32-<isa>.h): float32
  * as it is, bfloat16 and float16 widened exactly into float32 lanes
- * (peak_vf_load_bf16, peak_vf_load_f16).  A kernel that takes 16-bit
+ * (peak_vf_load_bf16_bits, peak_vf_load_f16), for arithmetic: a
+ * signalling bfloat16 NaN is not quieted by the load but by the first
+ * operation on it.  A kernel that takes 16-bit
  * tensors compiles its loop once per type, with the type a constant (the
  * switch folds away), and gives the float16 copy PEAK_VF_F16_TARGET (F16C
  * on AVX2, which the tier does not require: the scheduler runs those copies
@@ -33,7 +35,7 @@ static inline __attribute__((always_inline)) peak_vf peak_vf_loadu_as(const void
 {
     switch (t) {
     case PEAK_BF16:
-        return peak_vf_load_bf16((const uint16_t *)p);
+        return peak_vf_load_bf16_bits((const uint16_t *)p);
     case PEAK_F16:
         return peak_vf_load_f16((const uint16_t *)p);
     default:
@@ -51,7 +53,41 @@ static inline __attribute__((always_inline)) peak_vf peak_vf_load_first_as(const
         return peak_vf_load_first((const float *)p, n);
     uint16_t h[PEAK_VF_LANES] = {0};
     memcpy(h, p, n * sizeof(uint16_t));
-    return t == PEAK_BF16 ? peak_vf_load_bf16(h) : peak_vf_load_f16(h);
+    return t == PEAK_BF16 ? peak_vf_load_bf16_bits(h) : peak_vf_load_f16(h);
+}
+
+/* v into PEAK_VF_LANES elements of type t at p (any alignment), rounded
+   to nearest even. */
+static inline __attribute__((always_inline)) void peak_vf_storeu_as(void *p, peak_vf v,
+                                                                    peak_dtype t)
+{
+    switch (t) {
+    case PEAK_BF16:
+        peak_vf_store_bf16((uint16_t *)p, v);
+        break;
+    case PEAK_F16:
+        peak_vf_store_f16((uint16_t *)p, v);
+        break;
+    default:
+        peak_vf_storeu((float *)p, v);
+    }
+}
+
+/* Lanes 0 .. n-1 of v into the first n < PEAK_VF_LANES elements of type t
+   at p; nothing else is written. */
+static inline __attribute__((always_inline)) void
+peak_vf_store_first_as(void *p, peak_vf v, size_t n, peak_dtype t)
+{
+    if (t == PEAK_F32) {
+        peak_vf_store_first((float *)p, v, n);
+        return;
+    }
+    uint16_t h[PEAK_VF_LANES];
+    if (t == PEAK_BF16)
+        peak_vf_store_bf16(h, v);
+    else
+        peak_vf_store_f16(h, v);
+    memcpy(p, h, n * sizeof(uint16_t));
 }
 
 #endif /* PEAK_SIMD_TYPED_H */

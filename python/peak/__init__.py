@@ -290,8 +290,13 @@ _rope_apply = _proto("peak_rope_apply", _I, _P, _P, ctypes.POINTER(_RopeDesc), _
 _convert = _proto("peak_convert", _I, _P, _I, _P, _I, _Z, _P)
 _cpu_features = _proto("peak_cpu_features", ctypes.c_uint)
 _cpu_feature_name = _proto("peak_cpu_feature_name", ctypes.c_char_p, ctypes.c_uint)
+class _LayerNormTypes(ctypes.Structure):
+    _fields_ = [("y", ctypes.c_int), ("sum", ctypes.c_int), ("x", ctypes.c_int),
+                ("r", ctypes.c_int)]
+
+
 _add_layernorm = _proto("peak_add_layernorm", _I, _P, _S, _P, _S, _P, _S, _P, _S, _P, _P,
-                        _Z, _Z, ctypes.c_float, _P)
+                        _Z, _Z, ctypes.c_float, ctypes.POINTER(_LayerNormTypes), _P)
 
 
 def _check(status, what):
@@ -1515,20 +1520,24 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
     """``LayerNorm(x + residual) * weight + bias`` over the last axis
     (peak_add_layernorm), biased variance as torch.nn.LayerNorm.
 
-    x, residual: float32 ``[..., d_model]`` of one shape (residual None: plain
-    LayerNorm).  weight, bias: float32 ``[d_model]`` or None (1 and 0).
-    out: None, or an array of x's shape (``out=x`` or ``out=residual``: in
-    place).  sum_out: optional array of x's shape that receives x + residual
+    x, residual: ``[..., d_model]`` of one shape (residual None: plain
+    LayerNorm), each float32, float16 or bfloat16 (ml_dtypes).  weight,
+    bias: float32 ``[d_model]`` or None (1 and 0).  out: None (an array of
+    x's shape and type), or an array of x's shape of any of the three types
+    (``out=x`` or ``out=residual``: in place, same type); 16-bit outputs
+    are the float32 results rounded once (peak.h); a call with a 16-bit
+    array takes d_model <= 16384.  sum_out: optional array of x's shape that receives x + residual
     (pre-norm chains; may be x or residual).  threads, pool: where the
     call runs (see the module docstring; default: this thread alone).
     Returns out."""
     run = _Run(threads, pool)
-    _f32("x", x, (1, 2, 3, 4, 5))
+    types = _LayerNormTypes(_F32, _F32, _F32, _F32)
+    _, types.x = _typed("x", x, (1, 2, 3, 4, 5))
     d = x.shape[-1]
     x2 = _rows("x", x, d)
     r2 = None
     if residual is not None:
-        _f32("residual", residual, (x.ndim,))
+        _, types.r = _typed("residual", residual, (x.ndim,))
         _shape_is("residual", residual, x.shape)
         r2 = _rows("residual", residual, d)
     for name, a in (("weight", weight), ("bias", bias)):
@@ -1536,14 +1545,13 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
             _f32(name, a, (1,))
             _shape_is(name, a, (d,))
     if out is None:
-        out = np.empty(x.shape, np.float32)
-    else:
-        _f32("out", out, (x.ndim,), writable=True)
-        _shape_is("out", out, x.shape)
+        out = np.empty(x.shape, x.dtype)
+    _, types.y = _typed("out", out, (x.ndim,), writable=True)
+    _shape_is("out", out, x.shape)
     y2 = _rows("out", out, d, True)
     s2 = None
     if sum_out is not None:
-        _f32("sum_out", sum_out, (x.ndim,), writable=True)
+        _, types.sum = _typed("sum_out", sum_out, (x.ndim,), writable=True)
         _shape_is("sum_out", sum_out, x.shape)
         s2 = _rows("sum_out", sum_out, d, True)
     # In place is allowed (out or sum_out being x or residual, same layout);
@@ -1553,7 +1561,8 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
             continue
         for iname, a in (("x", x), ("residual", residual)):
             if a is not None and _overlaps(o, a) and not (
-                    o.ctypes.data == a.ctypes.data and o.strides == a.strides):
+                    o.ctypes.data == a.ctypes.data and o.strides == a.strides and
+                    o.dtype == a.dtype):
                 raise ValueError(f"{oname} overlaps {iname} (only {oname} = {iname}, "
                                  "the same array, is allowed)")
         _no_overlap(oname, o, weight=weight, bias=bias)
@@ -1568,7 +1577,8 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
         _check(_add_layernorm(_ptr(y2), ld(y2), None if s2 is None else _ptr(s2), ld(s2),
                               _ptr(x2), ld(x2), None if r2 is None else _ptr(r2), ld(r2),
                               None if weight is None else _ptr(weight),
-                              None if bias is None else _ptr(bias), rows, d, float(eps), p),
+                              None if bias is None else _ptr(bias), rows, d, float(eps),
+                              ctypes.byref(types), p),
                "peak_add_layernorm")
     return out
 

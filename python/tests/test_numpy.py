@@ -491,6 +491,30 @@ class Attention(unittest.TestCase):
 
 
 class LayerNorm(unittest.TestCase):
+    def test_half_types(self):
+        """float16 / bfloat16 (ml_dtypes) x, residual, out and sum_out: the
+        float32 call on the widened values, bit for bit, rounded once."""
+        x, r = rand(37, 96) * 4, rand(37, 96)
+        g, b = rand(96) + 1, rand(96)
+        types = [np.float16] + ([peak._bfloat16()] if peak._bfloat16() else [])
+        for t in types:
+            for xt, rt, ot in ((t, t, t), (np.float32, t, t), (t, np.float32, np.float32)):
+                hx, hr = x.astype(xt), r.astype(rt)
+                s = np.empty(x.shape, ot)
+                got = peak.add_layernorm(hx, hr, g, b, out=np.empty(x.shape, ot), sum_out=s)
+                s32 = np.empty(x.shape, np.float32)
+                want = peak.add_layernorm(hx.astype(np.float32), hr.astype(np.float32), g, b,
+                                          sum_out=s32)
+                np.testing.assert_array_equal(got.view(np.uint8),
+                                              peak.convert(want, ot).view(np.uint8))
+                np.testing.assert_array_equal(s.view(np.uint8),
+                                              peak.convert(s32, ot).view(np.uint8))
+            self.assertEqual(peak.add_layernorm(x.astype(t)).dtype, np.dtype(t))
+        with self.assertRaises(TypeError):
+            peak.add_layernorm(x.astype(np.float64))
+        with self.assertRaises(peak.PeakError):  # a 16-bit row beyond 16384
+            peak.add_layernorm(np.zeros((1, 16385), np.float16))
+
     def ref(self, x, r, g, b, eps):
         s = x.astype(np.float64) + (0 if r is None else r)
         m = s.mean(-1, keepdims=True)

@@ -206,7 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 memcpy(all[k]->p, all[k]->p0, all[k]->n * sizeof(float));
         unsigned csr = fz_ftz_set(ftz);
         peak_status st = peak_add_layernorm(cy, c_ly, cs, c_ls, cx, c_lx, cr, c_lr, gamma.p,
-                                            beta.p, c_rows, c_d, c_eps, NULL);
+                                            beta.p, c_rows, c_d, c_eps, NULL, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, st, want);
         if (gamma.p)

@@ -573,7 +573,7 @@ peak_status peak_attention_workspace_size(const ci_attn_desc *d, const peak_thre
     return sr;
 }
 
-peak_status peak_attention(float *o, const float *q, const float *k, const float *v,
+peak_status peak_attention(void *o, const void *q, const void *k, const void *v,
                            const ci_attn_desc *d, void *workspace, size_t workspace_size,
                            const peak_threadpool *pool)
 {
@@ -581,7 +581,8 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     call_begin(&c, F_ATTN, "peak_attention");
     if (d) {
         size_t n[3] = {d->batch, d->q_len, d->heads}, nl[3] = {d->batch, d->heads, d->q_len};
-        reg_add(&c, "o", o, 3, n, d->o_stride, d->v_head_dim ? d->v_head_dim : d->head_dim, 4);
+        reg_add(&c, "o", o, 3, n, d->o_stride, d->v_head_dim ? d->v_head_dim : d->head_dim,
+                (int)peak_dtype_size(d->o_type));
         if (d->lse)
             reg_add(&c, "lse", d->lse, 3, nl, d->lse_stride, 1, 4);
         desc(&c, "o %s, q %s, k %s, v %s, ", o ? "set" : "NULL", q ? "set" : "NULL",
@@ -601,15 +602,16 @@ peak_status peak_attention(float *o, const float *q, const float *k, const float
     return sr;
 }
 
-peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_sum,
-                               const float *x, ptrdiff_t ld_x, const float *r, ptrdiff_t ld_r,
+peak_status peak_add_layernorm(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum,
+                               const void *x, ptrdiff_t ld_x, const void *r, ptrdiff_t ld_r,
                                const float *gamma, const float *beta, size_t rows, size_t d_model,
-                               float eps, const peak_threadpool *pool)
+                               float eps, const peak_layernorm_types *types,
+                               const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_LN, "peak_add_layernorm");
-    reg_add(&c, "y", y, 1, &rows, &ld_y, d_model, 4);
-    reg_add(&c, "sum", sum, 1, &rows, &ld_sum, d_model, 4);
+    reg_add(&c, "y", y, 1, &rows, &ld_y, d_model, types ? (int)peak_dtype_size(types->y) : 4);
+    reg_add(&c, "sum", sum, 1, &rows, &ld_sum, d_model, types ? (int)peak_dtype_size(types->sum) : 4);
     desc(&c, "y %s, ld_y %td, sum %s, ld_sum %td, x %s, ld_x %td, r %s, ld_r %td, gamma %s, "
              "beta %s, rows %zu, d_model %zu, eps %a%s",
          y ? (y == x ? "== x" : y == r ? "== r" : "set") : "NULL", ld_y,
@@ -618,10 +620,10 @@ peak_status peak_add_layernorm(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t l
          beta ? "set" : "NULL", rows, d_model, (double)eps, ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
     peak_status sc = C.add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows,
-                                     d_model, eps, pool);
+                                     d_model, eps, types, pool);
     swap_in(&c, sc);
     peak_status sr = R.add_layernorm(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows,
-                                     d_model, eps, pool);
+                                     d_model, eps, types, pool);
     finish(&c, sr, sc);
     return sr;
 }
