@@ -98,7 +98,9 @@ typedef enum peak_status {
                                     pos0 + n beyond PEAK_MAX_POSITION, sizes
                                     and strides whose extent in bytes would
                                     exceed PTRDIFF_MAX. */
-    PEAK_ERR_UNSUPPORTED = 3,  /**< ISA not available on this CPU/OS/build. */
+    PEAK_ERR_UNSUPPORTED = 3,  /**< ISA not available on this CPU/OS/build, or
+                                    an element type (peak_dtype) or size
+                                    the call does not take. */
     PEAK_ERR_WORKSPACE = 4,    /**< Caller-provided workspace too small. */
     PEAK_ERR_NO_MEMORY = 5     /**< Convenience path could not allocate. */
 } peak_status;
@@ -1328,13 +1330,18 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  * are, widened exactly to float32 as they are loaded (a decode step reads
  * half the bytes); 16-bit Q is widened into the workspace first, and a
  * 16-bit O is written there in float32, then rounded once per element to
- * nearest even (NaN stays NaN, quiet, its sign kept; float16 overflow
- * gives inf; subnormals of either type kept, whatever MXCSR/FPCR say: the
- * conversions are integer operations, or F16C/FCVT, which ignore them).
- * Every product of two 16-bit values is exact in float32 and every sum
- * accumulates in float32 (never in a 16-bit type), so the bounds below
- * hold against the exact attention of the widened inputs, plus half an
- * ULP of O's type where O is 16-bit.  On an AVX2 CPU without F16C a
+ * nearest even (NaN stays NaN, quiet, its sign kept -- its payload may
+ * differ between tiers; float16 overflow gives inf).  The conversions keep
+ * subnormals whatever MXCSR/FPCR say (integer operations, or F16C/FCVT,
+ * which ignore them), but the float32 arithmetic follows them: a float16
+ * subnormal widens to a normal float32, while a bfloat16 subnormal stays
+ * subnormal and reads as 0 under DAZ (and a result below float32's normal
+ * range is flushed under FTZ), as for float32 inputs.  A product of two
+ * float16 values is exact in float32; one of bfloat16 values is exact
+ * unless it leaves float32's range (bfloat16 has float32's exponents).
+ * Every sum accumulates in float32 (never in a 16-bit type), so the
+ * bounds below hold against the exact attention of the widened inputs,
+ * plus half an ULP of O's type where O is 16-bit.  On an AVX2 CPU without F16C a
  * float16 K or V runs on the scalar tier's kernels.
  *
  * Accuracy, against the attention of the given floats computed exactly:
@@ -1385,8 +1392,8 @@ PEAK_API peak_status peak_attention_workspace_size(const peak_attention_desc *de
  *   workers than the pool's included (checked before the workspace's
  *   overlap);
  *   PEAK_ERR_NO_MEMORY when workspace is NULL and allocation fails;
- *   PEAK_ERR_UNSUPPORTED for a type outside peak_dtype (checked before the
- *   shapes).
+ *   PEAK_ERR_UNSUPPORTED for a type outside peak_dtype (checked after the
+ *   NULL pointers, before the shapes).
  * @threadsafety Reentrant: concurrent calls are safe with distinct outputs
  *   and distinct workspaces (one per call, whatever its pool).
  * @source Vaswani et al. 2017 eq. (1) and sec. 3.2.2 (multi-head);

@@ -483,6 +483,18 @@ START_TEST(attention_types_workspace)
     ck_assert_uint_eq(kv, base);
     ck_assert_uint_eq(qo, base + 2 * 100 * 8 * 64 * 4);
     att_case_free(&c);
+    /* a float32 copy of Q whose bytes overflow: the sentinel (and, under
+       UBSan, no overflow on the way) */
+    peak_attention_desc h = PEAK_ATTENTION_DESC_DEFAULT;
+    h.batch = h.heads = h.kv_len = 1;
+    h.q_len = (size_t)1 << 24;
+    h.head_dim = (size_t)1 << 40; /* Q, K, V at strides 0: 2^66 bytes to copy */
+    h.v_head_dim = 1;
+    h.o_stride[1] = 1; /* O [B, Lq, 1, 1] packed */
+    h.q_type = PEAK_BF16;
+    size_t huge = 0;
+    ck_assert_int_eq(peak_attention_workspace_size(&h, NULL, &huge), PEAK_OK);
+    ck_assert_uint_eq(huge, SIZE_MAX & ~(size_t)63);
 }
 END_TEST
 

@@ -96,7 +96,9 @@ void peak_schedule_attention_stage_desc(const peak_attention_desc *d, peak_atten
     ptrdiff_t *strides[3] = {staged_d->q_stride, staged_d->k_stride, staged_d->o_stride};
     peak_dtype *types[3] = {&staged_d->q_type, &staged_d->k_type, &staged_d->o_type};
     for (int which = 0; which < 3; which++) {
-        if (!staged(d, which))
+        /* a copy whose bytes overflow makes the workspace the sentinel,
+           which no call gets: its strides are never used (nor computed) */
+        if (!staged(d, which) || stage_bytes(d, which) == SIZE_MAX)
             continue;
         size_t n[3], len;
         stage_dims(d, which, n, &len);

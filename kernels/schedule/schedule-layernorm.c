@@ -75,7 +75,7 @@ static void ln_add_r(float *S, const ln_work *w, size_t t, size_t c)
 static void ln_item_staged(const ln_work *w, size_t t, size_t n)
 {
     const peak_layernorm_args *a = &w->a;
-    const size_t d = a->d_model, per = LN_STAGE_FLOATS / d ? LN_STAGE_FLOATS / d : 1;
+    const size_t d = a->d_model, per = (LN_STAGE_FLOATS / d) ? (LN_STAGE_FLOATS / d) : 1;
     float S[LN_STAGE_FLOATS];
     for (size_t t0 = t; t0 < t + n; t0 += per) {
         const size_t c = t + n - t0 < per ? t + n - t0 : per;

@@ -118,8 +118,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     sequences.
 
     Types: query, key and value each float32, float16 or bfloat16 (the
-    last needs ml_dtypes), read in place; out has query's type (PyTorch's
-    rule), computed in float32 and rounded once (peak.h).
+    last needs ml_dtypes), read in place, and unlike PyTorch they may
+    differ (a float32 query over a 16-bit cache); out has query's type,
+    computed in float32 and rounded once (peak.h).
 
     Returns a new tensor ``[B, H, Lq, Dv]``, or ``(out, lse)`` when
     return_lse, lse ``[B, H, Lq]`` the log-sum-exp of each row's scores
