@@ -281,6 +281,18 @@ static double attention_visible_pairs(const peak_attention_desc *d) {
   return n;
 }
 
+/* Q, K, V and O packed [B, L, H, D] (d's sizes set, Dh = Dv = ATTENTION_DH). */
+static void attention_packed_strides(peak_attention_desc *d) {
+  const ptrdiff_t qrow = (ptrdiff_t)(d->heads * ATTENTION_DH),
+                  krow = (ptrdiff_t)(d->kv_heads * ATTENTION_DH);
+  const ptrdiff_t qs[3] = {(ptrdiff_t)d->q_len * qrow, qrow, ATTENTION_DH};
+  const ptrdiff_t ks[3] = {(ptrdiff_t)d->kv_len * krow, krow, ATTENTION_DH};
+  memcpy(d->q_stride, qs, sizeof qs);
+  memcpy(d->o_stride, qs, sizeof qs);
+  memcpy(d->k_stride, ks, sizeof ks);
+  memcpy(d->v_stride, ks, sizeof ks);
+}
+
 static const char *attention_setup(attention_case *c, gb_state *st) {
   peak_attention_desc *d = &c->d;
   const size_t H = (size_t)gb_range(st, 0);
@@ -292,13 +304,7 @@ static const char *attention_setup(attention_case *c, gb_state *st) {
   d->head_dim = d->v_head_dim = ATTENTION_DH;
   d->scale = 0.125f;
   d->mask.causal = (int)gb_range(st, 3);
-  const ptrdiff_t row = (ptrdiff_t)(H * ATTENTION_DH);
-  const ptrdiff_t qs[3] = {(ptrdiff_t)d->q_len * row, row, ATTENTION_DH};
-  const ptrdiff_t ks[3] = {(ptrdiff_t)d->kv_len * row, row, ATTENTION_DH};
-  memcpy(d->q_stride, qs, sizeof qs);
-  memcpy(d->o_stride, qs, sizeof qs);
-  memcpy(d->k_stride, ks, sizeof ks);
-  memcpy(d->v_stride, ks, sizeof ks);
+  attention_packed_strides(d);
   if (c->v->impl == ATTENTION_ROPE) {
     c->rope = (peak_attention_rope)PEAK_ATTENTION_ROPE_DEFAULT;
     c->rope.params.rotary_dim = ATTENTION_DH;
@@ -458,13 +464,7 @@ static const char *attention_typed_setup(attention_typed_case *c, gb_state *st) 
   d->scale = 0.125f;
   d->k_type = d->v_type = (peak_dtype)gb_range(st, 5);
   d->q_type = d->o_type = (peak_dtype)gb_range(st, 6);
-  const ptrdiff_t qrow = (ptrdiff_t)(H * ATTENTION_DH), krow = (ptrdiff_t)(KVH * ATTENTION_DH);
-  const ptrdiff_t qs[3] = {(ptrdiff_t)d->q_len * qrow, qrow, ATTENTION_DH};
-  const ptrdiff_t ks[3] = {(ptrdiff_t)d->kv_len * krow, krow, ATTENTION_DH};
-  memcpy(d->q_stride, qs, sizeof qs);
-  memcpy(d->o_stride, qs, sizeof qs);
-  memcpy(d->k_stride, ks, sizeof ks);
-  memcpy(d->v_stride, ks, sizeof ks);
+  attention_packed_strides(d);
   const size_t kb = peak_dtype_size(d->k_type), qb = peak_dtype_size(d->q_type);
   const size_t nq = d->q_len * H * ATTENTION_DH;
   c->kv_elems = d->kv_len * KVH * ATTENTION_DH;
