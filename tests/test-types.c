@@ -653,16 +653,20 @@ static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("types");
     TCase *tc = tcase_create(peak_isa_name(isa));
+    /* Under valgrind (PEAK_TEST_QUICK) every shape with the first two type
+       mixes (all bfloat16, all float16), and the shorter decode. */
+    const int quick = peak_test_quick();
+    const int att_mixes = quick ? 2 : (int)N_ATT_TYPES, ln_mixes = quick ? 2 : (int)N_LN_TYPES;
     tcase_add_loop_test(tc, attention_types_as_widened_float32, 0,
-                        (int)(N_ATT_SHAPES * N_ATT_TYPES));
-    tcase_add_loop_test(tc, attention_types_against_double, 0, (int)(N_ATT_SHAPES * N_ATT_TYPES));
-    tcase_add_loop_test(tc, attention_decode_bf16_cache_step_by_step, 0, 2);
+                        (int)N_ATT_SHAPES * att_mixes);
+    tcase_add_loop_test(tc, attention_types_against_double, 0, (int)N_ATT_SHAPES * att_mixes);
+    tcase_add_loop_test(tc, attention_decode_bf16_cache_step_by_step, 0, quick ? 1 : 2);
     tcase_add_loop_test(tc, attention_types_special_values, 0, 2);
     tcase_add_loop_test(tc, attention_grouped_rows_as_single_rows, 0, 12);
     tcase_add_test(tc, attention_unsupported_type_writes_nothing);
     tcase_add_test(tc, attention_types_workspace);
     tcase_add_loop_test(tc, layernorm_types_as_widened_float32, 0,
-                        (int)(N_LN_SHAPES * N_LN_TYPES));
+                        (int)N_LN_SHAPES * ln_mixes);
     tcase_add_loop_test(tc, layernorm_types_reference_rows, 0, 2);
     tcase_add_test(tc, layernorm_types_refused);
     suite_add_tcase(s, tc);
