@@ -67,19 +67,6 @@ static inline const void *attention_kv_head(const void *x, const ptrdiff_t s[3],
            ((ptrdiff_t)b * s[0] + (ptrdiff_t)kvh * s[2]) * (ptrdiff_t)peak_dtype_bytes(t);
 }
 
-/* Requests K and V rows [t0, t0 + n) of the kv head at k, v. */
-static inline void attention_prefetch_keys(const peak_attention_desc *d, const void *k,
-                                           const void *v, size_t t0, size_t n,
-                                           enum peak_pf how)
-{
-    const size_t kb = d->head_dim * peak_dtype_bytes(d->k_type),
-                 vb = d->v_head_dim * peak_dtype_bytes(d->v_type);
-    for (size_t j = t0; j < t0 + n; j++) {
-        peak_prefetch_bytes(attention_kv_row(k, j, d->k_stride[1], d->k_type), kb, how);
-        peak_prefetch_bytes(attention_kv_row(v, j, d->v_stride[1], d->v_type), vb, how);
-    }
-}
-
 /* vrows' unit: whole vectors and whole 8 x 8 transposes (a preprocessor
    choice: with 8 lanes both branches of a ?: would be the same). */
 #if PEAK_ATTENTION_VW > 8

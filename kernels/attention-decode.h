@@ -182,23 +182,6 @@ static inline void attention_key_rows(const void **rows, const attention_ws *w, 
         rows[j] = j < nc ? attention_kv_row(x, key + j, stride, t) : w->zero;
 }
 
-/* Requests K (keys) or V rows [key, key + nk) of the kv heads of rows
-   st[0], st[nr], ... (n_rows rows), key by key and kv head by kv head:
-   in a [B, L, H, D] cache that is one forward sweep of memory. */
-static inline void attention_prefetch_together(const peak_attention_desc *d,
-                                               const attention_row_state *st, size_t n_rows,
-                                               size_t nr, bool keys, size_t key, size_t nk,
-                                               enum peak_pf how)
-{
-    const peak_dtype t = keys ? d->k_type : d->v_type;
-    const ptrdiff_t stride = keys ? d->k_stride[1] : d->v_stride[1];
-    const size_t bytes = (keys ? d->head_dim : d->v_head_dim) * peak_dtype_bytes(t);
-    for (size_t j = key; j < key + nk; j++)
-        for (size_t g = 0; g < n_rows; g += nr)
-            peak_prefetch_bytes(attention_kv_row(keys ? st[g].k : st[g].v, j, stride, t), bytes,
-                                how);
-}
-
 /* Keys [t0, t1) of all n_rows rows of a part, nr rows a kv head, when
    every row sees exactly those keys (no element masks, one range: the
    query heads of GQA groups at one position, a decode step).  Each K and
@@ -229,8 +212,6 @@ static inline void attention_rows_tile_together(const peak_attention_desc *d,
     const void *kv[PEAK_VF_LANES];
     for (size_t j0 = 0; j0 < n; j0 += PEAK_VF_LANES) {
         const size_t nc = n - j0 < PEAK_VF_LANES ? n - j0 : PEAK_VF_LANES;
-        /* the next vector of keys' K (the next tile's first at the last),
-           this vector's V, into L2 for the P.V after the scores */
         for (size_t g = 0; g < n_rows; g += nr) {
             const float *q[SLOTS];
             peak_vf dots[SLOTS];

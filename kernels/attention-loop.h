@@ -185,6 +185,18 @@ static inline void attention_prefetch_cached_tile(const attention_ws *w,
     peak_prefetch(w->vcache + t * PEAK_ATTENTION_BC * ldv, w->cache_n[t] * ldv, PEAK_PF_L2);
 }
 
+/* Requests into L2 K and V rows [t0, t0 + n) of the kv head at k, v. */
+static inline void attention_prefetch_keys(const peak_attention_desc *d, const void *k,
+                                           const void *v, size_t t0, size_t n)
+{
+    const size_t kb = d->head_dim * peak_dtype_bytes(d->k_type),
+                 vb = d->v_head_dim * peak_dtype_bytes(d->v_type);
+    for (size_t j = t0; j < t0 + n; j++) {
+        peak_prefetch_bytes(attention_kv_row(k, j, d->k_stride[1], d->k_type), kb, PEAK_PF_L2);
+        peak_prefetch_bytes(attention_kv_row(v, j, d->v_stride[1], d->v_type), vb, PEAK_PF_L2);
+    }
+}
+
 /* Requests into L2 the K and V rows of the tile of keys [t0, t0 + BC)
    inside [t0, hi) that the block will pack from their source (not from
    the tile cache), one tile ahead.  One kv head's rows in [B, L, H, D]
@@ -201,7 +213,7 @@ static inline void attention_prefetch_tile_rows(const attention_block *blk, cons
     if (t0 >= hi || blk->elem_masks ||
         (t0 % PEAK_ATTENTION_BC == 0 && t < w->cache_tiles && w->cache_n[t] >= n))
         return;
-    attention_prefetch_keys(blk->d, blk->k, blk->v, t0, n, PEAK_PF_L2);
+    attention_prefetch_keys(blk->d, blk->k, blk->v, t0, n);
 }
 
 /* During a part's last tile, the first keys of the part that follows it
@@ -221,8 +233,7 @@ static inline void attention_prefetch_next_part(const attention_block *blk, cons
     const size_t n = d->kv_len - lo < PEAK_ATTENTION_BC ? d->kv_len - lo : PEAK_ATTENTION_BC;
     attention_prefetch_keys(
         d, attention_kv_head(k, d->k_stride, d->k_type, part->next_b, part->next_kvh),
-        attention_kv_head(v, d->v_stride, d->v_type, part->next_b, part->next_kvh), lo, n,
-        PEAK_PF_L2);
+        attention_kv_head(v, d->v_stride, d->v_type, part->next_b, part->next_kvh), lo, n);
 }
 
 /* Narrows every row's key range to the part's keys [lo, hi) (split-KV);

@@ -173,19 +173,19 @@ void peak_schedule_attention_stage_in(const peak_attention_desc *d, const void *
         stage_dims(d, which, n, &len);
         packed_strides(n, len, ps);
         const peak_dtype t = keys ? d->k_type : d->q_type;
+        const ptrdiff_t *xs = keys ? d->k_stride : d->q_stride;
         if (peak_attention_rope_rotates(d, keys)) {
             peak_rope_desc r;
             peak_attention_rope_desc(d, keys, &r);
             if (t != PEAK_F32) { /* widened, then rotated in place */
-                stage_rows(copy, PEAK_F32, ps, *x, t, keys ? d->k_stride : d->q_stride, n, len,
-                           pool);
+                stage_rows(copy, PEAK_F32, ps, *x, t, xs, n, len, pool);
                 memcpy(r.x_stride, ps, sizeof ps);
                 peak_schedule_rope_apply(copy, copy, &r, pool);
             } else {
                 peak_schedule_rope_apply(copy, *x, &r, pool);
             }
         } else {
-            stage_rows(copy, PEAK_F32, ps, *x, t, d->q_stride, n, len, pool);
+            stage_rows(copy, PEAK_F32, ps, *x, t, xs, n, len, pool);
         }
         *x = copy;
         at += stage_bytes(d, which);
