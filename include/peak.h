@@ -105,6 +105,20 @@ typedef enum peak_status {
     PEAK_ERR_NO_MEMORY = 5     /**< Convenience path could not allocate. */
 } peak_status;
 
+/* ------------------------------------------------------------------------ */
+/* Element types                                                             */
+/* ------------------------------------------------------------------------ */
+
+/** @brief Element types of tensors.  Every call takes float32 unless its
+    documentation names another type; 0 is float32, so a zeroed field
+    keeps a descriptor's tensors float32. */
+typedef enum peak_dtype {
+    PEAK_F32 = 0,  /**< IEEE 754 binary32 (float). */
+    PEAK_BF16 = 1, /**< bfloat16: binary32's sign, 8-bit exponent and top 7
+                        fraction bits (the upper 16 bits of a float). */
+    PEAK_F16 = 2   /**< IEEE 754 binary16 (float16, fp16). */
+} peak_dtype;
+
 /**
  * @brief A static English description of a status.
  * @param s  any value (need not be a peak_status enumerator).
@@ -982,12 +996,15 @@ typedef struct peak_softmax_desc {
     float scale;           /**< Multiplies x before the mask; 0: 1. */
     peak_mask mask;        /**< Which keys each row sees. */
     peak_logits logits;    /**< Soft-capping, ALiBi, sinks (peak_logits). */
+    peak_dtype x_type;     /**< Element type of x (PEAK_F32, 0, by default). */
+    peak_dtype y_type;     /**< Element type of y; the bias stays float32. */
 } peak_softmax_desc;
 
 /** @brief Zero sizes and strides (set them), scale 1, no mask, no logit
-    options. */
+    options, float32 x and y. */
 #define PEAK_SOFTMAX_DESC_DEFAULT                                                \
-    {0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, 0.0f, PEAK_MASK_DEFAULT, PEAK_LOGITS_DEFAULT}
+    {0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, 0.0f, PEAK_MASK_DEFAULT, PEAK_LOGITS_DEFAULT, \
+     PEAK_F32, PEAK_F32}
 
 /**
  * @brief Masked row softmax: y[b,h,i,:] = softmax_j(x[b,h,i,j] * scale +
@@ -1015,19 +1032,30 @@ typedef struct peak_softmax_desc {
  * never more than FLT_MIN apart.  A term just above FLT_MIN divided by the
  * row's sum can also give a subnormal probability.  Under FTZ/DAZ (e.g.
  * -ffast-math) subnormal probabilities become +0.
- * @param[out] y  [B, H, Lq, Lk] at y + b*y_stride[0] + h*y_stride[1] +
- *                i*y_stride[2] + j.  y may equal x (in place; then y_stride
- *                must equal x_stride); otherwise y's extent must not meet
- *                x's, nor the mask's key_len, keep or bias, nor the
- *                logits' alibi_slopes or sinks.
- * @param x       scores, [B, H, Lq, Lk] with x_stride.
+ *
+ * Types: x and y are each float32, bfloat16 or float16 (desc->x_type,
+ * y_type).  A 16-bit x is widened exactly, so its scores are the values
+ * the tensor holds; the arithmetic is float32 as above, and a 16-bit y
+ * is each float32 probability rounded once to nearest even (peak_convert),
+ * so within half an ULP of its type plus the 4 float32 ULP above of the
+ * exact softmax.  Rows with a 16-bit y go through float32 scratch: on the
+ * stack for Lk <= 8192, else a buffer of Lk floats per worker allocated
+ * by the call (PEAK_ERR_NO_MEMORY if that fails).
+ * @param[out] y  [B, H, Lq, Lk] elements of y_type at y + b*y_stride[0] +
+ *                h*y_stride[1] + i*y_stride[2] + j.  y may equal x (in
+ *                place; then x_type must equal y_type and y_stride
+ *                x_stride); otherwise y's extent must not meet x's, nor the
+ *                mask's key_len, keep or bias, nor the logits'
+ *                alibi_slopes or sinks.
+ * @param x       scores, [B, H, Lq, Lk] elements of x_type with x_stride.
  * @param desc    sizes, strides, scale and mask.
  * @param pool     the caller's thread pool, or NULL (this thread only):
  *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
- * @errors PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
+ * @errors PEAK_ERR_UNSUPPORTED for an x_type or y_type outside peak_dtype;
+ *   PEAK_ERR_INVALID_ARG for NULL y/x/desc, a zero size, a negative
  *   stride, a stride of y below what keeps its rows apart, y == x with
- *   different strides, y's extent meeting x's (other than y == x) or a mask
+ *   different strides or types, y's extent meeting x's (other than y == x) or a mask
  *   array's, a non-finite scale, an align value outside the enum; logits
  *   (peak_logits): a softcap that is NaN, negative or infinite, an alibi
  *   value outside the enum, a negative or non-finite slope, a non-finite
@@ -1035,13 +1063,15 @@ typedef struct peak_softmax_desc {
  *   sinks;
  *   PEAK_ERR_OUT_OF_RANGE for key_len[b] outside [0, Lk], the 2^40 limits of
  *   peak_mask, an extent whose byte offset overflows ptrdiff_t, more than
- *   2^20 heads with the library's ALiBi slopes (alibi_slopes NULL).
+ *   2^20 heads with the library's ALiBi slopes (alibi_slopes NULL);
+ *   PEAK_ERR_NO_MEMORY if a 16-bit y with Lk > 8192 needs scratch that
+ *   cannot be allocated (nothing is written).
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
  * @source Vaswani et al. 2017 eq. (1); causal alignment as in PyTorch
  *   scaled_dot_product_attention (top-left) and flash-attn 2.1
  *   (bottom-right).
  */
-PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc,
+PEAK_API peak_status peak_softmax(void *y, const void *x, const peak_softmax_desc *desc,
                                   const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
@@ -1086,18 +1116,8 @@ PEAK_API peak_status peak_softmax(float *y, const float *x, const peak_softmax_d
 PEAK_API peak_status peak_exp(float *y, const float *x, size_t n, const peak_threadpool *pool);
 
 /* ------------------------------------------------------------------------ */
-/* Element types and conversions                                             */
+/* Conversions between element types                                         */
 /* ------------------------------------------------------------------------ */
-
-/** @brief Element types of tensors.  Every call takes float32 unless its
-    documentation names another type; 0 is float32, so a zeroed field
-    keeps a descriptor's tensors float32. */
-typedef enum peak_dtype {
-    PEAK_F32 = 0,  /**< IEEE 754 binary32 (float). */
-    PEAK_BF16 = 1, /**< bfloat16: binary32's sign, 8-bit exponent and top 7
-                        fraction bits (the upper 16 bits of a float). */
-    PEAK_F16 = 2   /**< IEEE 754 binary16 (float16, fp16). */
-} peak_dtype;
 
 /**
  * @brief Bytes of one element of a type.

@@ -115,11 +115,23 @@ typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *id
                                  size_t seq_stride, const peak_embed_desc *desc, bool stream);
 
 /* Rows row0 .. row0+rows-1 of desc, the rows numbered in memory order of
-   [b, h, i] (row (b*heads + h)*q_len + i); desc->scale is resolved (never
-   0).  stream: the whole public call is large (peak_softmax_streams in
+   [b, h, i] (row (b*heads + h)*q_len + i); x and y point at row row0, and
+   the strides place the others relative to it (peak_softmax_row_offset), so
+   the scheduler can hand a kernel rows it staged in a buffer of their own;
+   float32 whatever desc's types.  desc->scale is resolved (never 0).
+   stream: the whole public call is large (peak_softmax_streams in
    softmax.h): non-temporal stores, fenced before the kernel returns. */
 typedef void (*peak_softmax_fn)(float *y, const float *x, const peak_softmax_desc *desc,
                                 size_t row0, size_t rows, bool stream);
+
+/* Elements from row 0 to row `row` of a [b, h, i] tensor with strides s. */
+static inline ptrdiff_t peak_softmax_row_offset(const peak_softmax_desc *d, const ptrdiff_t *s,
+                                                size_t row)
+{
+    const size_t i = row % d->q_len, bh = row / d->q_len;
+    return (ptrdiff_t)(bh / d->heads) * s[0] + (ptrdiff_t)(bh % d->heads) * s[1] +
+           (ptrdiff_t)i * s[2];
+}
 
 /* y[j] = e^x[j] (peak_exp), or 2^x[j] for x[j] <= 1 as the attention kernels
    compute it (exp2: for the tests and benchmarks); y may equal x. */

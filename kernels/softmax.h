@@ -178,6 +178,7 @@ typedef struct peak_softmax_walk {
     const float *x;
     const peak_softmax_desc *d;
     float *scratch; /* PEAK_SOFTMAX_SCRATCH_KEYS floats: the streamed rows' work */
+    ptrdiff_t x0, y0; /* the first row's offsets: x and y point at that row */
     bool stream;
     size_t per_group;
     float scale;
@@ -208,6 +209,8 @@ static inline peak_softmax_walk peak_softmax_walk_start(float *y, const float *x
                            .x = x,
                            .d = d,
                            .scratch = scratch,
+                           .x0 = peak_softmax_row_offset(d, d->x_stride, row0),
+                           .y0 = peak_softmax_row_offset(d, d->y_stride, row0),
                            .stream = stream,
                            .per_group = peak_softmax_group_rows(d, stream),
                            .scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale,
@@ -232,10 +235,10 @@ PEAK_SOFTMAX_INLINE void peak_softmax_row_at(const peak_softmax_walk *w, size_t 
     const peak_softmax_desc *d = w->d;
     const size_t b = w->b, h = w->h, i = w->i;
     const peak_key_range keys = peak_mask_keys(&d->mask, b, i, d->q_len, d->k_len);
-    r->x = w->x + (ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)h * d->x_stride[1] +
-           (ptrdiff_t)i * d->x_stride[2];
-    r->y = w->y + (ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)h * d->y_stride[1] +
-           (ptrdiff_t)i * d->y_stride[2];
+    r->x = w->x + ((ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)h * d->x_stride[1] +
+                   (ptrdiff_t)i * d->x_stride[2] - w->x0);
+    r->y = w->y + ((ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)h * d->y_stride[1] +
+                   (ptrdiff_t)i * d->y_stride[2] - w->y0);
     r->work = w->stream ? w->scratch + n * d->k_len : r->y;
     r->lo = keys.lo;
     r->hi = keys.hi;

@@ -649,6 +649,194 @@ START_TEST(layernorm_types_refused)
 }
 END_TEST
 
+/* ---- softmax --------------------------------------------------------------- */
+
+typedef struct sm_shape {
+    size_t B, H, Lq, Lk;
+    int causal;    /* 1: causal, bottom-right aligned */
+    int key_len;   /* 1: entry b sees Lk - 3 (b + 1) keys */
+    int logits;    /* 1: a soft cap and a sink per head */
+    int in_place;  /* 1: y == x (same type) */
+    int broadcast; /* 1: x's head stride 0 (one score row for every head) */
+} sm_shape;
+
+/* Rows past 8192 keys take the heap scratch; 2 x 4 x 520 x 1031 keys
+   (4.3M floats) stream a float32 y. */
+static const sm_shape sm_shapes[] = {
+    {2, 3, 17, 40, 1, 1, 0, 0, 0}, {1, 2, 5, 1, 0, 0, 0, 0, 0},   {2, 2, 9, 130, 0, 1, 1, 1, 0},
+    {1, 3, 4, 77, 1, 0, 0, 0, 1},  {1, 1, 3, 9000, 1, 0, 1, 0, 0}, {2, 4, 520, 1031, 0, 0, 0, 0, 0},
+};
+static const peak_dtype sm_types[][2] = {
+    /* x, y */
+    {PEAK_BF16, PEAK_BF16}, {PEAK_F16, PEAK_F16}, {PEAK_BF16, PEAK_F32},
+    {PEAK_F32, PEAK_F16},   {PEAK_F16, PEAK_F32}, {PEAK_F32, PEAK_BF16},
+};
+#define N_SM_SHAPES (sizeof sm_shapes / sizeof *sm_shapes)
+#define N_SM_TYPES (sizeof sm_types / sizeof *sm_types)
+
+typedef struct sm_case {
+    peak_softmax_desc d;
+    size_t nx, ny; /* elements of x's and y's extents */
+    float *xf;     /* x's values, already representable in x's type */
+    void *xh;      /* x in its type */
+    int32_t key_len[2];
+    float sinks[4];
+} sm_case;
+
+static void sm_case_make(sm_case *c, const sm_shape *s, const peak_dtype t[2], uint64_t seed)
+{
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = s->B;
+    d.heads = s->H;
+    d.q_len = s->Lq;
+    d.k_len = s->Lk;
+    const ptrdiff_t row = (ptrdiff_t)s->Lk, head = (ptrdiff_t)(s->Lq * s->Lk);
+    d.y_stride[2] = row;
+    d.y_stride[1] = head;
+    d.y_stride[0] = head * (ptrdiff_t)s->H;
+    d.x_stride[2] = row;
+    d.x_stride[1] = s->broadcast ? 0 : head;
+    d.x_stride[0] = s->broadcast ? head : head * (ptrdiff_t)s->H;
+    d.scale = 0.37f;
+    d.x_type = t[0];
+    d.y_type = s->in_place ? t[0] : t[1];
+    d.mask.causal = s->causal;
+    d.mask.align = PEAK_ALIGN_BOTTOM_RIGHT;
+    for (size_t b = 0; b < 2; b++)
+        c->key_len[b] = (int32_t)(s->Lk > 3 * (b + 1) ? s->Lk - 3 * (b + 1) : 1);
+    d.mask.key_len = s->key_len ? c->key_len : NULL;
+    for (size_t h = 0; h < 4; h++)
+        c->sinks[h] = 0.5f * (float)h - 0.25f;
+    if (s->logits) {
+        d.logits.softcap = 12.0f;
+        d.logits.sinks = c->sinks;
+        d.logits.sinks_stride = 1;
+    }
+    c->d = d;
+    c->ny = s->B * s->H * s->Lq * s->Lk;
+    c->nx = s->broadcast ? s->B * s->Lq * s->Lk : c->ny;
+    uint64_t rng = seed;
+    float *x = xmalloc(c->nx * 4);
+    peak_test_fill_uniform(x, c->nx, &rng, -30.0f, 30.0f);
+    c->xh = narrowed(x, c->nx, t[0]);
+    c->xf = widened(c->xh, c->nx, t[0]);
+    free(x);
+}
+
+static void sm_case_free(sm_case *c)
+{
+    free(c->xh);
+    free(c->xf);
+}
+
+/* A 16-bit call gives the float32 call on the widened x, its y rounded
+   once, bit for bit; in place, broadcast, masks, the heap scratch and a
+   streamed float32 y included. */
+START_TEST(softmax_types_as_widened_float32)
+{
+    const sm_shape *s = &sm_shapes[_i % N_SM_SHAPES];
+    if (peak_test_quick() && s->B * s->H * s->Lq * s->Lk > 1000000)
+        return; /* the streamed call: seconds under valgrind */
+    sm_case c;
+    sm_case_make(&c, s, sm_types[_i / N_SM_SHAPES], 0x50f70000u + (uint64_t)_i);
+    const peak_dtype yt = c.d.y_type;
+    peak_softmax_desc d32 = c.d;
+    d32.x_type = d32.y_type = PEAK_F32;
+    float *y32 = xmalloc(c.ny * 4);
+    ck_assert_int_eq(peak_softmax(y32, c.xf, &d32, NULL), PEAK_OK);
+    void *y = s->in_place ? c.xh : xmalloc(c.ny * dtype_bytes(yt));
+    if (!s->in_place)
+        memset(y, 0xa5, c.ny * dtype_bytes(yt));
+    ck_assert_int_eq(peak_softmax(y, c.xh, &c.d, NULL), PEAK_OK);
+    void *want = narrowed(y32, c.ny, yt);
+    CHECK(peak_test_bytes_equal(y, want, c.ny * dtype_bytes(yt)),
+          "%s: softmax case %d (x %s, y %s): not the float32 call's probabilities, rounded",
+          peak_isa_name(peak_test_isa), _i, type_name(c.d.x_type), type_name(yt));
+    if (!s->in_place)
+        free(y);
+    free(want);
+    free(y32);
+    sm_case_free(&c);
+}
+END_TEST
+
+/* Against softmax in double of the scores the call forms (float x *
+   scale, capped as peak_softcap_ref does: shapes without logits only):
+   within 4 float32 ULP plus half an ULP of y's type. */
+START_TEST(softmax_types_against_double)
+{
+    const sm_shape *s = &sm_shapes[_i % N_SM_SHAPES];
+    if (s->logits || s->B * s->H * s->Lq * s->Lk > 1000000)
+        return;
+    sm_case c;
+    sm_case_make(&c, s, sm_types[_i / N_SM_SHAPES], 0x50f80000u + (uint64_t)_i);
+    const peak_dtype yt = c.d.y_type;
+    void *y = s->in_place ? c.xh : xmalloc(c.ny * dtype_bytes(yt));
+    ck_assert_int_eq(peak_softmax(y, c.xh, &c.d, NULL), PEAK_OK);
+    float *yf = widened(y, c.ny, yt);
+    double *p = xmalloc(s->Lk * sizeof(double));
+    for (size_t b = 0; b < s->B; b++)
+        for (size_t h = 0; h < s->H; h++)
+            for (size_t i = 0; i < s->Lq; i++) {
+                const float *x = c.xf + (ptrdiff_t)b * c.d.x_stride[0] +
+                                 (ptrdiff_t)h * c.d.x_stride[1] + (ptrdiff_t)i * c.d.x_stride[2];
+                const float *row = yf + (ptrdiff_t)b * c.d.y_stride[0] +
+                                   (ptrdiff_t)h * c.d.y_stride[1] + (ptrdiff_t)i * c.d.y_stride[2];
+                const size_t end = s->key_len ? (size_t)c.key_len[b] : s->Lk;
+                const size_t diag = i + s->Lk - s->Lq + 1;
+                const size_t vis = s->causal && diag < end ? diag : end;
+                double m = -INFINITY, sum = 0.0;
+                for (size_t j = 0; j < vis; j++)
+                    m = fmax(m, (double)(x[j] * c.d.scale));
+                for (size_t j = 0; j < vis; j++)
+                    sum += p[j] = exp((double)(x[j] * c.d.scale) - m);
+                for (size_t j = 0; j < s->Lk; j++) {
+                    const double want = j < vis ? p[j] / sum : 0.0;
+                    const double bound = want < 0x1p-126 ? 0x1p-149 * 4 : 4 * 0x1p-23 * want;
+                    const double err = fabs((double)row[j] - want);
+                    if (err > bound + half_ulp(yt, want))
+                        ck_abort_msg("%s: softmax case %d: y[%zu,%zu,%zu,%zu] = %.9g, exact %.9g",
+                                     peak_isa_name(peak_test_isa), _i, b, h, i, j,
+                                     (double)row[j], want);
+                }
+            }
+    free(p);
+    free(yf);
+    if (!s->in_place)
+        free(y);
+    sm_case_free(&c);
+}
+END_TEST
+
+START_TEST(softmax_types_refused)
+{
+    const size_t n = 64;
+    float *x = xmalloc(n * 4), *y = xmalloc(n * 4);
+    memset(x, 0, n * 4);
+    peak_test_fill_canary(y, n);
+    peak_softmax_desc d = PEAK_SOFTMAX_DESC_DEFAULT;
+    d.batch = d.heads = d.q_len = 1;
+    d.k_len = n;
+    d.y_type = (peak_dtype)3;
+    CHECK(peak_softmax(y, x, &d, NULL) == PEAK_ERR_UNSUPPORTED, "%s: y type 3 accepted",
+          peak_isa_name(peak_test_isa));
+    d.y_type = PEAK_F32;
+    d.x_type = (peak_dtype)-1;
+    CHECK(peak_softmax(y, x, &d, NULL) == PEAK_ERR_UNSUPPORTED, "%s: x type -1 accepted",
+          peak_isa_name(peak_test_isa));
+    CHECK(peak_test_canaries_intact(y, n), "%s: a refused call wrote y",
+          peak_isa_name(peak_test_isa));
+    d.x_type = PEAK_BF16; /* y == x of another type: not in place, overlapping */
+    peak_test_fill_canary(x, n);
+    CHECK(peak_softmax(x, x, &d, NULL) == PEAK_ERR_INVALID_ARG,
+          "%s: a float32 y over a bfloat16 x accepted", peak_isa_name(peak_test_isa));
+    CHECK(peak_test_canaries_intact(x, n), "%s: a refused call wrote x",
+          peak_isa_name(peak_test_isa));
+    free(x);
+    free(y);
+}
+END_TEST
+
 static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("types");
@@ -669,6 +857,10 @@ static Suite *make_suite(peak_isa isa)
                         (int)N_LN_SHAPES * ln_mixes);
     tcase_add_loop_test(tc, layernorm_types_reference_rows, 0, 2);
     tcase_add_test(tc, layernorm_types_refused);
+    const int sm_mixes = quick ? 2 : (int)N_SM_TYPES;
+    tcase_add_loop_test(tc, softmax_types_as_widened_float32, 0, (int)N_SM_SHAPES * sm_mixes);
+    tcase_add_loop_test(tc, softmax_types_against_double, 0, (int)N_SM_SHAPES * sm_mixes);
+    tcase_add_test(tc, softmax_types_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -364,12 +364,15 @@ static int apart_from_mask(span out, const peak_mask *m, size_t batch, size_t he
 
 /* ---- softmax ------------------------------------------------------------ */
 
-peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc,
+peak_status peak_softmax(void *y, const void *x, const peak_softmax_desc *desc,
                          const peak_threadpool *pool)
 {
+    if (desc && (!peak_dtype_size(desc->x_type) || !peak_dtype_size(desc->y_type)))
+        return PEAK_ERR_UNSUPPORTED;
     if (!y || !x || !desc)
         return PEAK_ERR_INVALID_ARG;
     const peak_softmax_desc *d = desc;
+    const size_t ex = peak_dtype_size(d->x_type), ey = peak_dtype_size(d->y_type);
     size_t n[3] = {d->batch, d->heads, d->q_len};
     if (!d->batch || !d->heads || !d->q_len || !d->k_len || !isfinite(d->scale))
         return PEAK_ERR_INVALID_ARG;
@@ -380,15 +383,15 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
     if (!rows_apart(n, d->y_stride, 3, d->k_len))
         return PEAK_ERR_INVALID_ARG;
     if (y == x && (d->x_stride[0] != d->y_stride[0] || d->x_stride[1] != d->y_stride[1] ||
-                   d->x_stride[2] != d->y_stride[2]))
+                   d->x_stride[2] != d->y_stride[2] || d->x_type != d->y_type))
         return PEAK_ERR_INVALID_ARG;
     peak_status s = mask_check(&d->mask, d->batch, d->heads, d->q_len, d->k_len);
     if (s == PEAK_OK)
         s = logits_check(&d->logits, d->heads);
     if (s != PEAK_OK)
         return s;
-    const span sy = tensor_span(y, n, d->y_stride, 3, d->k_len, sizeof(float));
-    if ((y != x && spans_meet(sy, tensor_span(x, n, d->x_stride, 3, d->k_len, sizeof(float)))) ||
+    const span sy = tensor_span(y, n, d->y_stride, 3, d->k_len, ey);
+    if ((y != x && spans_meet(sy, tensor_span(x, n, d->x_stride, 3, d->k_len, ex))) ||
         !apart_from_mask(sy, &d->mask, d->batch, d->heads, d->q_len, d->k_len) ||
         !apart_from_logits(sy, &d->logits, d->heads))
         return PEAK_ERR_INVALID_ARG;
@@ -396,8 +399,7 @@ peak_status peak_softmax(float *y, const float *x, const peak_softmax_desc *desc
     peak_softmax_desc resolved = *d;
     if (peak_f32_is_zero(resolved.scale))
         resolved.scale = 1.0f;
-    peak_schedule_softmax(y, x, &resolved, pool);
-    return PEAK_OK;
+    return peak_schedule_softmax(y, x, &resolved, pool);
 }
 
 /* ---- exponential ---------------------------------------------------------- */

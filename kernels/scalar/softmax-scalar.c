@@ -153,13 +153,13 @@ void peak_f32_softmax__scalar(float *y, const float *x, const peak_softmax_desc 
     /* api.c documents 0 as "no scaling"; resolve it here too so a direct
        kernel call means the same. */
     r.scale = peak_f32_is_zero(d->scale) ? 1.0f : d->scale;
+    const ptrdiff_t x0 = peak_softmax_row_offset(d, d->x_stride, row0),
+                    y0 = peak_softmax_row_offset(d, d->y_stride, row0);
     for (size_t row = row0; row < row0 + rows; row++) {
         const size_t i = row % d->q_len, h = row / d->q_len % d->heads;
         const size_t b = row / d->q_len / d->heads;
-        r.x = x + (ptrdiff_t)b * d->x_stride[0] + (ptrdiff_t)h * d->x_stride[1] +
-              (ptrdiff_t)i * d->x_stride[2];
-        r.y = y + (ptrdiff_t)b * d->y_stride[0] + (ptrdiff_t)h * d->y_stride[1] +
-              (ptrdiff_t)i * d->y_stride[2];
+        r.x = x + (peak_softmax_row_offset(d, d->x_stride, row) - x0);
+        r.y = y + (peak_softmax_row_offset(d, d->y_stride, row) - y0);
         r.keys = peak_mask_keys(mask, b, i, d->q_len, d->k_len);
         r.keep = peak_mask_keep_row(mask, b, h, i);
         r.bias = peak_mask_bias_row(mask, b, h, i);

@@ -1,11 +1,22 @@
 /* schedule-softmax.c - peak_softmax as work items: runs of rows in memory
    order of [b, h, i], each one kernel call.  Whether the stores stream is
    decided here for the whole call (peak_softmax_streams), and an item is a
-   whole number of the kernels' row groups (softmax.h). */
+   whole number of the kernels' row groups (softmax.h).  The kernels take
+   float32 rows; a call with a 16-bit tensor stages them (schedule-stage.c):
+   a 16-bit x with a float32 y is widened into y and run in place there; a
+   16-bit y's rows run in float32 scratch and are rounded from it once. */
 #include "items.h"
+#include "convert.h"
 #include "mask.h"
 #include "schedule.h"
 #include "softmax.h"
+
+#include <stdlib.h>
+
+/* Floats of the stack buffer a 16-bit y's rows go through: 32 KiB, which
+   with the kernel's 16 KiB of streaming scratch keeps a call well inside
+   peak.h's 80 KiB of stack.  Longer rows take a heap slot a worker. */
+#define SOFTMAX_STAGE_FLOATS ((size_t)8192)
 
 /* Output floats an item aims at: 128 KiB, ~100 us on one core, and rows
    of 4096 keys still cut a 32 x 4096 x 4096 call into 16384 items.  At
@@ -29,20 +40,81 @@
 #define SM_CAP_NS 1.1
 
 typedef struct softmax_work {
-    float *y;
-    const float *x;
+    void *y;
+    const void *x;
     const peak_softmax_desc *d;
     size_t rows, per_item;
     bool stream;
     peak_softmax_fn kernel;
+    /* d for rows staged in y (x's strides are y's) and in scratch (rows
+       packed, k_len floats apart). */
+    peak_softmax_desc in_y, packed;
 } softmax_work;
+
+static void *softmax_y_row(const softmax_work *s, size_t row)
+{
+    const size_t size = peak_dtype_bytes(s->d->y_type);
+    return (char *)s->y + peak_softmax_row_offset(s->d, s->d->y_stride, row) * (ptrdiff_t)size;
+}
+
+static const void *softmax_x_row(const softmax_work *s, size_t row)
+{
+    const size_t size = peak_dtype_bytes(s->d->x_type);
+    return (const char *)s->x + peak_softmax_row_offset(s->d, s->d->x_stride, row) * (ptrdiff_t)size;
+}
+
+/* A 16-bit x, a float32 y: each x row widened into its y row, then the
+   kernel in place on y. */
+static void softmax_rows_in_y(const softmax_work *s, size_t row0, size_t n)
+{
+    const size_t k_len = s->d->k_len;
+    for (size_t row = row0; row < row0 + n; row++)
+        peak_stage_rows_in(softmax_y_row(s, row), k_len, softmax_x_row(s, row), s->d->x_type, 0, 1,
+                           k_len);
+    float *y = softmax_y_row(s, row0);
+    s->kernel(y, y, &s->in_y, row0, n, s->stream);
+}
+
+/* A 16-bit y: chunks of rows widened (or copied) into S, the kernel in
+   place there, each row rounded once into y.  In place (y == x) is safe:
+   a chunk is read whole before any of it is written. */
+static void softmax_rows_in_scratch(const softmax_work *s, size_t row0, size_t n, float *S,
+                                    size_t floats)
+{
+    const peak_softmax_desc *d = s->d;
+    const size_t k_len = d->k_len, per = floats / k_len;
+    for (size_t r0 = row0; r0 < row0 + n; r0 += per) {
+        const size_t c = row0 + n - r0 < per ? row0 + n - r0 : per;
+        for (size_t t = 0; t < c; t++)
+            peak_stage_rows_in(S + t * k_len, k_len, softmax_x_row(s, r0 + t), d->x_type, 0, 1,
+                               k_len);
+        s->kernel(S, S, &s->packed, r0, c, false);
+        for (size_t t = 0; t < c; t++)
+            peak_stage_rows_out(softmax_y_row(s, r0 + t), d->y_type, 0, S + t * k_len, k_len, 1,
+                                k_len);
+    }
+}
+
+/* Its own frame, so that float32 calls never reserve the buffer. */
+static __attribute__((noinline)) void softmax_rows_on_stack(const softmax_work *s, size_t row0,
+                                                            size_t n)
+{
+    _Alignas(64) float S[SOFTMAX_STAGE_FLOATS];
+    softmax_rows_in_scratch(s, row0, n, S, SOFTMAX_STAGE_FLOATS);
+}
 
 static void softmax_item(void *ctx, size_t item, void *scratch)
 {
-    (void)scratch;
     const softmax_work *s = ctx;
-    const size_t row0 = item * s->per_item;
-    s->kernel(s->y, s->x, s->d, row0, peak_item_len(s->rows, row0, s->per_item), s->stream);
+    const size_t row0 = item * s->per_item, n = peak_item_len(s->rows, row0, s->per_item);
+    if (s->d->y_type != PEAK_F32 && scratch)
+        softmax_rows_in_scratch(s, row0, n, scratch, s->d->k_len);
+    else if (s->d->y_type != PEAK_F32)
+        softmax_rows_on_stack(s, row0, n);
+    else if (s->d->x_type != PEAK_F32)
+        softmax_rows_in_y(s, row0, n);
+    else
+        s->kernel(softmax_y_row(s, row0), softmax_x_row(s, row0), s->d, row0, n, s->stream);
 }
 
 /* Rows an item: whole groups, as many as make SOFTMAX_ITEM_FLOATS, one
@@ -123,21 +195,49 @@ static double softmax_total_ns(const peak_softmax_desc *d)
     return ns;
 }
 
-void peak_schedule_softmax(float *y, const float *x, const peak_softmax_desc *desc,
-                           const peak_threadpool *pool)
+/* d with the strides of rows packed k_len floats apart (the scratch's). */
+static peak_softmax_desc softmax_packed(const peak_softmax_desc *d)
 {
-    const bool stream = peak_softmax_streams(desc);
+    peak_softmax_desc p = *d;
+    p.x_stride[2] = p.y_stride[2] = (ptrdiff_t)d->k_len;
+    p.x_stride[1] = p.y_stride[1] = (ptrdiff_t)(d->q_len * d->k_len);
+    p.x_stride[0] = p.y_stride[0] = (ptrdiff_t)(d->heads * d->q_len * d->k_len);
+    return p;
+}
+
+peak_status peak_schedule_softmax(void *y, const void *x, const peak_softmax_desc *desc,
+                                  const peak_threadpool *pool)
+{
+    /* Rows staged in scratch are in L1: never streamed. */
+    const bool stream = peak_softmax_streams(desc) && desc->y_type == PEAK_F32;
     softmax_work s = {.y = y,
                       .x = x,
                       .d = desc,
                       .rows = desc->batch * desc->heads * desc->q_len,
                       .per_item = softmax_item_rows(desc, stream),
                       .stream = stream,
-                      .kernel = peak_active_kernels()->softmax};
-    const peak_work w = {.items = peak_items(s.rows, s.per_item),
-                         .run = softmax_item,
-                         .cost = softmax_cost,
-                         .ctx = &s,
-                         .total_ns = softmax_total_ns(desc)};
+                      .kernel = peak_active_kernels()->softmax,
+                      .in_y = *desc,
+                      .packed = softmax_packed(desc)};
+    for (int k = 0; k < 3; k++)
+        s.in_y.x_stride[k] = desc->y_stride[k];
+    peak_work w = {.items = peak_items(s.rows, s.per_item),
+                   .run = softmax_item,
+                   .cost = softmax_cost,
+                   .ctx = &s,
+                   .total_ns = softmax_total_ns(desc)};
+    /* A 16-bit y whose rows outgrow the stack buffer: a row a worker.  Its
+       size fits: y's k_len elements do, in bytes (api.c). */
+    void *scratch = NULL;
+    if (desc->y_type != PEAK_F32 && desc->k_len > SOFTMAX_STAGE_FLOATS) {
+        w.slot_bytes = (desc->k_len * sizeof(float) + 63) & ~(size_t)63;
+        w.slots = peak_work_tasks(&w, pool);
+        if (w.slots > SIZE_MAX / w.slot_bytes ||
+            !(scratch = aligned_alloc(64, w.slots * w.slot_bytes)))
+            return PEAK_ERR_NO_MEMORY;
+        w.scratch = scratch;
+    }
     peak_work_run(&w, pool);
+    free(scratch);
+    return PEAK_OK;
 }

@@ -60,8 +60,10 @@ PEAK_INTERNAL void peak_schedule_attention_stage_out(const peak_attention_desc *
 PEAK_INTERNAL peak_convert_fn peak_schedule_convert_kernel(peak_dtype y_type, peak_dtype x_type);
 PEAK_INTERNAL const peak_kernels *peak_schedule_attention_kernels(const peak_attention_desc *d);
 
-PEAK_INTERNAL void peak_schedule_softmax(float *y, const float *x, const peak_softmax_desc *desc,
-                                         const peak_threadpool *pool);
+/* PEAK_ERR_NO_MEMORY when a 16-bit y's long rows find no scratch. */
+PEAK_INTERNAL peak_status peak_schedule_softmax(void *y, const void *x,
+                                                const peak_softmax_desc *desc,
+                                                const peak_threadpool *pool);
 
 PEAK_INTERNAL void peak_schedule_exp(float *y, const float *x, size_t n,
                                      const peak_threadpool *pool);

@@ -184,7 +184,8 @@ class _SoftmaxDesc(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_size_t), ("heads", ctypes.c_size_t),
                 ("q_len", ctypes.c_size_t), ("k_len", ctypes.c_size_t),
                 ("x_stride", _stride3), ("y_stride", _stride3), ("scale", ctypes.c_float),
-                ("mask", _Mask), ("logits", _Logits)]
+                ("mask", _Mask), ("logits", _Logits), ("x_type", ctypes.c_int),
+                ("y_type", ctypes.c_int)]
 
 
 class _AttentionDesc(ctypes.Structure):
@@ -1252,8 +1253,8 @@ def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window
             sinks=None, out=None, threads=None, pool=None):
     """Masked softmax over the last axis (peak_softmax).
 
-    x: float32 ``[batch, heads, q_len, k_len]`` (fewer axes are read as
-    leading 1s).  ``y = softmax(x * scale + bias)`` over the visible keys;
+    x: ``[batch, heads, q_len, k_len]`` (fewer axes are read as leading
+    1s), float32, float16 or bfloat16 (ml_dtypes).  ``y = softmax(x * scale + bias)`` over the visible keys;
     masked keys get 0, a row with no visible key is all zeros.  scale: None
     means 1; one that is 0 in float32 (0.0, 1e-50) is a ValueError, 0 being
     peak's "default" marker.  Masks: causal (query i sees keys j <= i +
@@ -1281,24 +1282,26 @@ def softmax(x, *, scale=None, causal=False, align="top_left", q_offset=0, window
     Per-head arrays are converted to float32 (copied unless float32 and
     contiguous already); their values are checked by peak (InvalidArgument).
 
-    out: None (new array), or an array of x's shape; ``out=x`` works in
-    place.  threads, pool: where the call runs (see the module docstring;
-    default: this thread alone)."""
+    out: None (an array of x's shape and type), or an array of x's shape
+    of any of the three types (a 16-bit out holds the float32 probabilities
+    rounded once); ``out=x`` works in place.  threads, pool: where the call
+    runs (see the module docstring; default: this thread alone)."""
     run = _Run(threads, pool)
-    _f32("x", x, (1, 2, 3, 4))
+    _, xt = _typed("x", x, (1, 2, 3, 4))
     x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
     if out is None:
-        out = np.empty(x.shape, np.float32)
-    else:
-        _f32("out", out, (x.ndim,), writable=True)
-        _shape_is("out", out, x.shape)
-        if out is not x and not (out.ctypes.data == x.ctypes.data and out.strides == x.strides):
-            _no_overlap("out", out, x=x)
+        out = np.empty(x.shape, x.dtype)
+    _, yt = _typed("out", out, (x.ndim,), writable=True)
+    _shape_is("out", out, x.shape)
+    if out is not x and not (out.ctypes.data == x.ctypes.data and out.strides == x.strides and
+                             out.dtype == x.dtype):
+        _no_overlap("out", out, x=x)
     y4 = out.reshape((1,) * (4 - out.ndim) + out.shape)
     desc = _SoftmaxDesc()
     desc.batch, desc.heads, desc.q_len, desc.k_len = x4.shape
     desc.x_stride = _stride3(*(_es(x4, ax) for ax in range(3)))
     desc.y_stride = _stride3(*(_es(y4, ax) for ax in range(3)))  # in place: equal to x's
+    desc.x_type, desc.y_type = xt, yt
     _set_scale(desc, scale, "1")
     alive = []
     _mask(desc.mask, x4.shape, causal=causal, align=align, q_offset=q_offset, window=window,

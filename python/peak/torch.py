@@ -52,7 +52,8 @@ def _where(threads, pool):
     return {"threads": threads, "pool": pool}
 
 
-# torch's 16-bit types peak takes where a function says so (attention).
+# torch's 16-bit types peak takes where a function says so (attention,
+# LayerNorm).
 _HALF = (torch.float16, torch.bfloat16)
 
 
@@ -214,19 +215,29 @@ def _np_mask(m):
     return _np("attn_mask", m)
 
 
+def _affine(name, t):
+    """weight or bias as the float32 peak takes: a 16-bit module's
+    parameters are widened (exact; d_model floats)."""
+    if t is None:
+        return None
+    return _np(name, t.float() if t.dtype in _HALF else t)
+
+
 def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *, threads=None, pool=None):
     """``F.layer_norm(x + residual, (d,), weight, bias, eps)`` in one pass.
     Returns ``(normed, x + residual)``: the sum is what a pre-norm block
-    carries on.  threads, pool: as the module docstring says."""
-    xs = _np("x", x)
-    rs = None if residual is None else _np("residual", residual)
-    w = None if weight is None else _np("weight", weight)
-    b = None if bias is None else _np("bias", bias)
-    s = None if residual is None else np.empty(xs.shape, np.float32)
+    carries on.  x and residual: float32, float16 or bfloat16, read in
+    place; the results take x's type (computed in float32, rounded once);
+    16-bit weight and bias are widened.  threads, pool: as the module
+    docstring says."""
+    xs = _np("x", x, half=True)
+    rs = None if residual is None else _np("residual", residual, half=True)
+    s = None if residual is None else np.empty(xs.shape, xs.dtype)
     y = _peak.add_layernorm(np.ascontiguousarray(xs),
                             None if rs is None else np.ascontiguousarray(rs),
-                            w, b, eps, sum_out=s, **_where(threads, pool))
-    return torch.from_numpy(y), (None if s is None else torch.from_numpy(s))
+                            _affine("weight", weight), _affine("bias", bias), eps, sum_out=s,
+                            **_where(threads, pool))
+    return _tensor(y), (None if s is None else _tensor(s))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, threads=None,
@@ -259,7 +270,9 @@ class LayerNorm(nn.LayerNorm):
 
     def forward(self, x):
         if (len(self.normalized_shape) != 1 or x.device.type != "cpu"
-                or x.dtype != torch.float32 or _needs_grad(x, self.weight, self.bias)):
+                or x.dtype not in (torch.float32,) + _HALF
+                or (x.dtype == torch.bfloat16 and _peak._bfloat16() is None)
+                or _needs_grad(x, self.weight, self.bias)):
             return super().forward(x)
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps,
                           threads=self.threads, pool=self.pool)

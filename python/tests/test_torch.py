@@ -10,6 +10,7 @@ from unittest import mock
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 import peak
 import peak.torch as pt
@@ -438,6 +439,50 @@ class LayerNorm(unittest.TestCase):
         out = ours(x.requires_grad_())  # training: PyTorch's code, gradients flow
         out.sum().backward()
         self.assertIsNotNone(ours.weight.grad)
+
+    def test_half_tensors(self):
+        """float16 and bfloat16 x and residual, read in place: the float64
+        LayerNorm of x + r (the 16-bit values, added exactly) within half an
+        ULP of the type plus 1e-5 (the float32 bound), the sum x + r rounded
+        once, and torch's own F.layer_norm in that type (of its rounded
+        x + r) within four of its ULPs at the largest output."""
+        ln = nn.LayerNorm(768).eval()
+        with torch.no_grad():
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.uniform_(-0.5, 0.5)
+        x, r = torch.randn(3, 40, 768) * 3 + 1, torch.randn(3, 40, 768)
+        for dt, ulp in ((torch.float16, 2.0 ** -10), (torch.bfloat16, 2.0 ** -7)):  # relative
+            if dt == torch.bfloat16 and peak._bfloat16() is None:
+                with self.assertRaises(TypeError):
+                    pt.layer_norm(x.to(dt), (768,))
+                continue
+            hx, hr = x.to(dt), r.to(dt)
+            with torch.no_grad():
+                y, s = pt.add_layer_norm(hx, hr, ln.weight, ln.bias)
+                self.assertEqual((y.dtype, s.dtype), (dt, dt))
+                self.assertTrue(torch.equal(s, (hx.float() + hr.float()).to(dt)))
+                exact = hx.double() + hr.double()  # normalised before any rounding
+                want = F.layer_norm(exact, (768,), ln.weight.double(), ln.bias.double())
+                err = (y.double() - want).abs()
+                self.assertTrue(bool((err <= 1e-5 + ulp / 2 * want.abs()).all()),
+                                f"{dt}: max error {err.max().item():.3g}")
+                theirs = self._torch_layer_norm(hx + hr, ln.weight.to(dt), ln.bias.to(dt))
+                scale = want.abs().max().item()
+                self.assertLessEqual((y.double() - theirs.double()).abs().max().item(),
+                                     4 * ulp * scale, f"{dt}")
+                half = pt.LayerNorm.from_module(ln).to(dt).eval()  # a 16-bit module
+                got = half(hx)
+                self.assertEqual(got.dtype, dt)
+                theirs = self._torch_layer_norm(hx, half.weight, half.bias)
+                self.assertLessEqual((got.double() - theirs.double()).abs().max().item(),
+                                     4 * ulp * theirs.double().abs().max().item(), f"{dt}")
+
+    @staticmethod
+    def _torch_layer_norm(x, w, b):
+        try:
+            return F.layer_norm(x, (x.shape[-1],), w, b)
+        except RuntimeError:  # torch 1.13 has no CPU float16 LayerNorm: its float32, rounded
+            return F.layer_norm(x.float(), (x.shape[-1],), w.float(), b.float()).to(x.dtype)
 
     def test_encoder_layer_norms_swapped(self):
         """A whole nn.TransformerEncoderLayer keeps its output when its two
