@@ -555,7 +555,7 @@ static void acc_embed_pe_add(void)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         ids[t] = (int32_t)((s >> 33) % EP_VOCAB);
     }
-    peak_pe_table(pe, EP_S, EP_D, 0, NULL, NULL);
+    peak_pe_table(pe, PEAK_F32, EP_S, EP_D, 0, NULL, NULL);
     const float scale = sqrtf((float)EP_D);
     const char *shape = "batch:2/seq_len:50/d_model:512";
 

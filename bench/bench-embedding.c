@@ -16,6 +16,10 @@
  * Variants:
  *   scalar, avx2, avx512  peak_embed_pe with this tier forced
  *   dispatch       peak_embed_pe on the tier the dispatcher picks (label)
+ *   bf16, f16      dispatch with the table and the output in that type (the
+ *                  table rounded once from the float32 one; its bytes
+ *                  count 2 an element), checked against the float32 call on
+ *                  the widened table, rounded
  *   plain_loop     the formula as a plain C loop over a table, built with the
  *                  project's flags (what the compiler makes of it: SSE2);
  *                  fly:0 only
@@ -73,22 +77,25 @@ typedef enum embedding_impl {
 typedef struct embedding_variant {
     const char *name;
     embedding_impl impl;
-    peak_isa isa; /* EMBEDDING_TIER */
+    peak_isa isa;    /* EMBEDDING_TIER */
+    peak_dtype type; /* the table's and the output's (EMBEDDING_DISPATCH) */
 } embedding_variant;
 
 static const embedding_variant embedding_variants[] = {
-    {"scalar", EMBEDDING_TIER, PEAK_ISA_SCALAR},
+    {"scalar", EMBEDDING_TIER, PEAK_ISA_SCALAR, PEAK_F32},
 #if defined(__x86_64__)
-    {"avx2", EMBEDDING_TIER, PEAK_ISA_AVX2},
-    {"avx512", EMBEDDING_TIER, PEAK_ISA_AVX512},
+    {"avx2", EMBEDDING_TIER, PEAK_ISA_AVX2, PEAK_F32},
+    {"avx512", EMBEDDING_TIER, PEAK_ISA_AVX512, PEAK_F32},
 #elif defined(__aarch64__)
-    {"neon", EMBEDDING_TIER, PEAK_ISA_NEON},
+    {"neon", EMBEDDING_TIER, PEAK_ISA_NEON, PEAK_F32},
 #endif
-    {"dispatch", EMBEDDING_DISPATCH, PEAK_ISA_SCALAR},
-    {"plain_loop", EMBEDDING_PLAIN, PEAK_ISA_SCALAR},
-    {"plain_loop_novec", EMBEDDING_PLAIN_NOVEC, PEAK_ISA_SCALAR},
-    {"memcpy", EMBEDDING_MEMCPY, PEAK_ISA_SCALAR},
-    {"row_copy", EMBEDDING_ROW_COPY, PEAK_ISA_SCALAR},
+    {"dispatch", EMBEDDING_DISPATCH, PEAK_ISA_SCALAR, PEAK_F32},
+    {"bf16", EMBEDDING_DISPATCH, PEAK_ISA_SCALAR, PEAK_BF16},
+    {"f16", EMBEDDING_DISPATCH, PEAK_ISA_SCALAR, PEAK_F16},
+    {"plain_loop", EMBEDDING_PLAIN, PEAK_ISA_SCALAR, PEAK_F32},
+    {"plain_loop_novec", EMBEDDING_PLAIN_NOVEC, PEAK_ISA_SCALAR, PEAK_F32},
+    {"memcpy", EMBEDDING_MEMCPY, PEAK_ISA_SCALAR, PEAK_F32},
+    {"row_copy", EMBEDDING_ROW_COPY, PEAK_ISA_SCALAR, PEAK_F32},
 };
 
 /* {batch, seq_len, d_model, pos0}: the [2, 50, 512] example batch (200 KB
@@ -120,6 +127,25 @@ static float *embedding_table(void)
     return table;
 }
 
+/* The table rounded once into type t (made once a type), or, widen, that
+   table widened back into float32 (the check's). */
+static const void *embedding_table_as(peak_dtype t, int widen)
+{
+    static void *narrow[3], *wide[3];
+    const size_t n = (size_t)EMBEDDING_VOCAB * EMBEDDING_D_MAX;
+    if (t == PEAK_F32)
+        return embedding_table();
+    if (!narrow[t]) {
+        narrow[t] = aligned_alloc(64, n * 2);
+        wide[t] = aligned_alloc(64, n * sizeof(float));
+        if (!narrow[t] || !wide[t] || !embedding_table() ||
+            peak_convert(narrow[t], t, embedding_table(), PEAK_F32, n, NULL) != PEAK_OK ||
+            peak_convert(wide[t], PEAK_F32, narrow[t], t, n, NULL) != PEAK_OK)
+            return NULL;
+    }
+    return widen ? wide[t] : narrow[t];
+}
+
 typedef struct embedding_run {
     const embedding_variant *v;
     size_t batch, seq, n, d, pos0;
@@ -137,18 +163,17 @@ static int embedding_table_only(embedding_impl impl)
     return impl == EMBEDDING_PLAIN || impl == EMBEDDING_PLAIN_NOVEC || impl == EMBEDDING_ROW_COPY;
 }
 
-/* Bytes a variant reads and writes per call; no_pe: it reads no PE rows
-   (on the fly, row_copy). */
-static size_t embedding_traffic(int no_pe, size_t n, size_t d)
+/* Bytes a variant reads and writes per call, E and output elements of
+   `size` bytes; no_pe: it reads no PE rows (on the fly, row_copy). */
+static size_t embedding_traffic(int no_pe, size_t n, size_t d, size_t size)
 {
-    const size_t row = d * sizeof(float);
-    return n * ((no_pe ? 2 : 3) * row + sizeof(int32_t));
+    return n * (2 * d * size + (no_pe ? 0 : d * sizeof(float)) + sizeof(int32_t));
 }
 
 /* Token t's E row (ld_table is d_model here). */
 static const float *embedding_e_row(const embedding_run *r, size_t t)
 {
-    return r->desc.table + (size_t)r->ids[t] * r->d;
+    return (const float *)r->desc.table + (size_t)r->ids[t] * r->d;
 }
 
 static peak_status embedding_call(embedding_run *r)
@@ -176,9 +201,32 @@ static peak_status embedding_call(embedding_run *r)
     return PEAK_ERR_UNSUPPORTED;
 }
 
+/* A typed variant's output against the float32 call on the widened
+   table, rounded. */
+static const char *embedding_check_typed(const embedding_run *r)
+{
+    const size_t n = r->n * r->d;
+    float *want = malloc(n * sizeof(float));
+    void *narrow = malloc(n * 2);
+    peak_embed_desc d = r->desc;
+    d.table = embedding_table_as(r->v->type, 1);
+    d.table_type = d.out_type = PEAK_F32;
+    const char *bad = !want || !narrow ? "out of memory" : NULL;
+    if (!bad && (peak_embed_pe(want, (ptrdiff_t)r->d, r->ids, r->n, &d, NULL) != PEAK_OK ||
+                 peak_convert(narrow, r->v->type, want, PEAK_F32, n, NULL) != PEAK_OK))
+        bad = "the float32 call failed";
+    if (!bad && memcmp(narrow, r->out, n * 2) != 0)
+        bad = "wrong output: not the float32 call's, rounded";
+    free(want);
+    free(narrow);
+    return bad;
+}
+
 /* NULL if the output is right, else what is wrong. */
 static const char *embedding_check(const embedding_run *r, char *msg, size_t len)
 {
+    if (r->v->type != PEAK_F32)
+        return embedding_check_typed(r);
     if (r->v->impl == EMBEDDING_MEMCPY)
         return memcmp(r->out, r->src, r->copy_bytes) ? "memcpy copied wrong bytes" : NULL;
     if (r->v->impl == EMBEDDING_ROW_COPY) {
@@ -213,7 +261,8 @@ static const char *embedding_setup(embedding_run *r)
     if (embedding_table_only(v->impl) && r->fly)
         return "not measured: fly:0 only";
     peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
-    d.table = embedding_table();
+    d.table = embedding_table_as(v->type, 0);
+    d.table_type = d.out_type = v->type;
     d.vocab = EMBEDDING_VOCAB;
     d.ld_table = (ptrdiff_t)r->d;
     d.d_model = r->d;
@@ -223,7 +272,7 @@ static const char *embedding_setup(embedding_run *r)
     const size_t pe_rows = r->pos0 + r->seq;
     r->ids = malloc(r->n * sizeof *r->ids);
     r->pe = aligned_alloc(64, pe_rows * r->d * sizeof(float));
-    r->copy_bytes = embedding_traffic(r->fly, r->n, r->d) / 2;
+    r->copy_bytes = embedding_traffic(r->fly, r->n, r->d, sizeof(float)) / 2;
     const size_t out_bytes = r->n * r->d * sizeof(float);
     const size_t alloc = out_bytes > r->copy_bytes ? out_bytes : r->copy_bytes;
     r->out = aligned_alloc(64, (alloc + 63) / 64 * 64);
@@ -234,7 +283,7 @@ static const char *embedding_setup(embedding_run *r)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         r->ids[t] = (int32_t)((s >> 33) % EMBEDDING_VOCAB);
     }
-    if (peak_pe_table(r->pe, pe_rows, r->d, 0, NULL, NULL) != PEAK_OK)
+    if (peak_pe_table(r->pe, PEAK_F32, pe_rows, r->d, 0, NULL, NULL) != PEAK_OK)
         return "peak_pe_table failed";
     if (!r->fly) {
         d.pe = r->pe;
@@ -272,7 +321,9 @@ static void embedding_measure(gb_state *st, embedding_run *r)
     if (r->v->impl == EMBEDDING_DISPATCH)
         gb_set_label(st, peak_isa_name(peak_isa_active()));
     const int no_pe = r->fly || r->v->impl == EMBEDDING_ROW_COPY;
-    gb_set_bytes_processed(st, gb_iterations(st) * (int64_t)embedding_traffic(no_pe, r->n, r->d));
+    const size_t size = r->v->type == PEAK_F32 ? sizeof(float) : 2;
+    gb_set_bytes_processed(st,
+                           gb_iterations(st) * (int64_t)embedding_traffic(no_pe, r->n, r->d, size));
     gb_set_items_processed(st, gb_iterations(st) * (int64_t)r->n);
 }
 

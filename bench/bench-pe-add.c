@@ -149,7 +149,7 @@ static void pe_add_body(gb_state *st, void *user, const peak_threadpool *pool)
     }
     if (!why) {
         bench_fill_uniform(c.x, n, 0x5eed5eed, -1.0f, 1.0f);
-        if (peak_pe_table(c.pe, c.seq, c.d, 0, NULL, NULL) != PEAK_OK)
+        if (peak_pe_table(c.pe, PEAK_F32, c.seq, c.d, 0, NULL, NULL) != PEAK_OK)
             why = "peak_pe_table failed";
         else
             why = pa_check(&c, msg, sizeof msg);

@@ -155,7 +155,7 @@ static peak_status pe_run(const pe_variant *v, float *out, size_t n_pos, size_t 
                                            peak_pe_streams(n_pos, d_model, &params));
         return PEAK_OK;
     case PE_DISPATCH:
-        return peak_pe_table(out, n_pos, d_model, 0, NULL, pool);
+        return peak_pe_table(out, PEAK_F32, n_pos, d_model, 0, NULL, pool);
     case PE_LIBM:
         bench_pe_table_libm(out, n_pos, d_model, div);
         return PEAK_OK;

@@ -547,7 +547,7 @@ static const char *setup(problem *p)
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             p->ids[t] = (int32_t)((s >> 33) % EMBED_VOCAB);
         }
-        if (peak_pe_table(p->in[1], seq, d, 0, NULL, NULL) != PEAK_OK)
+        if (peak_pe_table(p->in[1], PEAK_F32, seq, d, 0, NULL, NULL) != PEAK_OK)
             return "peak_pe_table failed";
         peak_embed_desc e = PEAK_EMBED_DESC_DEFAULT;
         e.table = p->in[0];
@@ -571,7 +571,7 @@ static const char *setup(problem *p)
             return "out of memory";
         fill(p->out, p->out_floats, 31);
         p->in_place = 1;
-        return peak_pe_table(p->in[0], seq, d, 0, NULL, NULL) == PEAK_OK ? NULL
+        return peak_pe_table(p->in[0], PEAK_F32, seq, d, 0, NULL, NULL) == PEAK_OK ? NULL
                                                                            : "peak_pe_table failed";
     }
     }
@@ -592,7 +592,7 @@ static peak_status call(problem *p, const peak_threadpool *pool)
                                   p->in[1], (ptrdiff_t)a[1], p->in[2], p->in[3], (size_t)a[0],
                                   (size_t)a[1], 1e-5f, NULL, pool);
     case F_PE_TABLE:
-        return peak_pe_table(p->out, (size_t)a[0], (size_t)a[1], 0, NULL, pool);
+        return peak_pe_table(p->out, PEAK_F32, (size_t)a[0], (size_t)a[1], 0, NULL, pool);
     case F_EXP:
         return peak_exp(p->out, p->in[0], p->out_floats, pool);
     case F_EMBEDDING:

@@ -266,7 +266,7 @@ static const char *rope_apply_setup(rope_apply_case *c, gb_state *st, char *msg,
     c->cache = bench_alloc(ROPE_CACHE_ROWS * ROPE_DIM * sizeof(float));
     if (!c->cache)
         return "out of memory";
-    const peak_status s = peak_rope_cache(c->cache, ROPE_CACHE_ROWS, 0, &d->params, NULL);
+    const peak_status s = peak_rope_cache(c->cache, PEAK_F32, ROPE_CACHE_ROWS, 0, &d->params, NULL);
     if (s != PEAK_OK)
         return peak_status_string(s);
     if (c->use_cache) {
@@ -400,7 +400,7 @@ static peak_status rope_cache_run(const rope_variant *v, float *out, size_t n_po
                                   const peak_rope_params *params, const peak_threadpool *pool)
 {
     if (v->impl == ROPE_DISPATCH)
-        return peak_rope_cache(out, n_pos, 0, params, pool);
+        return peak_rope_cache(out, PEAK_F32, n_pos, 0, params, pool);
     peak_rope_freqs f;
     peak_rope_freqs_init(&f, params);
     const peak_rope_cache_fn k = peak_kernels_for(v->isa)->rope_cache;

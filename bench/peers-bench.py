@@ -9,7 +9,7 @@ Run it with the peers venv's interpreter (scripts/peers-venv.sh makes it):
       [--repetitions N] [--min-time S] [--out FILE] [--quick]
 
 peak: the checkout's python/ package, with the library from $PEAK_LIBRARY,
-else the first of build/, build-bench/ that holds libpeak.so.3 (the package's
+else the first of build/, build-bench/ that holds libpeak.so.4 (the package's
 own search then applies).  torch is required; onnxruntime (and onnx, to build
 the one-node models) is optional: without it the ONNX Runtime columns are
 left out, with a note.
@@ -161,7 +161,7 @@ def import_peak():
     """The checkout's binding; the library from PEAK_LIBRARY or a build dir."""
     if not os.environ.get("PEAK_LIBRARY"):
         for d in ("build", "build-bench"):
-            for name in ("libpeak.so.3", "libpeak.so"):
+            for name in ("libpeak.so.4", "libpeak.so"):
                 lib = os.path.join(ROOT, d, name)
                 if os.path.exists(lib):
                     os.environ["PEAK_LIBRARY"] = lib

@@ -148,7 +148,7 @@ elif [ -n "$peers_py" ]; then
     set -- "$peers_py" "$here/peers-bench.py" --out "$raw/peers.json"
     [ "$quick" = yes ] && set -- "$@" --quick
     [ -n "${PEERS_FILTER-}" ] && set -- "$@" --filter "$PEERS_FILTER"
-    lib=$root/$build/libpeak.so.3
+    lib=$root/$build/libpeak.so.4
     [ -e "$lib" ] || lib=$root/$build/$shlib
     echo "+ PEAK_LIBRARY=$lib $*" >&2
     # its own thread counts: no OMP_NUM_THREADS=1 here

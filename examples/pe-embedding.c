@@ -54,7 +54,7 @@ int main(void)
        paper's interleaved layout (sin in even columns, cos in odd), base
        10000, computed accurately (PEAK_PE_TORCH_F32 would reproduce
        PyTorch's float32 rounding instead). */
-    if (!check(peak_pe_table(pe, MAX_LEN, D, 0, NULL, NULL), "peak_pe_table"))
+    if (!check(peak_pe_table(pe, PEAK_F32, MAX_LEN, D, 0, NULL, NULL), "peak_pe_table"))
         return 1;
 
     /* Way 1: gather + scale (the model's job), then forward()'s x += PE. */

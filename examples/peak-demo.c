@@ -260,7 +260,8 @@ typedef struct demo_model {
 static void run_pipeline(demo_run *r, const demo_model *m, demo_scratch *s, demo_times *t)
 {
     double t0 = demo_now();
-    demo_check_status(peak_pe_table(r->pe, DEMO_MAX_LEN, D, 0, NULL, NULL), "peak_pe_table");
+    demo_check_status(peak_pe_table(r->pe, PEAK_F32, DEMO_MAX_LEN, D, 0, NULL, NULL),
+                      "peak_pe_table");
     double t1 = demo_now();
     module_path(r->src_module, m->embedding, r->src_ids, r->pe);
     double t2 = demo_now();
@@ -431,8 +432,9 @@ static int pe_samples_make(pe_samples *p, const demo_ref *ref, const float *tabl
             return -1;
         }
         memcpy(p->exact + i * D, table + (size_t)pos * D, D * sizeof(float));
-        demo_check_status(peak_pe_table(p->torch_f32 + i * D, 1, D, (size_t)pos, &f32, NULL),
-                          "peak_pe_table (PEAK_PE_TORCH_F32)");
+        demo_check_status(
+            peak_pe_table(p->torch_f32 + i * D, PEAK_F32, 1, D, (size_t)pos, &f32, NULL),
+            "peak_pe_table (PEAK_PE_TORCH_F32)");
     }
     return p->n > 0 ? 0 : -1;
 }

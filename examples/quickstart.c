@@ -12,7 +12,7 @@ int main(void)
     if (!pe || !x)
         return 1;
     /* the paper's formula; the last NULL: no thread pool, this thread only */
-    peak_status s = peak_pe_table(pe, MAX_LEN, D, /*pos0=*/0, NULL, NULL);
+    peak_status s = peak_pe_table(pe, PEAK_F32, MAX_LEN, D, /*pos0=*/0, NULL, NULL);
     if (s == PEAK_OK) /* x[b, t, :] += PE[t, :]: the PyTorch module's forward() */
         s = peak_pe_add(x, /*batch_stride=*/SEQ * D, /*ld_x=*/D, BATCH, SEQ, D, 0, pe, MAX_LEN,
                         NULL, NULL);

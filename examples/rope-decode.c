@@ -107,7 +107,7 @@ static double max_difference(const float *a, const float *b, int n)
 int main(void)
 {
     const peak_rope_params rp = llama3_rope();
-    peak_status s = peak_rope_cache(&cos_sin[0][0], MAX_LEN, 0, &rp, NULL);
+    peak_status s = peak_rope_cache(&cos_sin[0][0], PEAK_F32, MAX_LEN, 0, &rp, NULL);
     for (int t = 0; t < TOTAL; t++)
         for (int d = 0; d < DH; d++) {
             for (int h = 0; h < HEADS; h++)

@@ -34,7 +34,8 @@
  *   optimised build (tests/test-stack.c measures every tier on a painted
  *   thread stack; AVX2, measured on this release: peak_embed_pe with PE on
  *   the fly 55 KiB per token, 52 KiB for a batch of sequences; peak_pe_add
- *   on the fly 52 KiB; peak_pe_table 20 KiB; peak_softmax 18 KiB;
+ *   on the fly 52 KiB; peak_pe_table 22 KiB, 51 KiB 16-bit;
+ *   peak_rope_cache 21 KiB, 57 KiB 16-bit; peak_softmax 18 KiB;
  *   peak_attention under 9 KiB; the AVX-512 tier measured up to 71 KiB in
  *   0.1).  A thread that calls peak, and every thread of a pool that runs
  *   peak's tasks, must leave that much free (musl's default thread stack
@@ -70,12 +71,12 @@ extern "C" {
 /** @brief Major version of this header: a change means an incompatible API. */
 #define PEAK_VERSION_MAJOR 0
 /** @brief Minor version of this header: functions or fields added. */
-#define PEAK_VERSION_MINOR 4
+#define PEAK_VERSION_MINOR 5
 /** @brief Patch version of this header: fixes only. */
 #define PEAK_VERSION_PATCH 0
 /** @brief This header's version as a string; compare with peak_version(),
     the library's, to detect a header/library mismatch. */
-#define PEAK_VERSION_STRING "0.4.0"
+#define PEAK_VERSION_STRING "0.5.0"
 /** @brief This header's version as one number, MAJOR * 10000 + MINOR * 100
     + PATCH (0.1.0 is 100). */
 #define PEAK_VERSION_NUMBER                                                      \
@@ -464,8 +465,23 @@ typedef struct peak_pe_params {
  * @brief The sinusoid table for positions pos0 .. pos0 + n_pos - 1.
  *
  * Every tier returns the same bits (see the mode).
- * @param[out] out  [n_pos, d_model] float32, row-major, contiguous (row
- *                  stride d_model).
+ *
+ * Types: out is float32, bfloat16 or float16 (out_type).  A 16-bit entry
+ * is the float32 entry of the same call rounded once to nearest even
+ * (peak_convert's rounding), so the tiers agree there too.  In
+ * PEAK_PE_EXACT mode it is within half an ULP of its type plus 2^-24 of
+ * the exact value, for the positions and widths of the float32 bound (the
+ * float32 entry is a ~1e-16 double rounded once, and entries are at most 1
+ * in magnitude, so that rounding is at most 2^-24); in PEAK_PE_TORCH_F32
+ * mode it is the float32 entry (PyTorch's, as above) rounded once, as
+ * `pe.to(dtype)` rounds the module's table.  Rows of a 16-bit table are
+ * computed a few at a time in float32 on the stack and rounded from there;
+ * rows of more than 8192 columns a window of columns at a time, without
+ * the table's shared sincos (slower).
+ * @param[out] out  [n_pos, d_model] elements of out_type, row-major,
+ *                  contiguous (row stride d_model elements), aligned to the
+ *                  element's size.
+ * @param out_type  out's element type: PEAK_F32, PEAK_BF16 or PEAK_F16.
  * @param n_pos     number of rows (positions).
  * @param d_model   number of columns (the model width).
  * @param pos0      position of the first row.
@@ -475,14 +491,16 @@ typedef struct peak_pe_params {
  * @return PEAK_OK, or an error (below).
  * @errors PEAK_ERR_INVALID_ARG if out is NULL, n_pos or d_model is 0, or
  *   params holds an unknown layout/mode or a base that is not > 0 and finite;
+ *   PEAK_ERR_UNSUPPORTED for an out_type outside peak_dtype (checked after
+ *   the invalid arguments, before the ranges);
  *   PEAK_ERR_OUT_OF_RANGE if pos0 + n_pos > PEAK_MAX_POSITION or
- *   n_pos * d_model * 4 bytes exceeds PTRDIFF_MAX.
+ *   n_pos * d_model elements of out_type, in bytes, exceed PTRDIFF_MAX.
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
  * @source Vaswani et al. 2017, sec. 3.5; layouts as documented at
- *   peak_pe_layout.
+ *   peak_pe_layout; rounding: IEEE 754-2019 sec. 4.3.1 (roundTiesToEven).
  */
-PEAK_API peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
-                                   const peak_pe_params *params,
+PEAK_API peak_status peak_pe_table(void *out, peak_dtype out_type, size_t n_pos, size_t d_model,
+                                   size_t pos0, const peak_pe_params *params,
                                    const peak_threadpool *pool);
 
 /**
@@ -657,7 +675,22 @@ typedef struct peak_rope_params {
  * sines: cache[t, i] = A cos(p w_i), cache[t, n + i] = A sin(p w_i), for
  * the scaled frequencies w_i and attention factor A of params.  Every tier
  * returns the same bits (see the mode).
- * @param[out] cache  [n_pos, rotary_dim] float32, row-major, contiguous.
+ *
+ * Types: cache is float32, bfloat16 or float16 (cache_type).  A 16-bit
+ * value is the float32 value of the same call rounded once to nearest even
+ * (peak_convert's rounding: float16 gives inf, with the sign, from 65520
+ * on, which only an attention factor that large reaches), so the tiers
+ * agree there too.  In PEAK_ROPE_EXACT mode it is within half an ULP of its
+ * type plus 2^-24 A of the exact value (A = max(1, attention factor)),
+ * where the float32 bound holds (the float32 value is a ~1e-16 A double
+ * rounded once, at most 2^-24 A away); in PEAK_ROPE_HF_F32 mode it is the
+ * float32 value (transformers', as above) rounded once, as `cos.to(dtype)`
+ * rounds transformers' float32 cos and sin.  Rows of a 16-bit cache are
+ * computed a few at a time in float32 on the stack and rounded from there.
+ * peak_rope_apply() and peak_attention() read float32 caches only.
+ * @param[out] cache  [n_pos, rotary_dim] elements of cache_type, row-major,
+ *                    contiguous, aligned to the element's size.
+ * @param cache_type  cache's element type: PEAK_F32, PEAK_BF16 or PEAK_F16.
  * @param n_pos       number of rows.
  * @param pos0        position of the first row.
  * @param params      frequencies and scaling (not NULL; rotary_dim set).
@@ -671,14 +704,18 @@ typedef struct peak_rope_params {
  *   a scaled base (NTK, DYNAMIC) or a scheme's attention factor that is
  *   not finite and positive, a NULL longrope_factors for LONGROPE, a cache
  *   that overlaps longrope_factors;
+ *   PEAK_ERR_UNSUPPORTED for a cache_type outside peak_dtype (checked after
+ *   the NULL pointers and the params, before the ranges and the overlap);
  *   PEAK_ERR_OUT_OF_RANGE if pos0 + n_pos > PEAK_MAX_POSITION or the
- *   cache's size in bytes exceeds PTRDIFF_MAX.
+ *   cache's size in bytes (n_pos * rotary_dim elements of cache_type)
+ *   exceeds PTRDIFF_MAX.
  * @threadsafety Reentrant: concurrent calls with distinct outputs are safe.
  * @source Su et al. 2021 (RoFormer), eq. 34; the scalings as transformers'
- *   modeling_rope_utils.py (ROPE_INIT_FUNCTIONS).
+ *   modeling_rope_utils.py (ROPE_INIT_FUNCTIONS); rounding: IEEE 754-2019
+ *   sec. 4.3.1 (roundTiesToEven).
  */
-PEAK_API peak_status peak_rope_cache(float *cache, size_t n_pos, size_t pos0,
-                                     const peak_rope_params *params,
+PEAK_API peak_status peak_rope_cache(void *cache, peak_dtype cache_type, size_t n_pos,
+                                     size_t pos0, const peak_rope_params *params,
                                      const peak_threadpool *pool);
 
 /** @brief Which dimensions rotate together. */
@@ -780,7 +817,8 @@ PEAK_API peak_status peak_rope_apply(float *y, const float *x, const peak_rope_d
 /** @brief What peak_embed_pe() gathers and adds; start from
     PEAK_EMBED_DESC_DEFAULT. */
 typedef struct peak_embed_desc {
-    const float *table;     /**< E: [vocab, d_model], row stride ld_table. */
+    const void *table;      /**< E: [vocab, d_model] of table_type, row
+                                 stride ld_table (elements). */
     size_t vocab;           /**< Rows of E. */
     ptrdiff_t ld_table;     /**< >= d_model. */
     size_t d_model;         /**< Floats per row. */
@@ -799,12 +837,14 @@ typedef struct peak_embed_desc {
                                fairseq's numbering, pos0 > 0 continues it
                                (incremental decoding).  Not combined with
                                positions. */
+    peak_dtype table_type;  /**< Element type of E (PEAK_F32, 0, by default). */
+    peak_dtype out_type;    /**< Element type of out; pe stays float32. */
 } peak_embed_desc;
 
 /** @brief No table, scale 1, PE on the fly with PEAK_PE_PARAMS_DEFAULT,
     one sequence from position 0, no padding index. */
 #define PEAK_EMBED_DESC_DEFAULT                                                  \
-    {NULL, 0, 0, 0, 1.0f, NULL, 0, PEAK_PE_PARAMS_DEFAULT, NULL, 0, 0, -1}
+    {NULL, 0, 0, 0, 1.0f, NULL, 0, PEAK_PE_PARAMS_DEFAULT, NULL, 0, 0, -1, PEAK_F32, PEAK_F32}
 
 /**
  * @brief Fused gather + scale + PE: out[t, :] = E[ids[t], :] * scale +
@@ -814,7 +854,19 @@ typedef struct peak_embed_desc {
  * (pos0 + t if seq_len == 0); see peak_embed_desc::padding_idx for fairseq
  * numbering.  Each element is computed as one float multiply then one float
  * add (never fused), so every tier gives the same bits.
- * @param[out] out  [n_tokens, d_model], row stride ld_out; its extent must
+ *
+ * Types: the table and out are each float32, bfloat16 or float16
+ * (desc->table_type, out_type).  A 16-bit E is widened exactly; a 16-bit
+ * out is the float32 element above rounded once to nearest even
+ * (peak_convert's rounding).  The SIMD tiers read a 16-bit table and write
+ * a 16-bit out of the table's type in their own loops (float16 only where
+ * the tier has vector float16 conversions: AVX-512, NEON; on AVX2 the
+ * scalar tier's code runs such calls); other pairs are computed into
+ * float32 rows on the stack and rounded from there.  A call with any
+ * 16-bit tensor takes d_model up to 8192 (PEAK_ERR_UNSUPPORTED beyond:
+ * the stack rows).
+ * @param[out] out  [n_tokens, d_model] elements of out_type, row stride
+ *                  ld_out, aligned to its element's size; its extent must
  *                  not meet the table's, pe's, ids' or positions'.
  * @param ld_out    elements between output rows (>= d_model).
  * @param ids       [n_tokens] int32 token ids in [0, vocab).
@@ -823,7 +875,9 @@ typedef struct peak_embed_desc {
  * @param pool     the caller's thread pool, or NULL (this thread only):
  *                  see peak_threadpool.
  * @return PEAK_OK, or an error (below).
- * @errors PEAK_ERR_INVALID_ARG for NULL out/ids/desc/table, zero n_tokens,
+ * @errors PEAK_ERR_UNSUPPORTED for a table_type or out_type outside
+ *   peak_dtype, or d_model above 8192 with a 16-bit table or out;
+ *   PEAK_ERR_INVALID_ARG for NULL out/ids/desc/table, zero n_tokens,
  *   vocab or d_model, ld_out or ld_table < d_model, a non-finite scale,
  *   padding_idx outside [-1, vocab), padding_idx combined with positions,
  *   out's extent meeting the table, pe, ids or positions (all read while
@@ -838,7 +892,7 @@ typedef struct peak_embed_desc {
  *   (tables may be shared).
  * @source Vaswani et al. 2017, sec. 3.4-3.5; fairseq make_positions().
  */
-PEAK_API peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids,
+PEAK_API peak_status peak_embed_pe(void *out, ptrdiff_t ld_out, const int32_t *ids,
                                    size_t n_tokens, const peak_embed_desc *desc,
                                    const peak_threadpool *pool);
 

@@ -15,6 +15,7 @@
 #ifndef PEAK_EMBEDDING_H
 #define PEAK_EMBEDDING_H
 
+#include "convert.h"
 #include "internal.h"
 #include "pe-table.h"
 
@@ -31,6 +32,16 @@
    164-166 cycles a token instead of 177-178 on 2 x 50 tokens of
    d_model 512 in L2 (doc/perf-notes.md). */
 #define PEAK_EMBEDDING_PREFETCH_TOKENS 4
+
+/* The same distance in bytes for a table of elements of `size` bytes: a
+   16-bit table's rows are half as long, and 4 of them ahead left the
+   bfloat16 call on 64 x 512 tokens of 512 at 1.4x the float32 call's
+   speed where 8 gave 1.7x (memory latency, not bandwidth, bounds a
+   gather of 1 KiB rows: doc/perf-notes.md). */
+static inline size_t peak_embedding_prefetch_tokens(size_t size)
+{
+    return PEAK_EMBEDDING_PREFETCH_TOKENS * sizeof(float) / size;
+}
 /* Rows the on-the-fly sink prefetches ahead within one column pass.  Not
    more: a pass reads the same 128 or 256 bytes of every 2 KiB row, which
    all fall in the same few L1 sets, and lines fetched further ahead evict
@@ -55,30 +66,50 @@ static inline bool peak_embedding_streams(size_t n_tokens, size_t d_model)
    wider rows take a slow path. */
 #define PEAK_EMBEDDING_SCRATCH (8192 + 16)
 
-/* A row's main loop calls this each iteration with the floats it covers
-   (a multiple of 16, known at compile time), so the prefetches of the next
-   row spread over the row's work: the lines that hold next[j + k] for
-   k = 0, 16, ...  An unaligned row's straddling lines are fetched by the
-   following iteration's first prefetch; the rest of the row, by
+/* A row's main loop calls this each iteration with the elements it
+   covers (a multiple of 16, known at compile time) and their size, so the
+   prefetches of the next row spread over the row's work: a line every 64
+   bytes from next[j].  An unaligned row's straddling lines are fetched by
+   the following iteration's first prefetch; the rest of the row, by
    peak_embedding_prefetch_rest after the loop. */
 static inline __attribute__((always_inline)) void
-peak_embedding_prefetch_part(const float *next, size_t j, size_t floats)
+peak_embedding_prefetch_part(const void *next, size_t j, size_t floats, size_t size)
 {
     if (next)
-        for (size_t k = 0; k < floats; k += 16)
-            __builtin_prefetch(next + j + k, 0, 3);
+        for (size_t k = 0; k < floats * size; k += 64)
+            __builtin_prefetch((const char *)next + j * size + k, 0, 3);
 }
 
-static inline __attribute__((always_inline)) void peak_embedding_prefetch_rest(const float *next,
-                                                                               size_t j, size_t n)
+static inline __attribute__((always_inline)) void
+peak_embedding_prefetch_rest(const void *next, size_t j, size_t n, size_t size)
 {
     if (next && j < n)
-        peak_prefetch(next + j, n - j, PEAK_PF_L1);
+        peak_prefetch_bytes((const char *)next + j * size, (n - j) * size, PEAK_PF_L1);
 }
 
-static inline const float *peak_embedding_row_of(const peak_embed_desc *d, int32_t id)
+/* E's row of token id, in E's type. */
+static inline const void *peak_embedding_row_of(const peak_embed_desc *d, int32_t id)
 {
-    return d->table + (ptrdiff_t)id * d->ld_table;
+    return (const char *)d->table +
+           (ptrdiff_t)id * d->ld_table * (ptrdiff_t)peak_dtype_bytes(d->table_type);
+}
+
+/* Bytes of E's row, for the prefetches. */
+static inline size_t peak_embedding_row_bytes(const peak_embed_desc *d)
+{
+    return d->d_model * peak_dtype_bytes(d->table_type);
+}
+
+/* Whether a tier's peak_embed_pe kernel takes a table of type te and an
+   output of type to itself: on the SIMD tiers any table into float32 or
+   its own type (float16 on AVX2 only where the CPU has F16C: the
+   scheduler takes the scalar tier's kernel otherwise); on the scalar
+   tier, any table into float32.  Other pairs are staged by the scheduler
+   (schedule-embedding.c): 9 pairs compiled into every loop would triple
+   the kernels' code for pairs models do not use. */
+static inline bool peak_embedding_kernel_takes(peak_isa isa, peak_dtype te, peak_dtype to)
+{
+    return to == PEAK_F32 || (to == te && isa != PEAK_ISA_SCALAR);
 }
 
 /* ---- the on-the-fly PE's scratch block ------------------------------------ */
@@ -99,7 +130,7 @@ static inline size_t peak_embedding_scratch_rows(size_t d_model)
 }
 
 typedef struct peak_embedding_fly {
-    float *out;
+    void *out;
     ptrdiff_t ld_out;
     const int32_t *ids;
     const int64_t *pos;

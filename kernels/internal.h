@@ -94,6 +94,23 @@ typedef void (*peak_pe_table_fn)(float *out, ptrdiff_t ld_out, size_t n_pos, siz
                                  size_t pos0, const peak_pe_params *params, size_t f0, size_t f1,
                                  bool stream);
 
+/* The rows driver's consumer (pe-table-driver.h): rows t0 .. t1-1 of the
+   call have their PE columns [c0, c1) in scratch[(t - t0) * ld_scratch +
+   c0 .. + c1) (rows with a negative position: nothing, skip them). */
+typedef void (*peak_pe_sink_fn)(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1);
+
+/* The table's rows a scratch block at a time, each block handed to sink
+   while it is in L1 (pe-table-driver.h's peak_pe_rows_run: the table's
+   bits, and its sincos tables kept across the blocks): scratch holds
+   scratch_rows rows of d_model floats, ld_scratch apart; row t at
+   position pos[t] (pos != NULL) or pos0 + t; the columns of frequencies
+   [f0, f1).  For the consumers of PE rows that have no float32 table to
+   write them to (a 16-bit table, PE on the fly). */
+typedef void (*peak_pe_rows_fn)(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                                size_t n_rows, const int64_t *pos, size_t pos0, size_t d_model,
+                                const peak_pe_params *params, size_t f0, size_t f1,
+                                peak_pe_sink_fn sink, void *ctx);
+
 /* x[b,s,:] += PE(pos0+s,:) in the columns of frequencies [f0, f1) (see
    above); pe == NULL: on the fly.  params is never NULL (with a table, only
    its layout is read, to find a part's columns). */
@@ -109,8 +126,10 @@ typedef void (*peak_pe_add_fn)(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x,
    row once for the whole batch.  stream: the whole public call's output is
    large (peak_embedding_streams in embedding.h), so write it with non-temporal
    stores where aligned vectors allow, fenced before the kernel returns; the
-   scheduler decides because it cuts one large call into many work items. */
-typedef void (*peak_embed_pe_fn)(float *out, ptrdiff_t ld_out, const int32_t *ids,
+   scheduler decides because it cuts one large call into many work items.
+   The table and out are of desc's table_type and out_type, a pair the tier
+   takes (peak_embedding_kernel_takes in embedding.h); ld_out in elements. */
+typedef void (*peak_embed_pe_fn)(void *out, ptrdiff_t ld_out, const int32_t *ids,
                                  const int64_t *pos, size_t n_tokens, size_t batch,
                                  size_t seq_stride, const peak_embed_desc *desc, bool stream);
 

@@ -96,10 +96,10 @@ layernorm_norm_vector(const peak_layernorm_row *w, size_t j, peak_layernorm_stat
     const peak_vf g = w->gamma ? peak_vf_loadu(w->gamma + j) : peak_vf_set1(1.0f);
     const peak_vf b = w->beta ? peak_vf_loadu(w->beta + j) : peak_vf_zero();
     const peak_vf y = layernorm_y(s, g, b, st);
-    if (stream) { /* float32 rows only (layernorm_streams) */
+    if (stream) { /* aligned rows only (layernorm_streams) */
         if (w->sum)
-            peak_vf_stream((float *)w->sum + j, s);
-        peak_vf_stream((float *)w->y + j, y);
+            peak_vf_stream_as(layernorm_out_at(w, w->sum, j), s, w->t);
+        peak_vf_stream_as(layernorm_out_at(w, w->y, j), y, w->t);
     } else {
         if (w->sum)
             peak_vf_storeu_as(layernorm_out_at(w, w->sum, j), s, w->t);
@@ -131,11 +131,12 @@ layernorm_norm_from(const peak_layernorm_row *w, size_t j, peak_layernorm_stats 
 }
 
 /* Whether w's stores may be non-temporal: a large call (stream) and every
-   vector of the row on a PEAK_VF_ALIGN boundary. */
+   vector of the row on the boundary its streaming store needs
+   (peak_vf_stream_as: PEAK_VF_ALIGN bytes, half that for 16-bit rows). */
 static inline bool layernorm_streams(const peak_layernorm_row *w, bool stream)
 {
-    return stream && w->t == PEAK_F32 && (uintptr_t)w->y % PEAK_VF_ALIGN == 0 &&
-           (uintptr_t)w->sum % PEAK_VF_ALIGN == 0;
+    const uintptr_t align = w->t == PEAK_F32 ? PEAK_VF_ALIGN : PEAK_VF_ALIGN / 2;
+    return stream && (uintptr_t)w->y % align == 0 && (uintptr_t)w->sum % align == 0;
 }
 
 #ifndef PEAK_LAYERNORM_HAS_DEV_END

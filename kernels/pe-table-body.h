@@ -258,10 +258,10 @@ void PEAK_TIER_FN(peak_pe_sincos_chunk)(const double *x, double *s, double *c)
     pe_sincos_chunk(x, s, c);
 }
 
-void PEAK_TIER_FN(peak_pe_rows)(float *scratch, size_t scratch_rows, size_t ld_scratch,
-                        size_t n_rows, const int64_t *pos, size_t pos0, size_t d_model,
-                        const peak_pe_params *params, size_t f0, size_t f1,
-                        peak_pe_sink_fn sink, void *ctx)
+void PEAK_TIER_FN(peak_f32_pe_rows)(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                                    size_t n_rows, const int64_t *pos, size_t pos0,
+                                    size_t d_model, const peak_pe_params *params, size_t f0,
+                                    size_t f1, peak_pe_sink_fn sink, void *ctx)
 {
     peak_pe_rows_run(scratch, scratch_rows, ld_scratch, n_rows, pos, pos0, d_model, params, f0,
                      f1, sink, ctx);

@@ -195,30 +195,13 @@ static inline void peak_pe_sincos(double x, double *sin_out, double *cos_out)
 
 /* ---- the rows driver's interface (pe-table-driver.h) --------------------- */
 
-/* Rows t0 .. t1-1 of the call have their PE columns [c0, c1) in
-   scratch[(t - t0) * ld_scratch + c0 .. + c1) (rows with a negative
-   position: nothing, skip them). */
-typedef void (*peak_pe_sink_fn)(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1);
-
 /* Callers of the rows driver bound n_rows by this, so that one column pass
    over the rows' operands stays in cache until the next pass. */
 #define PEAK_PE_ROWS_MAX 256
 
-/* Each SIMD tier's instance of the rows driver (pe-table-driver.h, with
-   the tier's sincos and emit): scratch holds scratch_rows rows of d_model
-   floats, ld_scratch apart; pos == NULL: row t is at position pos0 + t;
-   the columns of frequencies [f0, f1) (internal.h, PEAK_PE_FREQ_END). */
-PEAK_INTERNAL void peak_pe_rows__avx2(float *scratch, size_t scratch_rows, size_t ld_scratch,
-                                      size_t n_rows, const int64_t *pos, size_t pos0,
-                                      size_t d_model, const peak_pe_params *params, size_t f0,
-                                      size_t f1, peak_pe_sink_fn sink, void *ctx);
-PEAK_INTERNAL void peak_pe_rows__avx512(float *scratch, size_t scratch_rows, size_t ld_scratch,
-                                        size_t n_rows, const int64_t *pos, size_t pos0,
-                                        size_t d_model, const peak_pe_params *params, size_t f0,
-                                        size_t f1, peak_pe_sink_fn sink, void *ctx);
-PEAK_INTERNAL void peak_pe_rows__neon(float *scratch, size_t scratch_rows, size_t ld_scratch,
-                                      size_t n_rows, const int64_t *pos, size_t pos0,
-                                      size_t d_model, const peak_pe_params *params, size_t f0,
-                                      size_t f1, peak_pe_sink_fn sink, void *ctx);
+/* Each tier's instance of the rows driver (pe-table-driver.h, with the
+   tier's sincos and emit) is its pe_rows kernel (kernels.inc, internal.h's
+   peak_pe_rows_fn), which the SIMD tiers' embedding kernels call by name
+   (PEAK_TIER_FN(peak_f32_pe_rows)). */
 
 #endif /* PEAK_PE_TABLE_H */

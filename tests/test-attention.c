@@ -1809,7 +1809,7 @@ static void check_rope_fused(int which, const peak_logits *logits)
     if (c->from_cache) {
         const size_t rows = c->Lk + 3 * c->B;
         cache = peak_test_alloc(rows * c->r, 0);
-        CHECK(peak_rope_cache(cache, rows, 0, &ar.params, NULL) == PEAK_OK, "cache");
+        CHECK(peak_rope_cache(cache, PEAK_F32, rows, 0, &ar.params, NULL) == PEAK_OK, "cache");
         ar.cache = cache;
         ar.cache_rows = rows;
     }

@@ -31,20 +31,6 @@ static const char *type_name(peak_dtype t)
 
 /* ---- the oracle ---------------------------------------------------------- */
 
-/* A 16-bit pattern of type t (bf16 or f16) as a double; NaN as NaN. */
-static double half_value(peak_dtype t, uint16_t h)
-{
-    const int ebits = t == PEAK_BF16 ? 8 : 5, mbits = t == PEAK_BF16 ? 7 : 10;
-    const int bias = (1 << (ebits - 1)) - 1;
-    const int e = (h >> mbits) & ((1 << ebits) - 1), m = h & ((1 << mbits) - 1);
-    const double sign = (h & 0x8000) ? -1.0 : 1.0;
-    if (e == (1 << ebits) - 1)
-        return m ? NAN : sign * INFINITY;
-    if (e == 0)
-        return sign * ldexp((double)m, 1 - bias - mbits);
-    return sign * ldexp((double)(m | (1 << mbits)), e - bias - mbits);
-}
-
 /* The NaN a widening gives: IEEE 754 6.2.3, the payload kept in the top
    bits, the quiet bit set. */
 static uint32_t half_nan_widened(peak_dtype t, uint16_t h)
@@ -70,7 +56,7 @@ static void make_table(peak_dtype t)
     const uint16_t inf = t == PEAK_BF16 ? 0x7f80 : 0x7c00;
     tb->n = 0;
     for (uint32_t h = 0; h < inf; h++) {
-        tb->v[tb->n] = half_value(t, (uint16_t)h);
+        tb->v[tb->n] = peak_test_half_value(t, (uint16_t)h);
         tb->code[tb->n++] = (uint16_t)h;
     }
     tb->v[tb->n] = t == PEAK_BF16 ? ldexp(1.0, 128) : ldexp(1.0, 16);
@@ -110,7 +96,7 @@ static uint32_t as_f32_bits(peak_dtype t, const void *p, size_t j)
     if (t == PEAK_F32)
         return peak_test_to_bits(((const float *)p)[j]);
     const uint16_t h = ((const uint16_t *)p)[j];
-    const double v = half_value(t, h);
+    const double v = peak_test_half_value(t, h);
     return isnan(v) ? half_nan_widened(t, h) : peak_test_to_bits((float)v);
 }
 
@@ -420,7 +406,7 @@ START_TEST(subnormals_kept_under_daz_ftz)
         CHECK(element(PEAK_F32, y.p, k) == want, "%s DAZ/FTZ: float16 0x%04x -> 0x%08x, want 0x%08x",
               peak_isa_name(peak_test_isa), (unsigned)k, (unsigned)element(PEAK_F32, y.p, k),
               (unsigned)want);
-        const uint16_t back = isnan(half_value(PEAK_F16, (uint16_t)k)) ? (uint16_t)(k | 0x200) : (uint16_t)k;
+        const uint16_t back = isnan(peak_test_half_value(PEAK_F16, (uint16_t)k)) ? (uint16_t)(k | 0x200) : (uint16_t)k;
         CHECK(element(PEAK_F16, z.p, k) == back, "%s DAZ/FTZ: float16 0x%04x round trip: 0x%04x",
               peak_isa_name(peak_test_isa), (unsigned)k, (unsigned)element(PEAK_F16, z.p, k));
         CHECK(element(PEAK_BF16, b.p, k) == expected(PEAK_BF16, PEAK_F32, y.p, k),

@@ -216,7 +216,7 @@ START_TEST(names_and_status_strings)
             ck_assert_str_ne(seen[s], seen[t]);
     }
     ck_assert_str_eq(peak_status_string((peak_status)99), "unknown status");
-    ck_assert_str_eq(peak_version(), "0.4.0");
+    ck_assert_str_eq(peak_version(), "0.5.0");
 }
 END_TEST
 
@@ -279,7 +279,7 @@ static void *first_call(void *arg)
     size_t id = (size_t)arg;
     pthread_barrier_wait(&barrier);
     thread_isa[id] = peak_isa_active();
-    ck_assert_int_eq(peak_pe_table(thread_out[id], ROWS, D, id, NULL, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_pe_table(thread_out[id], PEAK_F32, ROWS, D, id, NULL, NULL), PEAK_OK);
     return NULL;
 }
 
@@ -295,7 +295,7 @@ START_TEST(concurrent_first_calls)
     float ref[ROWS * D];
     for (size_t i = 0; i < N_THREADS; i++) {
         ck_assert_int_eq(thread_isa[i], thread_isa[0]);
-        ck_assert_int_eq(peak_pe_table(ref, ROWS, D, i, NULL, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(ref, PEAK_F32, ROWS, D, i, NULL, NULL), PEAK_OK);
         ck_assert(peak_test_bytes_equal(ref, thread_out[i], sizeof ref));
     }
 }

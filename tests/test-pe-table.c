@@ -6,10 +6,15 @@
  *     TORCH_F32 against sin/cos of PyTorch's float angle;
  *   - every tier bit-identical to the scalar kernel, and a row the same bits
  *     whatever pos0/n_pos produced it (and the plain-C row/column helpers the
- *     on-the-fly PE uses);
+ *     on-the-fly PE uses, and the tier's rows kernel);
  *   - TORCH_F32 mode against rows PyTorch 1.13 computed
  *     (scripts/make-torch-pe-ref.py -> tests/data/torch-pe-*.bin);
- *   - argument validation leaves the output untouched.
+ *   - bfloat16 and float16 tables: EXACT within half an ULP of the type
+ *     plus 2^-24 of the long double oracle, and in every mode the bits of
+ *     peak_convert() of the float32 table (odd widths, every layout, item
+ *     and column-part boundaries, rows wider than the staging block);
+ *   - argument validation leaves the output untouched (a type outside
+ *     peak_dtype included).
  * The sweeps over widths, position counts of 3, row gaps and misalignment
  * are tests/tester.c's; the cases here run through it as well.
  */
@@ -108,7 +113,7 @@ static void check_exact_rows(peak_pe_layout layout, double base, size_t d, const
     long double *w = oracle_freqs(d, layout, base);
     float *row = peak_test_alloc(d, 0);
     for (size_t k = 0; k < n_single; k++) {
-        ck_assert_int_eq(peak_pe_table(row, 1, d, pos[k], &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(row, PEAK_F32, 1, d, pos[k], &prm, NULL), PEAK_OK);
         double e = row_error(row, w, pos[k], d, layout);
         CHECK(e <= EXACT_BOUND, "%s %s base %g d=%zu p=%zu: error %.3g > 2^-23", TIER,
               layout_names[layout], base, d, pos[k], e);
@@ -118,7 +123,7 @@ static void check_exact_rows(peak_pe_layout layout, double base, size_t d, const
     peak_test_free(row);
     if (block_n) {
         float *t = peak_test_alloc(block_n * d, 0);
-        ck_assert_int_eq(peak_pe_table(t, block_n, d, block0, &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(t, PEAK_F32, block_n, d, block0, &prm, NULL), PEAK_OK);
         for (size_t r = 0; r < block_n; r++) {
             double e = row_error(t + r * d, w, block0 + r, d, layout);
             CHECK(e <= EXACT_BOUND, "%s %s base %g d=%zu p=%zu (block): error %.3g", TIER,
@@ -325,7 +330,7 @@ static peak_status pe_call(peak_tester_problem *p)
     const pe_problem *e = p->user;
     const peak_tester_case *c = &p->c;
     if (!c->gap)
-        return peak_pe_table(e->out, c->rows, c->n, e->o.pos0, &e->prm, NULL);
+        return peak_pe_table(e->out, PEAK_F32, c->rows, c->n, e->o.pos0, &e->prm, NULL);
     peak_kernels_for(peak_isa_active())
         ->pe_table(e->out, (ptrdiff_t)(c->n + c->gap), c->rows, c->n, e->o.pos0, &e->prm, 0,
                    PEAK_PE_FREQ_END, peak_pe_streams(c->rows, c->n, &e->prm));
@@ -515,10 +520,10 @@ START_TEST(rows_independent_of_pos0_and_n_pos)
         float *row = peak_test_alloc(d, 0);
         float *cols = peak_test_alloc(d, 0);
         for (size_t s = 0; s < 3; s++) {
-            ck_assert_int_eq(peak_pe_table(table, n, d, starts[s], &prm, NULL), PEAK_OK);
+            ck_assert_int_eq(peak_pe_table(table, PEAK_F32, n, d, starts[s], &prm, NULL), PEAK_OK);
             for (size_t r = 0; r < n; r++) {
                 size_t p = starts[s] + r;
-                ck_assert_int_eq(peak_pe_table(row, 1, d, p, &prm, NULL), PEAK_OK);
+                ck_assert_int_eq(peak_pe_table(row, PEAK_F32, 1, d, p, &prm, NULL), PEAK_OK);
                 CHECK(peak_test_bytes_equal(row, table + r * d, d * sizeof(float)),
                       "%s %s %s d %zu: row %zu alone differs from the table starting at %zu",
                       TIER, layout_names[_i / 2], mode_names[_i % 2], d, p, starts[s]);
@@ -554,7 +559,7 @@ START_TEST(no_nan_and_odd_widths_d_1_to_70)
         for (size_t d = 1; d <= 70; d++) {
             float *row = peak_test_alloc(d, 0);
             for (size_t k = 0; k < 4; k++) {
-                ck_assert_int_eq(peak_pe_table(row, 1, d, pos[k], &prm, NULL), PEAK_OK);
+                ck_assert_int_eq(peak_pe_table(row, PEAK_F32, 1, d, pos[k], &prm, NULL), PEAK_OK);
                 for (size_t c = 0; c < d; c++)
                     CHECK(!isnan(row[c]) && fabsf(row[c]) <= 1.0f,
                           "%s %s %s d %zu p %zu col %zu: %g", TIER, layout_names[lm / 2],
@@ -649,7 +654,7 @@ START_TEST(torch_f32_matches_pytorch)
     float *row = peak_test_alloc(d, 0);
     int64_t worst = 0;
     for (size_t r = 0; r < n_rows; r++) {
-        ck_assert_int_eq(peak_pe_table(row, 1, d, pos[r], &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(row, PEAK_F32, 1, d, pos[r], &prm, NULL), PEAK_OK);
         for (size_t c = 0; c < d; c++) {
             int64_t u = peak_test_ulp_diff(row[c], ref[r * d + c]);
             CHECK(u <= TORCH_ULP_BOUND, "%s %s p %zu col %zu: %.9g, torch %.9g (%lld ULP)", TIER,
@@ -661,7 +666,7 @@ START_TEST(torch_f32_matches_pytorch)
     /* Rows 0..9 once more as one block. */
     if (!tf->far) {
         float *block = peak_test_alloc(10 * d, 0);
-        ck_assert_int_eq(peak_pe_table(block, 10, d, 0, &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(block, PEAK_F32, 10, d, 0, &prm, NULL), PEAK_OK);
         for (size_t e = 0; e < 10 * d; e++)
             CHECK(peak_test_ulp_diff(block[e], ref[e]) <= TORCH_ULP_BOUND,
                   "%s %s block row %zu col %zu", TIER, tf->name, e / d, e % d);
@@ -683,10 +688,10 @@ START_TEST(exact_beats_torch_f32_at_5000)
     float *row = peak_test_alloc(d, 0);
     for (size_t k = 0; k < 2; k++) {
         peak_pe_params prm = make_params(PEAK_PE_INTERLEAVED, PEAK_PE_EXACT, 10000.0);
-        ck_assert_int_eq(peak_pe_table(row, 1, d, ps[k], &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(row, PEAK_F32, 1, d, ps[k], &prm, NULL), PEAK_OK);
         double exact_err = row_error(row, w, ps[k], d, PEAK_PE_INTERLEAVED);
         prm.mode = PEAK_PE_TORCH_F32;
-        ck_assert_int_eq(peak_pe_table(row, 1, d, ps[k], &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(row, PEAK_F32, 1, d, ps[k], &prm, NULL), PEAK_OK);
         double torch_err = row_error(row, w, ps[k], d, PEAK_PE_INTERLEAVED);
         printf("%s p=%zu: max error EXACT %.3g, TORCH_F32 %.3g\n", TIER, ps[k], exact_err,
                torch_err);
@@ -698,11 +703,176 @@ START_TEST(exact_beats_torch_f32_at_5000)
 }
 END_TEST
 
+/* ---- 16-bit tables -------------------------------------------------------------- */
+
+static const peak_dtype half_types[2] = {PEAK_BF16, PEAK_F16};
+
+
+/* Largest |16-bit - exact| beyond half an ULP of the type, per type. */
+static double half_excess[2];
+
+/* A 16-bit EXACT table of rows pos0 .. pos0 + n - 1 against the long double
+   oracle: each entry within half an ULP of its type (at the exact value)
+   plus 2^-24 (peak.h). */
+static void check_half_exact(peak_dtype t, peak_pe_layout layout, double base, size_t d,
+                             size_t pos0, size_t n)
+{
+    const peak_pe_params prm = make_params(layout, PEAK_PE_EXACT, base);
+    long double *w = oracle_freqs(d, layout, base);
+    uint16_t *h = peak_test_half_alloc(n * d);
+    ck_assert_int_eq(peak_pe_table(h, t, n, d, pos0, &prm, NULL), PEAK_OK);
+    CHECK(peak_test_half_guards_intact(h, n * d), "%s %s %s d %zu: wrote outside the table", TIER,
+          peak_test_type_name(t), layout_names[layout], d);
+    double *excess = &half_excess[t == PEAK_F16];
+    for (size_t r = 0; r < n; r++)
+        for (size_t c = 0; c < d; c++) {
+            const long double exact = oracle(w, pos0 + r, c, d, layout);
+            const double got = peak_test_half_value(t, h[r * d + c]);
+            const double e = (double)fabsl((long double)got - exact);
+            const double half = 0.5 * peak_test_half_ulp(t, (double)exact);
+            CHECK(e <= half + 0x1p-24, "%s %s %s base %g d %zu p %zu col %zu: %a, exact %La, "
+                  "error %.3g > half ULP %.3g + 2^-24", TIER, peak_test_type_name(t),
+                  layout_names[layout], base, d, pos0 + r, c, got, exact, e, half);
+            if (e - half > *excess)
+                *excess = e - half;
+        }
+    peak_test_half_free(h);
+    free(w);
+}
+
+/* _i: type * 3 + layout.  Odd and even widths, single rows at positions up
+   to 2^20 - 1 and blocks that cross PEAK_PE_BLOCK boundaries. */
+START_TEST(half_exact_within_half_ulp)
+{
+    const peak_dtype t = half_types[_i / 3];
+    const peak_pe_layout layout = (peak_pe_layout)(_i % 3);
+    const int quick = peak_test_quick();
+    const size_t dims[] = {1, 2, 7, 64, 65, 511, 512, 768};
+    size_t pos[16] = {0, 1, 31, 32, 33, 4999, 5000, 96079, 524288, (1u << 20) - 1};
+    size_t n_pos = 10;
+    uint64_t rng = 0x16b17000u + (uint64_t)_i;
+    while (n_pos < (quick ? 12u : 16u))
+        pos[n_pos++] = (size_t)(peak_test_next(&rng) % (1u << 20));
+    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
+        if (quick && k % 2)
+            continue;
+        for (size_t j = 0; j < n_pos; j++)
+            check_half_exact(t, layout, 10000.0, dims[k], pos[j], 1);
+        check_half_exact(t, layout, 10000.0, dims[k], 4990, quick ? 8 : 40);
+        check_half_exact(t, layout, 10000.0, dims[k], (1u << 20) - 37, quick ? 5 : 37);
+    }
+    /* another frequency range */
+    check_half_exact(t, layout, 500000.0, 65, 4071, 33);
+    printf("%s %s %s: max |16-bit - oracle| - half ULP = %.3g (2^%.2f)\n", TIER,
+           peak_test_type_name(t), layout_names[layout], half_excess[t == PEAK_F16],
+           log2(half_excess[t == PEAK_F16]));
+}
+END_TEST
+
+/* The shapes of the bit-for-bit test: odd widths; a call of several column
+   parts (a part beginning past column chunk 0, the padding column of an odd
+   split row in the last); two runs of positions (an item boundary at row
+   4096); the float32 table's streaming size; rows wider than the staging
+   block (8192 floats and padding), which take column windows. */
+static const struct {
+    size_t n, d, pos0;
+} half_shapes[] = {
+    {3, 1, 0},     {70, 7, 29},      {40, 64, 4971},  {33, 65, 4294967263u}, {100, 2048, 1000},
+    {100, 2049, 7}, {4100, 24, 0},   {1100, 512, 0},  {5, 8192, 77},         {2, 8193, 5},
+    {3, 8208, 1048573},
+};
+
+/* _i: variant (layout * 2 + mode) * 2 + type.  Every 16-bit table is the
+   float32 table of the same call rounded once (peak_convert's bits), in
+   both modes. */
+START_TEST(half_is_converted_f32)
+{
+    const peak_dtype t = half_types[_i % 2];
+    const int variant = _i / 2;
+    const peak_pe_params prm = make_params(variant / 2, variant % 2, 10000.0);
+    for (size_t k = 0; k < sizeof half_shapes / sizeof half_shapes[0]; k++) {
+        const size_t n = half_shapes[k].n, d = half_shapes[k].d, pos0 = half_shapes[k].pos0;
+        if (peak_test_quick() && n * d > 300000)
+            continue;
+        float *f = peak_test_alloc(n * d, 0);
+        uint16_t *want = peak_test_half_alloc(n * d), *got = peak_test_half_alloc(n * d);
+        ck_assert_int_eq(peak_pe_table(f, PEAK_F32, n, d, pos0, &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_convert(want, t, f, PEAK_F32, n * d, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(got, t, n, d, pos0, &prm, NULL), PEAK_OK);
+        CHECK(peak_test_half_guards_intact(got, n * d), "%s %s %s %s %zu x %zu: wrote outside the table",
+              TIER, peak_test_type_name(t), layout_names[prm.layout], mode_names[prm.mode], n,
+              d);
+        for (size_t e = 0; e < n * d; e++)
+            CHECK(got[e] == want[e],
+                  "%s %s %s %s %zu x %zu from %zu: row %zu col %zu is 0x%04x, the converted "
+                  "float32 entry (%a) 0x%04x", TIER, peak_test_type_name(t),
+                  layout_names[prm.layout], mode_names[prm.mode], n, d, pos0, e / d, e % d,
+                  got[e], (double)f[e], want[e]);
+        peak_test_free(f);
+        peak_test_half_free(want);
+        peak_test_half_free(got);
+    }
+}
+END_TEST
+
+/* The tier's rows driver (its pe_rows kernel, which 16-bit tables go
+   through) hands its sink the table's float32 bits: each block's columns
+   copied out must rebuild the table, for every layout and mode, parts of
+   the columns and scratch blocks of a few rows. */
+typedef struct rows_copy {
+    const float *scratch;
+    size_t ld_scratch, d;
+    float *out;
+    size_t calls;
+} rows_copy;
+
+static void rows_copy_sink(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
+{
+    rows_copy *g = ctx;
+    for (size_t t = t0; t < t1; t++)
+        memcpy(g->out + t * g->d + c0, g->scratch + (t - t0) * g->ld_scratch + c0,
+               (c1 - c0) * sizeof(float));
+    g->calls++;
+}
+
+START_TEST(rows_kernel_is_the_table)
+{
+    const peak_pe_params prm = make_params(_i / 2, _i % 2, 10000.0);
+    const peak_kernels *k = peak_kernels_for(peak_test_isa);
+    const size_t dims[] = {1, 7, 64, 65, 129, 512};
+    const size_t parts[][2] = {{0, PEAK_PE_FREQ_END}, {0, 32}, {32, PEAK_PE_FREQ_END}};
+    for (size_t j = 0; j < sizeof dims / sizeof dims[0]; j++) {
+        const size_t d = dims[j], n = 100, pos0 = 4090, ld = d + 3;
+        float *want = peak_test_alloc(n * d, 0), *got = peak_test_alloc(n * d, 0);
+        float *scratch = peak_test_alloc(5 * ld, 0);
+        for (size_t q = 0; q < 3; q++) {
+            const size_t f0 = parts[q][0], f1 = parts[q][1];
+            if (f0 >= peak_pe_n_freq(d, prm.layout) && f0 > 0)
+                continue;
+            peak_test_fill_canary(want, n * d);
+            peak_test_fill_canary(got, n * d);
+            k->pe_table(want, (ptrdiff_t)d, n, d, pos0, &prm, f0, f1, false);
+            rows_copy g = {scratch, ld, d, got, 0};
+            k->pe_rows(scratch, 5, ld, n, NULL, pos0, d, &prm, f0, f1, rows_copy_sink, &g);
+            CHECK(g.calls > 0 && peak_test_bytes_equal(got, want, n * d * sizeof(float)),
+                  "%s %s %s d %zu freqs [%zu, %zu) (SIZE_MAX: to the end): the rows "
+                  "kernel's sink rows differ from "
+                  "the table kernel's", TIER, layout_names[prm.layout], mode_names[prm.mode], d,
+                  f0, f1);
+        }
+        peak_test_free(want);
+        peak_test_free(got);
+        peak_test_free(scratch);
+    }
+}
+END_TEST
+
 /* ---- argument validation ----------------------------------------------------- */
 
 /* A rejected call through the tester: every buffer byte for byte as before. */
-static void expect_rejected(const char *what, peak_status want, size_t n_pos, size_t d,
-                            size_t pos0, const peak_pe_params *prm, int use_buf)
+static void expect_rejected_typed(const char *what, peak_status want, peak_dtype type,
+                                  size_t n_pos, size_t d, size_t pos0, const peak_pe_params *prm,
+                                  int use_buf)
 {
     peak_tester_case c = pe_family.base;
     c.n = 4;
@@ -711,9 +881,16 @@ static void expect_rejected(const char *what, peak_status want, size_t n_pos, si
     ck_assert(peak_tester_setup(&pe_family, &c, &p));
     const pe_problem *e = p.user;
     peak_tester_snapshot(&p);
-    const peak_status got = peak_pe_table(use_buf ? e->out : NULL, n_pos, d, pos0, prm, NULL);
+    const peak_status got =
+        peak_pe_table(use_buf ? e->out : NULL, type, n_pos, d, pos0, prm, NULL);
     peak_tester_expect_rejected(&p, what, got, want);
     peak_tester_free(&pe_family, &p);
+}
+
+static void expect_rejected(const char *what, peak_status want, size_t n_pos, size_t d,
+                            size_t pos0, const peak_pe_params *prm, int use_buf)
+{
+    expect_rejected_typed(what, want, PEAK_F32, n_pos, d, pos0, prm, use_buf);
 }
 
 START_TEST(invalid_arguments)
@@ -749,12 +926,41 @@ START_TEST(invalid_arguments)
                     &ok, 1);
     expect_rejected("n_pos * d_model overflows", range, 3, SIZE_MAX / 2, 0, &ok, 1);
 
+    /* A type outside peak_dtype: PEAK_ERR_UNSUPPORTED after the invalid
+       arguments, before the ranges; the byte size counts the type's
+       elements (2^32 x 2^31 of them are 2^64 bytes as 16-bit). */
+    const peak_status unsup = PEAK_ERR_UNSUPPORTED;
+    const int bad_types[] = {3, -1, 7, 0x7fffffff};
+    for (size_t k = 0; k < 4; k++) {
+        const peak_dtype bt = (peak_dtype)bad_types[k];
+        expect_rejected_typed("type outside peak_dtype", unsup, bt, 2, 4, 0, &ok, 1);
+        expect_rejected_typed("bad type and pos0 = 2^32", unsup, bt, 1, 4, top, &ok, 1);
+        expect_rejected_typed("bad type and a size that overflows", unsup, bt, top, top, 0, &ok,
+                              1);
+        expect_rejected_typed("bad type and NULL out", inval, bt, 2, 4, 0, &ok, 0);
+        expect_rejected_typed("bad type and n_pos 0", inval, bt, 0, 4, 0, &ok, 1);
+        p = ok;
+        p.layout = (peak_pe_layout)3;
+        expect_rejected_typed("bad type and layout 3", inval, bt, 2, 4, 0, &p, 1);
+    }
+    for (size_t k = 0; k < 2; k++) {
+        expect_rejected_typed("16-bit: n_pos * d_model * 2 overflows", range, half_types[k], top,
+                              (size_t)1 << 31, 0, &ok, 1);
+        expect_rejected_typed("16-bit: n_pos * d_model * 2 = 2^63", range, half_types[k],
+                              (size_t)1 << 31, (size_t)1 << 31, 0, &ok, 1);
+        expect_rejected_typed("16-bit: pos0 + n_pos = 2^32 + 1", range, half_types[k], 2, 4,
+                              top - 1, &ok, 1);
+        expect_rejected_typed("16-bit: NULL out", inval, half_types[k], 2, 4, 0, &ok, 0);
+    }
+    expect_rejected("n_pos * d_model * 4 = 2^63", range, (size_t)1 << 30, (size_t)1 << 31, 0,
+                    &ok, 1);
+
     /* The edges that are allowed, checked against the oracle. */
     pe_case(1, 4, top - 1, 10000.0, 0, 0, 0, 0);
     pe_case(2, 4, top - 2, 10000.0, 0, 0, 0, 0);
     float *dflt = peak_test_alloc(64, 0), *buf = peak_test_alloc(64, 0);
-    ck_assert_int_eq(peak_pe_table(dflt, 4, 16, 77, NULL, NULL), PEAK_OK);
-    ck_assert_int_eq(peak_pe_table(buf, 4, 16, 77, &ok, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_pe_table(dflt, PEAK_F32, 4, 16, 77, NULL, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_pe_table(buf, PEAK_F32, 4, 16, 77, &ok, NULL), PEAK_OK);
     CHECK(peak_test_bytes_equal(buf, dflt, 64 * sizeof(float)),
           "%s: NULL params differ from PEAK_PE_PARAMS_DEFAULT", TIER);
     peak_test_free(dflt);
@@ -780,6 +986,9 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_test(tc, no_nan_and_odd_widths_d_1_to_70);
     tcase_add_loop_test(tc, torch_f32_matches_pytorch, 0, (int)N_TORCH_FILES);
     tcase_add_test(tc, exact_beats_torch_f32_at_5000);
+    tcase_add_loop_test(tc, rows_kernel_is_the_table, 0, PE_VARIANTS);
+    tcase_add_loop_test(tc, half_exact_within_half_ulp, 0, 6);
+    tcase_add_loop_test(tc, half_is_converted_f32, 0, 2 * PE_VARIANTS);
     tcase_add_test(tc, invalid_arguments);
     suite_add_tcase(s, tc);
     return s;

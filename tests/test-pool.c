@@ -334,7 +334,8 @@ static peak_status case_call(const pcase *c, const peak_threadpool *pool)
 {
     switch (c->fam) {
     case F_PE_TABLE:
-        return peak_pe_table(c->f[0], c->z[0], c->z[1], c->z[2], &c->prm, pool);
+        return peak_pe_table(c->f[0], (peak_dtype)c->z[3], c->z[0], c->z[1], c->z[2], &c->prm,
+                             pool);
     case F_PE_ADD:
         return peak_pe_add(c->f[0], c->s[0], c->s[1], c->z[0], c->z[1], c->z[2], c->z[3], c->f[1],
                            c->z[4], &c->prm, pool);
@@ -362,7 +363,7 @@ static peak_status case_call(const pcase *c, const peak_threadpool *pool)
         return st;
     }
     case F_ROPE_CACHE:
-        return peak_rope_cache(c->f[0], c->z[0], c->z[1], &c->rp, pool);
+        return peak_rope_cache(c->f[0], (peak_dtype)c->z[2], c->z[0], c->z[1], &c->rp, pool);
     case F_ROPE_APPLY:
         return peak_rope_apply(c->f[0], c->f[1], &c->rd, pool);
     case F_CONVERT:
@@ -374,8 +375,8 @@ static peak_status case_call(const pcase *c, const peak_threadpool *pool)
 
 /* ---- the families' cases -------------------------------------------------- */
 
-enum { N_PE_TABLE = 3, N_PE_ADD = 3, N_EMBED = 6, N_EXP = 2, N_SOFTMAX = 7, N_LAYERNORM = 4,
-       N_ATTENTION = 11, N_ROPE_CACHE = 2, N_ROPE_APPLY = 4, N_CONVERT = 3 };
+enum { N_PE_TABLE = 4, N_PE_ADD = 3, N_EMBED = 6, N_EXP = 2, N_SOFTMAX = 7, N_LAYERNORM = 4,
+       N_ATTENTION = 11, N_ROPE_CACHE = 3, N_ROPE_APPLY = 4, N_CONVERT = 3 };
 
 static void make_pe_table(pcase *c, int v)
 {
@@ -383,11 +384,17 @@ static void make_pe_table(pcase *c, int v)
         const char *name;
         size_t n_pos, d_model, pos0;
         peak_pe_params prm;
+        peak_dtype type;
     } cs[N_PE_TABLE] = {
-        {"exact interleaved 512 x 512", 512, 512, 1000, {PEAK_PE_INTERLEAVED, PEAK_PE_EXACT, 1e4}},
-        {"torch-f32 split 500 x 510", 500, 510, 7, {PEAK_PE_SPLIT, PEAK_PE_TORCH_F32, 1e4}},
+        {"exact interleaved 512 x 512", 512, 512, 1000, {PEAK_PE_INTERLEAVED, PEAK_PE_EXACT, 1e4},
+         PEAK_F32},
+        {"torch-f32 split 500 x 510", 500, 510, 7, {PEAK_PE_SPLIT, PEAK_PE_TORCH_F32, 1e4},
+         PEAK_F32},
         {"exact split-paper 300 x 1023", 300, 1023, 70000,
-         {PEAK_PE_SPLIT_PAPER, PEAK_PE_EXACT, 500.0}},
+         {PEAK_PE_SPLIT_PAPER, PEAK_PE_EXACT, 500.0}, PEAK_F32},
+        /* two runs of positions, three column parts */
+        {"bf16 exact split 4200 x 131", 4200, 131, 9, {PEAK_PE_SPLIT, PEAK_PE_EXACT, 1e4},
+         PEAK_BF16},
     };
     c->fam = F_PE_TABLE;
     c->big = 1;
@@ -395,6 +402,7 @@ static void make_pe_table(pcase *c, int v)
     c->f[0] = case_floats(c, cs[v].n_pos * cs[v].d_model, 0);
     case_out(c, "out", c->f[0], cs[v].n_pos * cs[v].d_model, 0);
     c->z[0] = cs[v].n_pos, c->z[1] = cs[v].d_model, c->z[2] = cs[v].pos0;
+    c->z[3] = (size_t)cs[v].type;
     c->prm = cs[v].prm;
 }
 
@@ -422,7 +430,7 @@ static void make_pe_add(pcase *c, int v, uint64_t *rng)
     if (v == 1) {
         const size_t rows = 400;
         c->f[1] = case_floats(c, rows * D, 0);
-        ck_assert_int_eq(peak_pe_table(c->f[1], rows, D, 0, NULL, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(c->f[1], PEAK_F32, rows, D, 0, NULL, NULL), PEAK_OK);
         c->z[4] = rows;
     }
 }
@@ -452,7 +460,7 @@ static void make_embed(pcase *c, int v, uint64_t *rng)
     if (v == 1 || v == 3) {
         const size_t rows = 700;
         float *pe = case_floats(c, rows * D, 2);
-        ck_assert_int_eq(peak_pe_table(pe, rows, D, 0, NULL, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_pe_table(pe, PEAK_F32, rows, D, 0, NULL, NULL), PEAK_OK);
         c->ed.pe = pe, c->ed.pe_rows = rows;
     }
     if (v >= 2 && v <= 4)
@@ -660,12 +668,13 @@ static void make_attention(pcase *c, int v, uint64_t *rng)
 static void make_rope_cache(pcase *c, int v)
 {
     /* 0: EXACT, 5000 rows of 128 (20 items of 256 rows); 1: HF_F32 YaRN,
-       3000 rows of 96 from position 100000 */
+       3000 rows of 96 from position 100000; 2: 1, float16 */
     const size_t rows = v ? 3000 : 5000, r = v ? 96 : 128;
     c->fam = F_ROPE_CACHE;
     c->big = 1;
-    snprintf(c->name, sizeof c->name, "rope_cache %s", v ? "hf-f32 yarn 3000 x 96 from 100000"
-                                                         : "exact 5000 x 128 from 3");
+    snprintf(c->name, sizeof c->name, "rope_cache %s%s",
+             v ? "hf-f32 yarn 3000 x 96 from 100000" : "exact 5000 x 128 from 3",
+             v == 2 ? ", f16" : "");
     c->rp = (peak_rope_params)PEAK_ROPE_PARAMS_DEFAULT;
     c->rp.rotary_dim = r;
     c->rp.base = v ? 1e6 : 5e5;
@@ -676,6 +685,7 @@ static void make_rope_cache(pcase *c, int v)
     c->f[0] = case_floats(c, rows * r, 1);
     case_out(c, "cache", c->f[0], rows * r, 0);
     c->z[0] = rows, c->z[1] = v ? 100000 : 3;
+    c->z[2] = (size_t)(v == 2 ? PEAK_F16 : PEAK_F32);
 }
 
 static void make_rope_apply(pcase *c, int v, uint64_t *rng)
@@ -715,7 +725,7 @@ static void make_rope_apply(pcase *c, int v, uint64_t *rng)
     if (v == 1 || v == 3) {
         const size_t rows = 400;
         float *cache = case_floats(c, rows * r, 2);
-        ck_assert_int_eq(peak_rope_cache(cache, rows, 0, &d->params, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_rope_cache(cache, PEAK_F32, rows, 0, &d->params, NULL), PEAK_OK);
         d->cache = cache, d->cache_rows = rows;
     }
     if (v == 3) {

@@ -24,8 +24,13 @@
  *     the fly the same bits for every scheme;
  *   - decode (one token, by pos0 or by a positions array) the bits of the
  *     same token in a prefill call;
+ *   - bfloat16 and float16 caches: EXACT within half an ULP of the type
+ *     plus 2^-24 A of the oracle (schemes with attention factors 1, 1.5,
+ *     0.8 and YaRN's), and in both modes the bits of peak_convert() of the
+ *     float32 cache (whole rows and frequency windows, item boundaries,
+ *     an attention factor past float16's range: inf);
  *   - every documented invalid argument rejected with its status, and no
- *     byte written.
+ *     byte written (a cache type outside peak_dtype included).
  */
 #include "tester.h"
 
@@ -269,7 +274,7 @@ static double check_exact(const peak_rope_params *prm, const size_t *pos, size_t
     double worst = 0.0;
     float *row = peak_test_alloc(r, 1);
     for (size_t k = 0; k < n_single; k++) {
-        ck_assert_int_eq(peak_rope_cache(row, 1, pos[k], prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_rope_cache(row, PEAK_F32, 1, pos[k], prm, NULL), PEAK_OK);
         size_t col = 0;
         const double e = oracle_row_error(&o, row, pos[k], &col);
         CHECK(e <= EXACT_BOUND, "%s %s r %zu base %g p %zu col %zu: %.9g, error %.3g > 2^-23",
@@ -278,7 +283,7 @@ static double check_exact(const peak_rope_params *prm, const size_t *pos, size_t
     }
     peak_test_free(row);
     float *t = peak_test_alloc(block_n * r, 0);
-    ck_assert_int_eq(peak_rope_cache(t, block_n, block0, prm, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_rope_cache(t, PEAK_F32, block_n, block0, prm, NULL), PEAK_OK);
     for (size_t k = 0; k < block_n; k++) {
         size_t col = 0;
         const double e = oracle_row_error(&o, t + k * r, block0 + k, &col);
@@ -524,7 +529,7 @@ START_TEST(hf_f32_matches_transformers)
               "%s: attention factor %.17g, HF %.17g", c->name, af, c->attention_scaling);
         float *row = peak_test_alloc(r, 3);
         for (size_t t = 0; t < c->n_rows; t++) {
-            ck_assert_int_eq(peak_rope_cache(row, 1, c->pos[t], &c->prm, NULL), PEAK_OK);
+            ck_assert_int_eq(peak_rope_cache(row, PEAK_F32, 1, c->pos[t], &c->prm, NULL), PEAK_OK);
             for (size_t j = 0; j < r; j++) {
                 const int64_t u = peak_test_ulp_diff(row[j], c->rows[t][j]);
                 CHECK(u <= HF_ULP_BOUND, "%s %s p %zu col %zu: %.9g, HF %.9g (%lld ULP)", TIER,
@@ -536,7 +541,7 @@ START_TEST(hf_f32_matches_transformers)
         peak_test_free(row);
         /* Rows 0 and 1 once more as one block. */
         float *two = peak_test_alloc(2 * r, 0);
-        ck_assert_int_eq(peak_rope_cache(two, 2, 0, &c->prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_rope_cache(two, PEAK_F32, 2, 0, &c->prm, NULL), PEAK_OK);
         for (size_t j = 0; j < 2 * r; j++)
             CHECK(peak_test_ulp_diff(two[j], c->rows[j / r][j % r]) <= HF_ULP_BOUND,
                   "%s %s block row %zu col %zu", TIER, c->name, j / r, j % r);
@@ -590,7 +595,7 @@ static void cache_on(peak_isa isa, float *out, size_t n_pos, size_t pos0,
                      const peak_rope_params *prm)
 {
     ck_assert_int_eq(peak_isa_force(isa), PEAK_OK);
-    const peak_status s = peak_rope_cache(out, n_pos, pos0, prm, NULL);
+    const peak_status s = peak_rope_cache(out, PEAK_F32, n_pos, pos0, prm, NULL);
     ck_assert_int_eq(peak_isa_force(peak_test_isa), PEAK_OK);
     ck_assert_int_eq(s, PEAK_OK);
 }
@@ -637,7 +642,8 @@ START_TEST(cache_tiers_bit_identical)
                                          top - 1 - n, top - n};
                 float *got = peak_test_alloc(n * r, c), *want = peak_test_alloc(n * r, 0);
                 for (size_t k = 0; k < 6; k++) {
-                    ck_assert_int_eq(peak_rope_cache(got, n, starts[k], &prm, NULL), PEAK_OK);
+                    ck_assert_int_eq(peak_rope_cache(got, PEAK_F32, n, starts[k], &prm, NULL),
+                                     PEAK_OK);
                     cache_on(PEAK_ISA_SCALAR, want, n, starts[k], &prm);
                     char what[160];
                     snprintf(what, sizeof what, "%s %s r %zu n_pos %zu pos0 %zu vs scalar",
@@ -670,9 +676,10 @@ START_TEST(rows_independent_of_pos0_and_n_pos)
             float *table = peak_test_alloc(n * r, 0), *row = peak_test_alloc(r, 1);
             float *part = peak_test_alloc(n * r, 2);
             for (size_t k = 0; k < 4; k++) {
-                ck_assert_int_eq(peak_rope_cache(table, n, starts[k], &prm, NULL), PEAK_OK);
+                ck_assert_int_eq(peak_rope_cache(table, PEAK_F32, n, starts[k], &prm, NULL),
+                                 PEAK_OK);
                 for (size_t t = 0; t < n; t++) {
-                    ck_assert_int_eq(peak_rope_cache(row, 1, starts[k] + t, &prm, NULL),
+                    ck_assert_int_eq(peak_rope_cache(row, PEAK_F32, 1, starts[k] + t, &prm, NULL),
                                      PEAK_OK);
                     CHECK(peak_test_bytes_equal(row, table + t * r, r * sizeof(float)),
                           "%s %s %s r %zu: row %zu alone differs from the call from %zu", TIER,
@@ -680,8 +687,9 @@ START_TEST(rows_independent_of_pos0_and_n_pos)
                 }
                 /* the rows from t0 on, in a call of their own */
                 for (size_t t0 = 1; t0 < n; t0 += 13) {
-                    ck_assert_int_eq(peak_rope_cache(part, n - t0, starts[k] + t0, &prm, NULL),
-                                     PEAK_OK);
+                    ck_assert_int_eq(
+                        peak_rope_cache(part, PEAK_F32, n - t0, starts[k] + t0, &prm, NULL),
+                        PEAK_OK);
                     CHECK(peak_test_bytes_equal(part, table + t0 * r, (n - t0) * r * sizeof(float)),
                           "%s %s r %zu: rows from %zu differ from the call from %zu", TIER,
                           mode_names[_i], r, starts[k] + t0, starts[k]);
@@ -731,7 +739,8 @@ START_TEST(cache_kernels_with_positions_and_gaps)
         ref->rope_cache(want, (ptrdiff_t)ld, N, 0, pos, &f);
         expect_same_floats(got, want, total, ld, "rope_cache kernel vs scalar kernel");
         for (size_t t = 0; t < N; t++) {
-            ck_assert_int_eq(peak_rope_cache(row, 1, (size_t)pos[t], &prm, NULL), PEAK_OK);
+            ck_assert_int_eq(peak_rope_cache(row, PEAK_F32, 1, (size_t)pos[t], &prm, NULL),
+                             PEAK_OK);
             CHECK(peak_test_bytes_equal(row, got + t * ld, r * sizeof(float)),
                   "%s %s r %zu: kernel row %zu (position %lld) differs from the public call",
                   TIER, mode_names[_i], r, t, (long long)pos[t]);
@@ -902,13 +911,13 @@ static int rope_setup(peak_tester_problem *p)
     ck_assert_ptr_nonnull(e->rows);
     for (size_t b = 0; b < e->B; b++)
         for (size_t l = 0; l < e->L; l++)
-            ck_assert_int_eq(peak_rope_cache(e->rows + (b * e->L + l) * e->r, 1,
+            ck_assert_int_eq(peak_rope_cache(e->rows + (b * e->L + l) * e->r, PEAK_F32, 1,
                                              token_position(e, b, l), &prm, NULL),
                              PEAK_OK);
     if (!(c->variant & V_FLY)) {
         const size_t cache_rows = max_pos + 3;
         e->cache = peak_tester_input(p, "cache", cache_rows, e->r, (ptrdiff_t)e->r, 5);
-        ck_assert_int_eq(peak_rope_cache(e->cache, cache_rows, 0, &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_rope_cache(e->cache, PEAK_F32, cache_rows, 0, &prm, NULL), PEAK_OK);
         d->cache = e->cache, d->cache_rows = cache_rows;
     }
     return 1;
@@ -1082,7 +1091,7 @@ static void strided_case(size_t B, size_t L, size_t H, size_t D, size_t r, const
     d.pos0 = pos0;
     if (!fly) {
         cache = peak_test_alloc((pos0 + L) * r, 3);
-        ck_assert_int_eq(peak_rope_cache(cache, pos0 + L, 0, &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_rope_cache(cache, PEAK_F32, pos0 + L, 0, &prm, NULL), PEAK_OK);
         d.cache = cache, d.cache_rows = pos0 + L;
     }
     ck_assert_int_eq(peak_rope_apply(y, x, &d, NULL), PEAK_OK);
@@ -1093,7 +1102,7 @@ static void strided_case(size_t B, size_t L, size_t H, size_t D, size_t r, const
     float *row = peak_test_alloc(r, 0), *want = malloc(D * sizeof *want);
     ck_assert_ptr_nonnull(want);
     for (size_t l = 0; l < L; l++) {
-        ck_assert_int_eq(peak_rope_cache(row, 1, pos0 + l, &prm, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_rope_cache(row, PEAK_F32, 1, pos0 + l, &prm, NULL), PEAK_OK);
         for (size_t b = 0; b < B; b++)
             for (size_t h = 0; h < H; h++) {
                 ref_rotate(want, x0 + b * lx->st[0] + l * lx->st[1] + h * lx->st[2], row, D, r,
@@ -1194,7 +1203,7 @@ START_TEST(fly_equals_cache_every_scheme)
             pos[t] = (int64_t)(peak_test_next(&rng) % rows);
         for (int mode = 0; mode < 2; mode++) {
             const peak_rope_params prm = param_set(_i, r, 1e4, (peak_rope_mode)mode);
-            ck_assert_int_eq(peak_rope_cache(cache, rows, 0, &prm, NULL), PEAK_OK);
+            ck_assert_int_eq(peak_rope_cache(cache, PEAK_F32, rows, 0, &prm, NULL), PEAK_OK);
             for (int v = 0; v < 4; v++) {
                 peak_rope_desc d = PEAK_ROPE_DESC_DEFAULT;
                 d.batch = B, d.seq_len = L, d.heads = H, d.head_dim = D;
@@ -1404,7 +1413,7 @@ START_TEST(decode_equals_prefill)
         const size_t rows = fly ? 0 : starts[s][1] + L;
         float *cache = fly ? NULL : peak_test_alloc(rows * r, 0);
         if (cache)
-            ck_assert_int_eq(peak_rope_cache(cache, rows, 0, &prm, NULL), PEAK_OK);
+            ck_assert_int_eq(peak_rope_cache(cache, PEAK_F32, rows, 0, &prm, NULL), PEAK_OK);
         peak_rope_desc d = PEAK_ROPE_DESC_DEFAULT;
         d.batch = B, d.seq_len = L, d.heads = H, d.head_dim = D;
         const ptrdiff_t st[3] = {(ptrdiff_t)(L * H * D), (ptrdiff_t)(H * D), (ptrdiff_t)D};
@@ -1463,6 +1472,161 @@ START_TEST(decode_equals_prefill)
 }
 END_TEST
 
+/* ---- 16-bit caches ------------------------------------------------------------------ */
+
+static const peak_dtype half_types[2] = {PEAK_BF16, PEAK_F16};
+
+
+/* Largest (|16-bit - exact| - half an ULP of the type) / A, per type. */
+static double half_excess[2];
+
+/* A 16-bit EXACT cache of rows pos0 .. pos0 + n - 1 against the oracle:
+   within half an ULP of the type (at the exact value) plus 2^-24 A, A =
+   max(1, attention factor) (peak.h). */
+static void check_half_exact(peak_dtype t, const peak_rope_params *prm, size_t pos0, size_t n,
+                             const char *what)
+{
+    oracle o;
+    oracle_init(&o, prm);
+    if (o.ambiguous)
+        ck_abort_msg("%s r %zu: YaRN ramp end within 1e-9 of an integer", what, prm->rotary_dim);
+    const size_t r = prm->rotary_dim;
+    const long double a = o.af > 1.0L ? o.af : 1.0L;
+    uint16_t *h = peak_test_half_alloc(n * r);
+    ck_assert_int_eq(peak_rope_cache(h, t, n, pos0, prm, NULL), PEAK_OK);
+    CHECK(peak_test_half_guards_intact(h, n * r), "%s %s %s r %zu: wrote outside the cache", TIER,
+          peak_test_type_name(t), what, r);
+    double *excess = &half_excess[t == PEAK_F16];
+    for (size_t k = 0; k < n; k++)
+        for (size_t c = 0; c < r; c++) {
+            const size_t i = c < o.n ? c : c - o.n;
+            const long double ang = (long double)(pos0 + k) * o.w[i];
+            const long double exact = o.af * (c < o.n ? cosl(ang) : sinl(ang));
+            const double got = peak_test_half_value(t, h[k * r + c]);
+            const double e = (double)fabsl((long double)got - exact);
+            const double half = 0.5 * peak_test_half_ulp(t, (double)exact);
+            const double slack = (double)(a * 0x1p-24L);
+            CHECK(e <= half + slack, "%s %s %s r %zu base %g p %zu col %zu: %a, exact %La, "
+                  "error %.3g > half ULP %.3g + %.3g", TIER, peak_test_type_name(t), what, r,
+                  prm->base, pos0 + k, c, got, exact, e, half, slack);
+            if ((e - half) / (double)a > *excess)
+                *excess = (e - half) / (double)a;
+        }
+    peak_test_half_free(h);
+}
+
+/* The schemes of the 16-bit accuracy test: none, attention factor 1.5,
+   YaRN (its own factor 1.34, then 0.8 given), Llama 3, LongRoPE (1.19). */
+static const int half_sets[] = {0, 1, 6, 9, 10, 11};
+#define N_HALF_SETS (sizeof half_sets / sizeof half_sets[0])
+
+/* _i: type * N_HALF_SETS + set. */
+START_TEST(half_cache_exact_within_half_ulp)
+{
+    const peak_dtype t = half_types[_i / (int)N_HALF_SETS];
+    const int set = half_sets[_i % (int)N_HALF_SETS];
+    const int quick = peak_test_quick();
+    const size_t dims[] = {2, 6, 64, 128, 512};
+    const double bases[] = {1e4, 5e5};
+    size_t pos[12] = {0, 1, 4095, 65535, 131071, 1000000, (1u << 20) - 1};
+    size_t n_pos = 7;
+    uint64_t rng = 0x20be1600u + (uint64_t)_i;
+    while (n_pos < (quick ? 8u : 12u))
+        pos[n_pos++] = (size_t)(peak_test_next(&rng) % (1u << 20));
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+        for (size_t b = 0; b < 2; b++) {
+            if ((quick && (d + b) % 2) || !set_takes(set, dims[d]))
+                continue;
+            const peak_rope_params prm = param_set(set, dims[d], bases[b], PEAK_ROPE_EXACT);
+            for (size_t k = 0; k < n_pos; k++)
+                check_half_exact(t, &prm, pos[k], 1, set_names[set]);
+            check_half_exact(t, &prm, 4070, quick ? 8 : 40, set_names[set]);
+            check_half_exact(t, &prm, (1u << 20) - 300, quick ? 20 : 300, set_names[set]);
+        }
+    printf("%s rope %s %-40s max (|16-bit - oracle| - half ULP) / A = %.3g (2^%.2f)\n", TIER,
+           peak_test_type_name(t), set_names[set], half_excess[t == PEAK_F16],
+           log2(half_excess[t == PEAK_F16]));
+}
+END_TEST
+
+/* The shapes of the bit-for-bit test: rows that fit the staging block
+   whole (8192 floats an item), frequency windows with a short last one
+   (rotary_dim 66, 130), several items (256 rows each), positions near
+   2^24 and 2^32. */
+static const struct {
+    size_t n, r, pos0;
+} half_shapes[] = {
+    {1, 2, 0},       {7, 6, 29},         {100, 64, 5},      {300, 64, 4000},
+    {600, 66, 7},    {257, 130, 100000}, {1000, 128, 3},    {257, 512, 16776959},
+    {3, 512, 4294967293u}, {5000, 24, 0},
+};
+
+/* _i: mode * 2 + type.  Every 16-bit cache is the float32 cache of the same
+   call rounded once (peak_convert's bits), for every scheme. */
+START_TEST(half_cache_is_converted_f32)
+{
+    const peak_dtype t = half_types[_i % 2];
+    const peak_rope_mode mode = (peak_rope_mode)(_i / 2);
+    size_t calls = 0;
+    for (int set = 0; set < N_SETS; set++)
+        for (size_t k = 0; k < sizeof half_shapes / sizeof half_shapes[0]; k++) {
+            const size_t n = half_shapes[k].n, r = half_shapes[k].r, pos0 = half_shapes[k].pos0;
+            if (!set_takes(set, r) || (peak_test_quick() && (set + (int)k) % 3))
+                continue;
+            const peak_rope_params prm = param_set(set, r, k % 2 ? 1e6 : 1e4, mode);
+            float *f = peak_test_alloc(n * r, 0);
+            uint16_t *want = peak_test_half_alloc(n * r), *got = peak_test_half_alloc(n * r);
+            ck_assert_int_eq(peak_rope_cache(f, PEAK_F32, n, pos0, &prm, NULL), PEAK_OK);
+            ck_assert_int_eq(peak_convert(want, t, f, PEAK_F32, n * r, NULL), PEAK_OK);
+            ck_assert_int_eq(peak_rope_cache(got, t, n, pos0, &prm, NULL), PEAK_OK);
+            CHECK(peak_test_half_guards_intact(got, n * r), "%s %s %s %s %zu x %zu: wrote outside the "
+                  "cache", TIER, peak_test_type_name(t), set_names[set], mode_names[mode], n, r);
+            for (size_t e = 0; e < n * r; e++)
+                CHECK(got[e] == want[e],
+                      "%s %s %s %s %zu x %zu from %zu: row %zu col %zu is 0x%04x, the "
+                      "converted float32 value (%a) 0x%04x", TIER, peak_test_type_name(t),
+                      set_names[set], mode_names[mode], n, r, pos0, e / r, e % r, got[e],
+                      (double)f[e], want[e]);
+            peak_test_free(f);
+            peak_test_half_free(want);
+            peak_test_half_free(got);
+            calls++;
+        }
+    printf("%s rope %s %s: %zu caches the converted float32 bits\n", TIER,
+           peak_test_type_name(t), mode_names[mode], calls);
+}
+END_TEST
+
+/* An attention factor beyond float16's range: its values round to inf with
+   their sign (from 65520 on) and to bfloat16 as any other, both as
+   peak_convert rounds the float32 cache; _i: the mode. */
+START_TEST(half_cache_large_attention_factor)
+{
+    peak_rope_params prm = param_set(0, 64, 1e4, (peak_rope_mode)_i);
+    prm.attention_factor = 1e5;
+    const size_t n = 300, r = 64;
+    float *f = peak_test_alloc(n * r, 0);
+    ck_assert_int_eq(peak_rope_cache(f, PEAK_F32, n, 7, &prm, NULL), PEAK_OK);
+    for (size_t k = 0; k < 2; k++) {
+        uint16_t *want = peak_test_half_alloc(n * r), *got = peak_test_half_alloc(n * r);
+        ck_assert_int_eq(peak_convert(want, half_types[k], f, PEAK_F32, n * r, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_rope_cache(got, half_types[k], n, 7, &prm, NULL), PEAK_OK);
+        size_t infs = 0;
+        for (size_t e = 0; e < n * r; e++) {
+            CHECK(got[e] == want[e], "%s %s af 1e5: element %zu is 0x%04x, want 0x%04x", TIER,
+                  peak_test_type_name(half_types[k]), e, got[e], want[e]);
+            infs += isinf(peak_test_half_value(half_types[k], got[e])) != 0;
+        }
+        CHECK(half_types[k] == PEAK_BF16 ? infs == 0 : infs > n * r / 4,
+              "%s %s af 1e5: %zu infinities", TIER, peak_test_type_name(half_types[k]), infs);
+        CHECK(peak_test_half_guards_intact(got, n * r), "%s: wrote outside the cache", TIER);
+        peak_test_half_free(want);
+        peak_test_half_free(got);
+    }
+    peak_test_free(f);
+}
+END_TEST
+
 /* ---- invalid arguments ----------------------------------------------------------- */
 
 /* One arena holds x, y, the cache and the positions, so that every
@@ -1487,7 +1651,7 @@ static void arena_init(arena *a)
     peak_test_fill_uniform(a->x, AB * AL * AH * AD, &rng, -1.0f, 1.0f);
     peak_rope_params p = PEAK_ROPE_PARAMS_DEFAULT;
     p.rotary_dim = AR;
-    ck_assert_int_eq(peak_rope_cache(a->cache, AROWS, 0, &p, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_rope_cache(a->cache, PEAK_F32, AROWS, 0, &p, NULL), PEAK_OK);
     for (size_t k = 0; k < AB * AL; k++)
         a->pos[k] = (int64_t)(k % AROWS);
     memcpy(a->snap, a->m, sizeof a->snap);
@@ -1524,10 +1688,20 @@ static void apply_rejected(arena *a, const char *what, peak_status want, float *
     expect_untouched(a, what);
 }
 
+static void cache_rejected_typed(arena *a, const char *what, peak_status want, void *cache,
+                                 peak_dtype type, size_t n_pos, size_t pos0,
+                                 const peak_rope_params *p)
+{
+    const peak_status got = peak_rope_cache(cache, type, n_pos, pos0, p, NULL);
+    CHECK(got == want, "%s: cache (%s), %s: status %d, want %d", TIER,
+          peak_test_type_name(type), what, (int)got, (int)want);
+    expect_untouched(a, what);
+}
+
 static void cache_rejected(arena *a, const char *what, peak_status want, float *cache,
                            size_t n_pos, size_t pos0, const peak_rope_params *p)
 {
-    const peak_status got = peak_rope_cache(cache, n_pos, pos0, p, NULL);
+    const peak_status got = peak_rope_cache(cache, PEAK_F32, n_pos, pos0, p, NULL);
     CHECK(got == want, "%s: cache, %s: status %d, want %d", TIER, what, (int)got, (int)want);
     expect_untouched(a, what);
     /* the same params on the fly: the same verdict (a positions check
@@ -1821,10 +1995,63 @@ START_TEST(invalid_ranges_and_overlaps)
     d.params.original_max_position = 4096;
     apply_rejected(&a, "on the fly: LONGROPE without factors", inval, a.y, a.x, &d);
 
+    /* The cache type: outside peak_dtype PEAK_ERR_UNSUPPORTED, after the
+       NULL pointers and the params, before the ranges and the overlap. */
+    const peak_status unsup = PEAK_ERR_UNSUPPORTED;
+    const int bad_types[] = {3, -1, 7, 0x7fffffff};
+    peak_rope_params bad_base = ok;
+    bad_base.base = NAN;
+    for (size_t k = 0; k < 4; k++) {
+        const peak_dtype bt = (peak_dtype)bad_types[k];
+        cache_rejected_typed(&a, "type outside peak_dtype", unsup, a.y, bt, 2, 0, &ok);
+        cache_rejected_typed(&a, "bad type and pos0 2^32", unsup, a.y, bt, 1, top, &ok);
+        cache_rejected_typed(&a, "bad type and n_pos SIZE_MAX", unsup, a.y, bt, SIZE_MAX, 0,
+                             &ok);
+        cache_rejected_typed(&a, "bad type and NULL cache", inval, NULL, bt, 2, 0, &ok);
+        cache_rejected_typed(&a, "bad type and n_pos 0", inval, a.y, bt, 0, 0, &ok);
+        cache_rejected_typed(&a, "bad type and base NaN", inval, a.y, bt, 2, 0, &bad_base);
+    }
+    for (size_t k = 0; k < 2; k++) {
+        const peak_dtype t = half_types[k];
+        cache_rejected_typed(&a, "16-bit: pos0 + n_pos = 2^32 + 1", range, a.y, t, 2, top - 1,
+                             &ok);
+        cache_rejected_typed(&a, "16-bit: n_pos SIZE_MAX", range, a.y, t, SIZE_MAX, 0, &ok);
+        cache_rejected_typed(&a, "16-bit: NULL cache", inval, NULL, t, 2, 0, &ok);
+        cache_rejected_typed(&a, "16-bit: base NaN", inval, a.y, t, 2, 0, &bad_base);
+    }
+    /* A 16-bit cache's extent is counted in its elements: LongRoPE factors
+       right after 2 x 8 bfloat16 (8 floats' bytes) do not meet it, one
+       float earlier they do. */
+    {
+        float *buf = peak_test_alloc(16, 0);
+        for (size_t j = 0; j < 16; j++)
+            buf[j] = 1.0f + (float)j;
+        peak_rope_params lr = ok;
+        lr.scaling = PEAK_ROPE_LONGROPE, lr.original_max_position = 4096;
+        lr.longrope_factors = buf + 8;
+        for (size_t k = 0; k < 2; k++) {
+            ck_assert_int_eq(peak_rope_cache(buf, half_types[k], 2, 0, &lr, NULL), PEAK_OK);
+            for (size_t j = 8; j < 16; j++)
+                CHECK(buf[j] == 1.0f + (float)j, "%s: a 16-bit cache wrote past its end", TIER);
+        }
+        lr.longrope_factors = buf + 7;
+        float snap[16];
+        memcpy(snap, buf, sizeof snap);
+        for (size_t k = 0; k < 2; k++)
+            CHECK(peak_rope_cache(buf, half_types[k], 2, 0, &lr, NULL) == inval &&
+                      peak_test_bytes_equal(buf, snap, sizeof snap),
+                  "%s: a 16-bit cache over longrope_factors accepted or written", TIER);
+        peak_test_free(buf);
+    }
+
     /* The edges that are allowed. */
     float *row = peak_test_alloc(2 * AR, 0);
-    ck_assert_int_eq(peak_rope_cache(row, 2, top - 2, &ok, NULL), PEAK_OK);
-    ck_assert_int_eq(peak_rope_cache(row, 1, top - 1, &ok, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_rope_cache(row, PEAK_F32, 2, top - 2, &ok, NULL), PEAK_OK);
+    ck_assert_int_eq(peak_rope_cache(row, PEAK_F32, 1, top - 1, &ok, NULL), PEAK_OK);
+    for (size_t k = 0; k < 2; k++) {
+        ck_assert_int_eq(peak_rope_cache(row, half_types[k], 2, top - 2, &ok, NULL), PEAK_OK);
+        ck_assert_int_eq(peak_rope_cache(row, half_types[k], 1, top - 1, &ok, NULL), PEAK_OK);
+    }
     peak_test_free(row);
     d = v, d.pos0 = AROWS - AL;
     ck_assert_int_eq(peak_rope_apply(a.y, a.x, &d, NULL), PEAK_OK);
@@ -1878,6 +2105,9 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, fly_equals_cache_every_scheme, 0, N_SETS);
     tcase_add_test(tc, rotation_matches_transformers);
     tcase_add_loop_test(tc, decode_equals_prefill, 0, 8);
+    tcase_add_loop_test(tc, half_cache_exact_within_half_ulp, 0, 2 * (int)N_HALF_SETS);
+    tcase_add_loop_test(tc, half_cache_is_converted_f32, 0, 4);
+    tcase_add_loop_test(tc, half_cache_large_attention_factor, 0, 2);
     tcase_add_test(tc, invalid_params);
     tcase_add_test(tc, invalid_ranges_and_overlaps);
     tcase_add_test(tc, cache_ignores_other_params);

@@ -7,11 +7,12 @@
  * use, and the same thread making no call gives the baseline (the thread's
  * own start-up) to subtract.  The calls are the deepest of each family: PE
  * on the fly (per token, and for a batch of sequences), the in-place add on
- * the fly, a table, a softmax large enough to stream through its stack
- * buffer, attention with the library's own workspace, a RoPE cache and
- * the RoPE rotation with its cos/sin on the fly (rotary_dim 512), on the tier
- * named by argv[1] (test-util.h).  Not built with sanitizers, which change
- * frames.
+ * the fly, a table (float32, and 16-bit through its float32 block, in
+ * rows that fit the block and in rows wider), a softmax large enough to
+ * stream through its stack buffer, attention with the library's own
+ * workspace, a RoPE cache (float32 and 16-bit) and the RoPE rotation with
+ * its cos/sin on the fly (rotary_dim 512), on the tier named by argv[1]
+ * (test-util.h).  Not built with sanitizers, which change frames.
  */
 #include "test-util.h"
 
@@ -38,6 +39,8 @@ static float rope_x[RO_L * RO_H * D], rope_y[RO_L * RO_H * D], rope_rows[64 * D]
 typedef enum call {
     NONE,
     PE_TABLE,
+    PE_TABLE_BF16,
+    PE_TABLE_WIDE_F16,
     EMBED_PER_TOKEN,
     EMBED_BATCH,
     PE_ADD,
@@ -45,10 +48,13 @@ typedef enum call {
     ATTENTION,
     ATTENTION_DECODE,
     ROPE_CACHE,
+    ROPE_CACHE_F16,
     ROPE_APPLY_FLY
 } call;
 static const char *const call_names[] = {"none",
                                          "peak_pe_table",
+                                         "peak_pe_table (bf16)",
+                                         "peak_pe_table (f16, d 8200)",
                                          "peak_embed_pe (fly, per token)",
                                          "peak_embed_pe (fly, batch)",
                                          "peak_pe_add (fly)",
@@ -56,6 +62,7 @@ static const char *const call_names[] = {"none",
                                          "peak_attention",
                                          "peak_attention (decode, Lq 1)",
                                          "peak_rope_cache (r 512)",
+                                         "peak_rope_cache (f16, r 512)",
                                          "peak_rope_apply (fly, r 512)"};
 
 static peak_status embed(size_t seq_len)
@@ -113,7 +120,9 @@ static void *run(void *arg)
     peak_status s = PEAK_OK;
     switch (*(const call *)arg) {
     case NONE: break;
-    case PE_TABLE: s = peak_pe_table(pe_rows, 64, D, 0, NULL, NULL); break;
+    case PE_TABLE: s = peak_pe_table(pe_rows, PEAK_F32, 64, D, 0, NULL, NULL); break;
+    case PE_TABLE_BF16: s = peak_pe_table(pe_rows, PEAK_BF16, 64, D, 0, NULL, NULL); break;
+    case PE_TABLE_WIDE_F16: s = peak_pe_table(pe_rows, PEAK_F16, 2, 8200, 0, NULL, NULL); break;
     case EMBED_PER_TOKEN: s = embed(0); break;
     case EMBED_BATCH: s = embed(50); break;
     case PE_ADD: s = peak_pe_add(x_add, 2 * D, D, 2, 2, D, 0, NULL, 0, NULL, NULL); break;
@@ -122,7 +131,12 @@ static void *run(void *arg)
     case ATTENTION_DECODE: s = attention(1); break;
     case ROPE_CACHE: {
         const peak_rope_params p = rope_params();
-        s = peak_rope_cache(rope_rows, 64, 7, &p, NULL);
+        s = peak_rope_cache(rope_rows, PEAK_F32, 64, 7, &p, NULL);
+        break;
+    }
+    case ROPE_CACHE_F16: {
+        const peak_rope_params p = rope_params();
+        s = peak_rope_cache(rope_rows, PEAK_F16, 64, 7, &p, NULL);
         break;
     }
     case ROPE_APPLY_FLY: s = rope_apply_fly(); break;

@@ -188,7 +188,7 @@ static int run_api(const inputs *in, outputs *out, size_t first)
     for (size_t step = 0; step < 9; step++) {
         switch ((first + step) % 9) {
         case 0:
-            bad |= peak_pe_table(out->pe, PE_POS, D, in->pos0, &in->prm, NULL) != PEAK_OK;
+            bad |= peak_pe_table(out->pe, PEAK_F32, PE_POS, D, in->pos0, &in->prm, NULL) != PEAK_OK;
             break;
         case 1:
             memcpy(out->pe_add, in->x_pe_add, sizeof out->pe_add);
@@ -228,7 +228,8 @@ static int run_api(const inputs *in, outputs *out, size_t first)
             break;
         case 8: {
             peak_rope_desc d = rope_desc(in);
-            bad |= peak_rope_cache(out->rope_cache, RO_L, in->pos0, &d.params, NULL) != PEAK_OK;
+            bad |= peak_rope_cache(out->rope_cache, PEAK_F32, RO_L, in->pos0, &d.params, NULL) !=
+                   PEAK_OK;
             bad |= peak_rope_apply(out->rope, in->rope_x, &d, NULL) != PEAK_OK;
             break;
         }

@@ -28,9 +28,11 @@ static size_t dtype_bytes(peak_dtype t)
     return peak_dtype_size(t);
 }
 
+/* 64-byte aligned, so that large calls take their streamed stores (which
+   need aligned rows) */
 static void *xmalloc(size_t n)
 {
-    void *p = malloc(n ? n : 1);
+    void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
     ck_assert_ptr_nonnull(p);
     return p;
 }
@@ -505,9 +507,11 @@ typedef struct ln_shape {
     int residual, sum, in_place; /* in_place: y == x (same type) */
 } ln_shape;
 
+/* 8192 x 1024 reaches PEAK_LAYERNORM_STREAM_BYTES: streamed stores. */
 static const ln_shape ln_shapes[] = {
-    {37, 768, 768, 1, 1, 0}, {100, 64, 80, 1, 0, 0}, {5, 4100, 4100, 0, 1, 0},
-    {3, 16384, 16390, 1, 1, 0}, {64, 33, 40, 1, 1, 1}, {1, 1, 1, 0, 0, 0},
+    {37, 768, 768, 1, 1, 0},    {100, 64, 80, 1, 0, 0}, {5, 4100, 4100, 0, 1, 0},
+    {3, 16384, 16390, 1, 1, 0}, {64, 33, 40, 1, 1, 1},  {1, 1, 1, 0, 0, 0},
+    {8192, 1024, 1024, 1, 1, 0},
 };
 static const peak_dtype ln_types[][4] = {
     /* y, sum, x, r */
@@ -525,6 +529,8 @@ START_TEST(layernorm_types_as_widened_float32)
 {
     const ln_shape *s = &ln_shapes[_i % N_LN_SHAPES];
     const peak_dtype *t = ln_types[_i / N_LN_SHAPES];
+    if (peak_test_quick() && s->rows * s->d > 1000000)
+        return; /* the streamed call: minutes under valgrind */
     peak_layernorm_types types = {t[0], t[1], t[2], t[3]};
     if (s->in_place)
         types.y = types.x;
@@ -642,6 +648,16 @@ START_TEST(layernorm_types_refused)
     CHECK(peak_add_layernorm(x, 64, NULL, 0, x, 64, NULL, 0, NULL, NULL, 1, 64, 1e-5f, &t,
                              NULL) == PEAK_ERR_INVALID_ARG,
           "%s: y over a bfloat16 x accepted", peak_isa_name(peak_test_isa));
+    t.y = PEAK_F16; /* the same size, another type */
+    CHECK(peak_add_layernorm(x, 64, NULL, 0, x, 64, NULL, 0, NULL, NULL, 1, 64, 1e-5f, &t,
+                             NULL) == PEAK_ERR_INVALID_ARG,
+          "%s: a float16 y over a bfloat16 x accepted", peak_isa_name(peak_test_isa));
+    t.y = PEAK_BF16;
+    t.sum = PEAK_F16;
+    t.r = PEAK_BF16;
+    CHECK(peak_add_layernorm(y, 64, x, 64, x + 64, 64, x, 64, NULL, NULL, 1, 64, 1e-5f, &t,
+                             NULL) == PEAK_ERR_INVALID_ARG,
+          "%s: a float16 sum over a bfloat16 r accepted", peak_isa_name(peak_test_isa));
     CHECK(peak_test_canaries_intact(y, d), "%s: a refused call wrote y",
           peak_isa_name(peak_test_isa));
     free(x);
@@ -837,6 +853,172 @@ START_TEST(softmax_types_refused)
 }
 END_TEST
 
+/* ---- embedding ------------------------------------------------------------- */
+
+typedef struct em_shape {
+    size_t n_tokens, d, ld_out, vocab;
+    int table_pe;  /* 1: PE from a float32 table, else on the fly */
+    size_t seq_len;
+    int padding;   /* 1: fairseq numbering, padding_idx 1 */
+} em_shape;
+
+/* 600 tokens of 512 stream their output (512 KiB and more); ld_out 103
+   leaves rows unaligned (the streamed rows' heads); 8192 is the widest
+   typed d_model. */
+static const em_shape em_shapes[] = {
+    {37, 64, 64, 50, 0, 0, 0},     {600, 512, 512, 1000, 1, 100, 0}, {600, 512, 515, 999, 0, 200, 0},
+    {40, 100, 103, 30, 1, 0, 1},   {5, 8192, 8192, 7, 0, 0, 0},     {64, 7, 9, 11, 0, 16, 0},
+};
+static const peak_dtype em_types[][2] = {
+    /* table, out */
+    {PEAK_BF16, PEAK_BF16}, {PEAK_F16, PEAK_F16}, {PEAK_BF16, PEAK_F32}, {PEAK_F16, PEAK_F32},
+    {PEAK_F32, PEAK_BF16},  {PEAK_BF16, PEAK_F16}, {PEAK_F32, PEAK_F16},
+};
+#define N_EM_SHAPES (sizeof em_shapes / sizeof *em_shapes)
+#define N_EM_TYPES (sizeof em_types / sizeof *em_types)
+
+typedef struct em_case {
+    peak_embed_desc d;
+    int32_t *ids;
+    float *tf;  /* the table's values (representable in its type) */
+    void *th;   /* the table in its type */
+    float *pe;
+    size_t pe_rows, n_out;
+} em_case;
+
+static void em_case_make(em_case *c, const em_shape *s, const peak_dtype t[2], uint64_t seed)
+{
+    uint64_t rng = seed;
+    peak_embed_desc d = PEAK_EMBED_DESC_DEFAULT;
+    d.vocab = s->vocab;
+    d.ld_table = (ptrdiff_t)s->d;
+    d.d_model = s->d;
+    d.scale = sqrtf((float)s->d);
+    d.seq_len = s->seq_len;
+    d.padding_idx = s->padding ? 1 : -1;
+    d.table_type = t[0];
+    d.out_type = t[1];
+    c->pe_rows = s->n_tokens + 4;
+    c->pe = xmalloc(c->pe_rows * s->d * 4);
+    peak_test_fill_uniform(c->pe, c->pe_rows * s->d, &rng, -1.0f, 1.0f);
+    if (s->table_pe) {
+        d.pe = c->pe;
+        d.pe_rows = c->pe_rows;
+    }
+    float *tab = xmalloc(s->vocab * s->d * 4);
+    /* float16's range holds e * scale: |e| <= 0.2, scale <= 91 */
+    peak_test_fill_uniform(tab, s->vocab * s->d, &rng, -0.2f, 0.2f);
+    c->th = narrowed(tab, s->vocab * s->d, t[0]);
+    c->tf = widened(c->th, s->vocab * s->d, t[0]);
+    free(tab);
+    d.table = c->th;
+    c->ids = xmalloc(s->n_tokens * sizeof(int32_t));
+    for (size_t i = 0; i < s->n_tokens; i++)
+        c->ids[i] = (int32_t)((i * 7919u + (size_t)seed) % s->vocab);
+    c->d = d;
+    c->n_out = s->n_tokens * s->ld_out;
+}
+
+static void em_case_free(em_case *c)
+{
+    free(c->ids);
+    free(c->tf);
+    free(c->th);
+    free(c->pe);
+}
+
+/* The 16-bit call gives the float32 call on the widened table, its rows
+   rounded once, bit for bit (the gaps between rows untouched). */
+START_TEST(embedding_types_as_widened_float32)
+{
+    const em_shape *s = &em_shapes[_i % N_EM_SHAPES];
+    em_case c;
+    em_case_make(&c, s, em_types[_i / N_EM_SHAPES], 0xe3b0000u + (uint64_t)_i);
+    const peak_dtype to = c.d.out_type;
+    const size_t so = dtype_bytes(to);
+    peak_embed_desc d32 = c.d;
+    d32.table = c.tf;
+    d32.table_type = d32.out_type = PEAK_F32;
+    float *y32 = xmalloc(c.n_out * 4);
+    memset(y32, 0, c.n_out * 4);
+    ck_assert_int_eq(peak_embed_pe(y32, (ptrdiff_t)s->ld_out, c.ids, s->n_tokens, &d32, NULL),
+                     PEAK_OK);
+    void *y = xmalloc(c.n_out * so);
+    memset(y, 0, c.n_out * so);
+    ck_assert_int_eq(peak_embed_pe(y, (ptrdiff_t)s->ld_out, c.ids, s->n_tokens, &c.d, NULL),
+                     PEAK_OK);
+    void *want = narrowed(y32, c.n_out, to);
+    CHECK(peak_test_bytes_equal(y, want, c.n_out * so),
+          "%s: embedding case %d (table %s, out %s): not the float32 call's rows, rounded",
+          peak_isa_name(peak_test_isa), _i, type_name(c.d.table_type), type_name(to));
+    free(want);
+    free(y);
+    free(y32);
+    em_case_free(&c);
+}
+END_TEST
+
+/* With a PE table: against e * scale + pe in double, within the float32
+   call's two roundings (a multiply, an add) and half an ULP of out's
+   type. */
+START_TEST(embedding_types_against_double)
+{
+    const em_shape *s = &em_shapes[_i % N_EM_SHAPES];
+    if (!s->table_pe || s->padding)
+        return;
+    em_case c;
+    em_case_make(&c, s, em_types[_i / N_EM_SHAPES], 0xe3c0000u + (uint64_t)_i);
+    const peak_dtype to = c.d.out_type;
+    void *y = xmalloc(c.n_out * dtype_bytes(to));
+    ck_assert_int_eq(peak_embed_pe(y, (ptrdiff_t)s->ld_out, c.ids, s->n_tokens, &c.d, NULL),
+                     PEAK_OK);
+    float *yf = widened(y, c.n_out, to);
+    for (size_t t = 0; t < s->n_tokens; t++) {
+        const size_t pos = s->seq_len ? t % s->seq_len : t;
+        for (size_t j = 0; j < s->d; j++) {
+            const double se = (double)c.tf[(size_t)c.ids[t] * s->d + j] * (double)c.d.scale;
+            const double want = se + (double)c.pe[pos * s->d + j];
+            const double bound = 0x1p-24 * (fabs(se) + fabs(want)) + half_ulp(to, want) +
+                                 (to == PEAK_F16 ? 0x1p-25 : 0.0);
+            const double got = (double)yf[t * s->ld_out + j];
+            if (fabs(got - want) > bound)
+                ck_abort_msg("%s: embedding case %d: out[%zu,%zu] = %.9g, exact %.9g",
+                             peak_isa_name(peak_test_isa), _i, t, j, got, want);
+        }
+    }
+    free(yf);
+    free(y);
+    em_case_free(&c);
+}
+END_TEST
+
+START_TEST(embedding_types_refused)
+{
+    const size_t d = 8193;
+    float *tab = xmalloc(d * 4), *out = xmalloc(d * 4);
+    memset(tab, 0, d * 4);
+    peak_test_fill_canary(out, d);
+    int32_t id = 0;
+    peak_embed_desc e = PEAK_EMBED_DESC_DEFAULT;
+    e.table = tab;
+    e.vocab = 1;
+    e.d_model = d;
+    e.ld_table = (ptrdiff_t)d;
+    e.out_type = PEAK_BF16;
+    CHECK(peak_embed_pe(out, (ptrdiff_t)d, &id, 1, &e, NULL) == PEAK_ERR_UNSUPPORTED,
+          "%s: a bfloat16 out of d_model 8193 accepted", peak_isa_name(peak_test_isa));
+    e.d_model = e.ld_table = 64;
+    e.out_type = PEAK_F32;
+    e.table_type = (peak_dtype)9;
+    CHECK(peak_embed_pe(out, 64, &id, 1, &e, NULL) == PEAK_ERR_UNSUPPORTED,
+          "%s: table type 9 accepted", peak_isa_name(peak_test_isa));
+    CHECK(peak_test_canaries_intact(out, d), "%s: a refused call wrote out",
+          peak_isa_name(peak_test_isa));
+    free(tab);
+    free(out);
+}
+END_TEST
+
 static Suite *make_suite(peak_isa isa)
 {
     Suite *s = suite_create("types");
@@ -861,6 +1043,10 @@ static Suite *make_suite(peak_isa isa)
     tcase_add_loop_test(tc, softmax_types_as_widened_float32, 0, (int)N_SM_SHAPES * sm_mixes);
     tcase_add_loop_test(tc, softmax_types_against_double, 0, (int)N_SM_SHAPES * sm_mixes);
     tcase_add_test(tc, softmax_types_refused);
+    const int em_mixes = quick ? 2 : (int)N_EM_TYPES;
+    tcase_add_loop_test(tc, embedding_types_as_widened_float32, 0, (int)N_EM_SHAPES * em_mixes);
+    tcase_add_loop_test(tc, embedding_types_against_double, 0, (int)N_EM_SHAPES * em_mixes);
+    tcase_add_test(tc, embedding_types_refused);
     suite_add_tcase(s, tc);
     return s;
 }

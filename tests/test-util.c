@@ -154,6 +154,54 @@ int peak_test_bytes_equal(const void *a, const void *b, size_t n)
     return memcmp(a, b, n) == 0;
 }
 
+uint16_t *peak_test_half_alloc(size_t n)
+{
+    uint16_t *m = malloc((n + 2) * sizeof *m);
+    if (!m)
+        abort();
+    for (size_t i = 0; i < n + 2; i++)
+        m[i] = PEAK_TEST_HALF_CANARY;
+    return m + 1;
+}
+
+void peak_test_half_free(uint16_t *h)
+{
+    free(h - 1);
+}
+
+int peak_test_half_guards_intact(const uint16_t *h, size_t n)
+{
+    return h[-1] == PEAK_TEST_HALF_CANARY && h[n] == PEAK_TEST_HALF_CANARY;
+}
+
+/* IEEE 754 layouts: bfloat16 1-8-7 (float32's exponent), float16 1-5-10. */
+double peak_test_half_value(peak_dtype t, uint16_t h)
+{
+    const int ebits = t == PEAK_BF16 ? 8 : 5, mbits = t == PEAK_BF16 ? 7 : 10;
+    const int bias = (1 << (ebits - 1)) - 1;
+    const int e = (h >> mbits) & ((1 << ebits) - 1), m = h & ((1 << mbits) - 1);
+    const double sign = (h & 0x8000) ? -1.0 : 1.0;
+    if (e == (1 << ebits) - 1)
+        return m ? NAN : sign * INFINITY;
+    if (e == 0)
+        return sign * ldexp((double)m, 1 - bias - mbits);
+    return sign * ldexp((double)(m | (1 << mbits)), e - bias - mbits);
+}
+
+double peak_test_half_ulp(peak_dtype t, double x)
+{
+    const int mbits = t == PEAK_BF16 ? 7 : 10, emin = t == PEAK_BF16 ? -126 : -14;
+    int e = emin + 1;
+    if (x != 0.0)
+        (void)frexp(x, &e); /* |x| in [2^(e-1), 2^e) */
+    return ldexp(1.0, (e - 1 > emin ? e - 1 : emin) - mbits);
+}
+
+const char *peak_test_type_name(peak_dtype t)
+{
+    return t == PEAK_F32 ? "f32" : t == PEAK_BF16 ? "bf16" : "f16";
+}
+
 int peak_test_mask_visible(const peak_mask *m, size_t q_len, size_t k_len, size_t b, size_t h,
                            size_t i, size_t j)
 {

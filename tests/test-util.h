@@ -229,4 +229,22 @@ static inline uint32_t peak_test_to_bits(float f)
 /* 1 if n bytes at a and b are identical. */
 int peak_test_bytes_equal(const void *a, const void *b, size_t n);
 
+/* ---- 16-bit outputs (bfloat16, float16), decoded here without the library -- */
+
+/* A bfloat16 or float16 bit pattern of type t as a double (exact; NaN as
+   NaN). */
+double peak_test_half_value(peak_dtype t, uint16_t h);
+/* The spacing of type t (bfloat16 or float16) at |x|: the ULP of x's binade,
+   the subnormal spacing below the least normal. */
+double peak_test_half_ulp(peak_dtype t, double x);
+/* n 16-bit elements between two canary elements (PEAK_TEST_HALF_CANARY,
+   which a call must write neither of); returns the first element.  Free
+   with peak_test_half_free; aborts when out of memory. */
+#define PEAK_TEST_HALF_CANARY 0xa5a5u
+uint16_t *peak_test_half_alloc(size_t n);
+void peak_test_half_free(uint16_t *h);
+int peak_test_half_guards_intact(const uint16_t *h, size_t n);
+/* "bf16", "f16" or "f32". */
+const char *peak_test_type_name(peak_dtype t);
+
 #endif

@@ -195,6 +195,15 @@ void peak_pe_table_part_ref(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d
     peak_pe_table_run(out, ld_out, n_pos, d_model, pos0, params, f0, f1, 0);
 }
 
+void peak_pe_rows_ref(float *scratch, size_t scratch_rows, size_t ld_scratch, size_t n_rows,
+                      const int64_t *pos, size_t pos0, size_t d_model,
+                      const peak_pe_params *params, size_t f0, size_t f1, peak_pe_sink_fn sink,
+                      void *ctx)
+{
+    peak_pe_rows_run(scratch, scratch_rows, ld_scratch, n_rows, pos, pos0, d_model, params, f0,
+                     f1, sink, ctx);
+}
+
 void peak_pe_table_ref(float *out, ptrdiff_t ld_out, size_t n_pos, size_t d_model, size_t pos0,
                        const peak_pe_params *params)
 {

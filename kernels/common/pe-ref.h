@@ -54,6 +54,13 @@ PEAK_INTERNAL void peak_pe_table_part_ref(float *out, ptrdiff_t ld_out, size_t n
                                           size_t d_model, size_t pos0,
                                           const peak_pe_params *params, size_t f0, size_t f1);
 
+/* The rows driver in plain C (pe-table-driver.h's peak_pe_rows_run, the
+   table's bits): the scalar tier's peak_f32_pe_rows__scalar. */
+PEAK_INTERNAL void peak_pe_rows_ref(float *scratch, size_t scratch_rows, size_t ld_scratch,
+                                    size_t n_rows, const int64_t *pos, size_t pos0,
+                                    size_t d_model, const peak_pe_params *params, size_t f0,
+                                    size_t f1, peak_pe_sink_fn sink, void *ctx);
+
 /* Writes exactly the bits of row `pos` of peak_pe_table(..., params) into
    row[0 .. d_model): for the on-the-fly PE of peak_pe_add/peak_embed_pe.
    Same contract as the kernels (pos < 2^32, params valid). */

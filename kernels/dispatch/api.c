@@ -45,20 +45,30 @@ static int pe_params_ok(const peak_pe_params *p)
 
 static const peak_pe_params default_pe_params = PEAK_PE_PARAMS_DEFAULT;
 
+/* Whether rows x cols contiguous elements of `elem` bytes (rows >= 1) fit
+   in a ptrdiff_t of bytes: a typed table's own element size, where
+   extent_fits assumes float's. */
+static int table_fits(size_t rows, size_t cols, size_t elem)
+{
+    return cols <= (size_t)PTRDIFF_MAX / elem / rows;
+}
+
 /* ---- sinusoid table ----------------------------------------------------- */
 
-peak_status peak_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
-                          const peak_pe_params *params, const peak_threadpool *pool)
+peak_status peak_pe_table(void *out, peak_dtype out_type, size_t n_pos, size_t d_model,
+                          size_t pos0, const peak_pe_params *params, const peak_threadpool *pool)
 {
     const peak_pe_params *p = params ? params : &default_pe_params;
     if (!out || n_pos == 0 || d_model == 0 || !pe_params_ok(p))
         return PEAK_ERR_INVALID_ARG;
+    const size_t es = peak_dtype_size(out_type);
+    if (!es)
+        return PEAK_ERR_UNSUPPORTED;
     if (pos0 > PEAK_MAX_POSITION || n_pos > PEAK_MAX_POSITION - pos0)
         return PEAK_ERR_OUT_OF_RANGE;
-    ptrdiff_t ld = (ptrdiff_t)d_model;
-    if (!extent_fits(&n_pos, &ld, 1, d_model))
+    if (!table_fits(n_pos, d_model, es))
         return PEAK_ERR_OUT_OF_RANGE;
-    peak_schedule_pe_table(out, n_pos, d_model, pos0, p, pool);
+    peak_schedule_pe_table(out, out_type, n_pos, d_model, pos0, p, pool);
     return PEAK_OK;
 }
 
@@ -95,7 +105,7 @@ peak_status peak_pe_add(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, size_t
 
 /* ---- rotary position embedding ------------------------------------------- */
 
-peak_status peak_rope_cache(float *cache, size_t n_pos, size_t pos0,
+peak_status peak_rope_cache(void *cache, peak_dtype cache_type, size_t n_pos, size_t pos0,
                             const peak_rope_params *params, const peak_threadpool *pool)
 {
     if (!cache || !params || n_pos == 0)
@@ -103,17 +113,19 @@ peak_status peak_rope_cache(float *cache, size_t n_pos, size_t pos0,
     peak_status s = peak_rope_params_check(params);
     if (s != PEAK_OK)
         return s;
+    const size_t es = peak_dtype_size(cache_type);
+    if (!es)
+        return PEAK_ERR_UNSUPPORTED;
     if (pos0 > PEAK_MAX_POSITION || n_pos > PEAK_MAX_POSITION - pos0)
         return PEAK_ERR_OUT_OF_RANGE;
-    ptrdiff_t ld = (ptrdiff_t)params->rotary_dim;
-    if (!extent_fits(&n_pos, &ld, 1, params->rotary_dim))
+    if (!table_fits(n_pos, params->rotary_dim, es))
         return PEAK_ERR_OUT_OF_RANGE;
-    if (spans_meet(array_span(cache, n_pos * params->rotary_dim, sizeof(float)),
+    if (spans_meet(array_span(cache, n_pos * params->rotary_dim, es),
                    array_span(params->longrope_factors,
                               params->scaling == PEAK_ROPE_LONGROPE ? params->rotary_dim / 2 : 0,
                               sizeof(float))))
         return PEAK_ERR_INVALID_ARG;
-    peak_schedule_rope_cache(cache, n_pos, pos0, params, pool);
+    peak_schedule_rope_cache(cache, cache_type, n_pos, pos0, params, pool);
     return PEAK_OK;
 }
 
@@ -211,9 +223,13 @@ peak_status peak_rope_apply(float *y, const float *x, const peak_rope_desc *desc
 
 /* ---- embedding + PE ------------------------------------------------------ */
 
-static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
+static peak_status embed_check(void *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
                                const peak_embed_desc *d)
 {
+    if (d && (!peak_dtype_size(d->table_type) || !peak_dtype_size(d->out_type) ||
+              ((d->table_type != PEAK_F32 || d->out_type != PEAK_F32) &&
+               d->d_model > PEAK_EMBED_MAX_TYPED)))
+        return PEAK_ERR_UNSUPPORTED;
     if (!out || !ids || !d || !d->table || n_tokens == 0 || d->vocab == 0 || d->d_model == 0)
         return PEAK_ERR_INVALID_ARG;
     if (ld_out < 0 || d->ld_table < 0 || (size_t)ld_out < d->d_model ||
@@ -231,11 +247,12 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
         return PEAK_ERR_OUT_OF_RANGE;
     /* The kernels read ids, positions, table and pe while they write out
        (a chunk of tokens at a time). */
-    const span so = tensor_span(out, &n_tokens, &ld_out, 1, d->d_model, sizeof(float));
+    const span so =
+        tensor_span(out, &n_tokens, &ld_out, 1, d->d_model, peak_dtype_size(d->out_type));
     if (spans_meet(so, array_span(ids, n_tokens, sizeof(int32_t))) ||
         spans_meet(so, array_span(d->positions, n_tokens, sizeof(int64_t))) ||
         spans_meet(so, tensor_span(d->table, &d->vocab, &d->ld_table, 1, d->d_model,
-                                   sizeof(float))) ||
+                                   peak_dtype_size(d->table_type))) ||
         (d->pe_rows && spans_meet(so, tensor_span(d->pe, &d->pe_rows, &ld_pe, 1, d->d_model,
                                                   sizeof(float)))))
         return PEAK_ERR_INVALID_ARG;
@@ -257,7 +274,7 @@ static peak_status embed_check(float *out, ptrdiff_t ld_out, const int32_t *ids,
     return PEAK_OK;
 }
 
-peak_status peak_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
+peak_status peak_embed_pe(void *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
                           const peak_embed_desc *desc, const peak_threadpool *pool)
 {
     peak_status s = embed_check(out, ld_out, ids, n_tokens, desc);
@@ -719,6 +736,11 @@ peak_status peak_add_layernorm(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_
         (r && !extent_fits(&rows, &ld_r, 1, d_model)) ||
         (sum && !extent_fits(&rows, &ld_sum, 1, d_model)))
         return PEAK_ERR_OUT_OF_RANGE;
+    /* In place means the same type too: bfloat16 over float16 has their
+       size and strides. */
+    if ((y == x && t->y != t->x) || (r && y == r && t->y != t->r) ||
+        (sum && sum == x && t->sum != t->x) || (sum && r && sum == r && t->sum != t->r))
+        return PEAK_ERR_INVALID_ARG;
     /* The SIMD tiers write row t while they read row t+1 (layernorm.h),
        so any overlap but the exact in-place one would change the result. */
     const row_set ys = {y, ld_y, rows, ey}, ss = {sum, ld_sum, rows, es},

@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 #include "common/pe-ref.h"
+#include "convert.h"
 #include "pe-table.h" /* peak_pe_part_cols */
 
 #include <assert.h>
@@ -50,49 +51,61 @@ void peak_f32_pe_add__scalar(float *x, ptrdiff_t batch_stride, ptrdiff_t ld_x, s
 
 /* ---- out = E[id] * scale + PE ----------------------------------------------- */
 
-static void scale_row(float *out, const float *e, float scale, size_t n)
+/* E's element j (of type te), widened exactly. */
+static float e_at(const void *e, peak_dtype te, size_t j)
+{
+    return peak_f32_of_bits(peak_convert_load(e, te, j));
+}
+
+static void scale_row(float *out, const void *e, peak_dtype te, float scale, size_t n)
 {
     for (size_t j = 0; j < n; j++)
-        out[j] = e[j] * scale;
+        out[j] = e_at(e, te, j) * scale;
 }
 
 /* out may already hold the PE row (the on-the-fly path writes it there
    first): each out[j] is read before it is written. */
-static void scale_add_row(float *out, const float *e, float scale, const float *pe, size_t n)
+static void scale_add_row(float *out, const void *e, peak_dtype te, float scale, const float *pe,
+                          size_t n)
 {
     for (size_t j = 0; j < n; j++) {
-        const float se = e[j] * scale;
+        const float se = e_at(e, te, j) * scale;
         out[j] = se + pe[j];
     }
 }
 
-static void embed_token(float *o, const float *e, int64_t pos, const peak_embed_desc *desc)
+static void embed_token(float *o, const void *e, int64_t pos, const peak_embed_desc *desc)
 {
     const size_t n = desc->d_model;
+    const peak_dtype te = desc->table_type;
     if (pos < 0) {
-        scale_row(o, e, desc->scale, n); /* fairseq pad token: no PE */
+        scale_row(o, e, te, desc->scale, n); /* fairseq pad token: no PE */
     } else if (desc->pe) {
         assert((uint64_t)pos < desc->pe_rows);
-        scale_add_row(o, e, desc->scale, desc->pe + (size_t)pos * n, n);
+        scale_add_row(o, e, te, desc->scale, desc->pe + (size_t)pos * n, n);
     } else {
         /* The output row is the scratch for the PE row: no buffer. */
         peak_pe_row(o, (size_t)pos, n, &desc->pe_params);
-        scale_add_row(o, e, desc->scale, o, n);
+        scale_add_row(o, e, te, desc->scale, o, n);
     }
 }
 
-/* stream is ignored: the reference has no non-temporal stores. */
-void peak_f32_embed_pe__scalar(float *out, ptrdiff_t ld_out, const int32_t *ids,
+/* stream is ignored: the reference has no non-temporal stores.  Any
+   table type, a float32 out (embedding.h: peak_embedding_kernel_takes). */
+void peak_f32_embed_pe__scalar(void *out, ptrdiff_t ld_out, const int32_t *ids,
                                const int64_t *pos, size_t n_tokens, size_t batch,
                                size_t seq_stride, const peak_embed_desc *desc, bool stream)
 {
     (void)stream;
     assert(out && ids && pos && desc && desc->table && batch > 0);
+    assert(desc->out_type == PEAK_F32);
+    const size_t se = peak_dtype_bytes(desc->table_type);
     for (size_t b = 0; b < batch; b++)
         for (size_t t = 0; t < n_tokens; t++) {
             const size_t i = b * seq_stride + t;
             assert(ids[i] >= 0 && (size_t)ids[i] < desc->vocab && pos[t] >= -1);
-            embed_token(out + (ptrdiff_t)i * ld_out,
-                        desc->table + (ptrdiff_t)ids[i] * desc->ld_table, pos[t], desc);
+            embed_token((float *)out + (ptrdiff_t)i * ld_out,
+                        (const char *)desc->table + (ptrdiff_t)ids[i] * desc->ld_table * (ptrdiff_t)se,
+                        pos[t], desc);
         }
 }

@@ -43,9 +43,7 @@ static double convert_cost(const void *ctx, size_t item)
            (double)peak_item_len(c->n, item * CONVERT_ITEM_ELEMS, CONVERT_ITEM_ELEMS);
 }
 
-/* The active tier's kernels, unless float16 needs F16C that the CPU
-   lacks. */
-static const peak_kernels *typed_kernels(bool f16)
+const peak_kernels *peak_schedule_typed_kernels(bool f16)
 {
     const peak_kernels *k = peak_active_kernels();
     if (f16 && k->isa == PEAK_ISA_AVX2 && !(peak_cpu_features() & PEAK_CPU_F16C))
@@ -55,12 +53,12 @@ static const peak_kernels *typed_kernels(bool f16)
 
 peak_convert_fn peak_schedule_convert_kernel(peak_dtype yt, peak_dtype xt)
 {
-    return typed_kernels(yt == PEAK_F16 || xt == PEAK_F16)->convert;
+    return peak_schedule_typed_kernels(yt == PEAK_F16 || xt == PEAK_F16)->convert;
 }
 
 const peak_kernels *peak_schedule_attention_kernels(const peak_attention_desc *d)
 {
-    return typed_kernels(d->k_type == PEAK_F16 || d->v_type == PEAK_F16);
+    return peak_schedule_typed_kernels(d->k_type == PEAK_F16 || d->v_type == PEAK_F16);
 }
 
 void peak_schedule_convert(void *y, peak_dtype yt, const void *x, peak_dtype xt, size_t n,

@@ -12,6 +12,7 @@
  */
 #include "schedule-embedding.h"
 
+#include "convert.h"
 #include "embedding.h"
 #include "items.h"
 #include "schedule.h"
@@ -47,9 +48,10 @@ enum { EMBED_POS_CHUNK = 256 };
 static void embed_prefetch_block(const int32_t *ids, size_t s0, size_t n, size_t seq,
                                  size_t batch, const peak_embed_desc *d)
 {
-    for (size_t k = 0; k < PEAK_EMBEDDING_PREFETCH_TOKENS && k < n * batch; k++)
-        peak_prefetch(peak_embedding_row_of(d, ids[k % batch * seq + s0 + k / batch]), d->d_model,
-                      PEAK_PF_L1);
+    const size_t ahead = peak_embedding_prefetch_tokens(peak_dtype_bytes(d->table_type));
+    for (size_t k = 0; k < ahead && k < n * batch; k++)
+        peak_prefetch_bytes(peak_embedding_row_of(d, ids[k % batch * seq + s0 + k / batch]),
+                            peak_embedding_row_bytes(d), PEAK_PF_L1);
 }
 
 /* Positions a batched item takes: the block above on the fly; from a
@@ -81,17 +83,75 @@ static bool embed_batches(size_t n_tokens, const peak_embed_desc *d)
 #define EMBED_TABLE_NS 0.6
 #define EMBED_FLY_NS 1.1
 
+/* ---- the kernel calls --------------------------------------------------- */
+
+/* The kernels a call runs on (peak_schedule_typed_kernels: the scalar
+   tier's for float16 on AVX2 without F16C), and whether its pair of types
+   goes through float32 rows (embed_call_staged). */
+typedef struct embed_plan {
+    const peak_kernels *k;
+    bool staged;
+} embed_plan;
+
+static embed_plan embed_plan_for(const peak_embed_desc *d)
+{
+    embed_plan p;
+    p.k = peak_schedule_typed_kernels(d->table_type == PEAK_F16 || d->out_type == PEAK_F16);
+    p.staged = !peak_embedding_kernel_takes(p.k->isa, d->table_type, d->out_type);
+    return p;
+}
+
+/* Output row i. */
+static void *embed_out_row(void *out, ptrdiff_t ld_out, size_t i, peak_dtype to)
+{
+    return (char *)out + i * (size_t)ld_out * peak_dtype_bytes(to);
+}
+
+/* A kernel call of a pair the kernel does not take: a chunk of tokens at
+   a time into float32 rows on the stack (a float32 out, which every
+   kernel takes), rounded from there into out.  Its own frame, so that
+   other calls never reserve the rows. */
+static __attribute__((noinline)) void embed_call_staged(const embed_plan *p, void *out,
+                                                        ptrdiff_t ld_out, const int32_t *ids,
+                                                        const int64_t *pos, size_t n_tokens,
+                                                        size_t batch, size_t seq_stride,
+                                                        const peak_embed_desc *d)
+{
+    _Alignas(64) float rows[PEAK_EMBED_MAX_TYPED];
+    peak_embed_desc f32 = *d;
+    f32.out_type = PEAK_F32;
+    const size_t dm = d->d_model, per = PEAK_EMBED_MAX_TYPED / dm;
+    for (size_t b = 0; b < batch; b++)
+        for (size_t t0 = 0; t0 < n_tokens; t0 += per) {
+            const size_t c = n_tokens - t0 < per ? n_tokens - t0 : per, i = b * seq_stride + t0;
+            p->k->embed_pe(rows, (ptrdiff_t)dm, ids + i, pos + t0, c, 1, 0, &f32, false);
+            peak_stage_rows_out(embed_out_row(out, ld_out, i, d->out_type), d->out_type, ld_out,
+                                rows, dm, c, dm);
+        }
+}
+
+/* A kernel call: tokens [0, n_tokens) of batch sequences (peak_embed_pe_fn). */
+static void embed_call(const embed_plan *p, void *out, ptrdiff_t ld_out, const int32_t *ids,
+                       const int64_t *pos, size_t n_tokens, size_t batch, size_t seq_stride,
+                       const peak_embed_desc *d, bool stream)
+{
+    if (p->staged)
+        embed_call_staged(p, out, ld_out, ids, pos, n_tokens, batch, seq_stride, d);
+    else
+        p->k->embed_pe(out, ld_out, ids, pos, n_tokens, batch, seq_stride, d, stream);
+}
+
 /* ---- a batch of equal-length sequences: blocks of positions -------------- */
 
 typedef struct embed_batched {
-    float *out;
+    void *out;
     ptrdiff_t ld_out;
     const int32_t *ids;
     const peak_embed_desc *d;
     size_t full, rest; /* full sequences; tokens of the last, shorter one */
     size_t block;      /* positions an item */
     bool stream;
-    const peak_kernels *k;
+    embed_plan plan;
 } embed_batched;
 
 /* Positions [*s0, *s0 + *n) of item `item`; returns its tokens. */
@@ -120,15 +180,15 @@ static void embed_batched_item(void *ctx, size_t item, void *scratch)
     if (!d->pe) {
         block.pe = pe;
         block.pe_rows = n;
-        e->k->pe_table(pe, (ptrdiff_t)dm, n, dm, d->pos0 + s0, &d->pe_params, 0,
-                       PEAK_PE_FREQ_END, false);
+        e->plan.k->pe_table(pe, (ptrdiff_t)dm, n, dm, d->pos0 + s0, &d->pe_params, 0,
+                            PEAK_PE_FREQ_END, false);
     }
-    e->k->embed_pe(e->out + s0 * (size_t)e->ld_out, e->ld_out, e->ids + s0, pos, n, e->full, seq,
-                   &block, e->stream);
+    embed_call(&e->plan, embed_out_row(e->out, e->ld_out, s0, d->out_type), e->ld_out,
+               e->ids + s0, pos, n, e->full, seq, &block, e->stream);
     if (tokens > n * e->full) {
         const size_t t0 = e->full * seq + s0;
-        e->k->embed_pe(e->out + t0 * (size_t)e->ld_out, e->ld_out, e->ids + t0, pos,
-                       tokens - n * e->full, 1, 0, &block, e->stream);
+        embed_call(&e->plan, embed_out_row(e->out, e->ld_out, t0, d->out_type), e->ld_out,
+                   e->ids + t0, pos, tokens - n * e->full, 1, 0, &block, e->stream);
     }
 }
 
@@ -145,7 +205,7 @@ static double embed_batched_cost(const void *ctx, size_t item)
     return EMBED_TABLE_NS * (double)tokens * (double)d->d_model + pe;
 }
 
-static void embed_batched_run(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
+static void embed_batched_run(void *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
                               const peak_embed_desc *d, const peak_threadpool *pool)
 {
     const size_t full = n_tokens / d->seq_len;
@@ -157,7 +217,7 @@ static void embed_batched_run(float *out, ptrdiff_t ld_out, const int32_t *ids, 
                        .rest = n_tokens % d->seq_len,
                        .block = embed_batched_block(full, d),
                        .stream = peak_embedding_streams(n_tokens, d->d_model),
-                       .k = peak_active_kernels()};
+                       .plan = embed_plan_for(d)};
     peak_work w = {.items = peak_items(d->seq_len, e.block),
                    .run = embed_batched_item,
                    .cost = embed_batched_cost,
@@ -176,14 +236,14 @@ static void embed_batched_run(float *out, ptrdiff_t ld_out, const int32_t *ids, 
 enum { EMBED_MARKS = 256 };
 
 typedef struct embed_tokens {
-    float *out;
+    void *out;
     ptrdiff_t ld_out;
     const int32_t *ids;
     const peak_embed_desc *d;
     size_t n_tokens, per_item;
     const uint32_t *non_pad; /* per item, with fairseq numbering; else NULL */
     bool stream;
-    peak_embed_pe_fn kernel;
+    embed_plan plan;
 } embed_tokens;
 
 static void embed_tokens_item(void *ctx, size_t item, void *scratch)
@@ -197,8 +257,8 @@ static void embed_tokens_item(void *ctx, size_t item, void *scratch)
         const size_t n = peak_item_len(end, t, EMBED_POS_CHUNK);
         for (size_t i = 0; i < n; i++)
             pos[i] = pos_next(&w);
-        e->kernel(e->out + t * (size_t)e->ld_out, e->ld_out, e->ids + t, pos, n, 1, 0, e->d,
-                  e->stream);
+        embed_call(&e->plan, embed_out_row(e->out, e->ld_out, t, e->d->out_type), e->ld_out,
+                   e->ids + t, pos, n, 1, 0, e->d, e->stream);
     }
 }
 
@@ -227,7 +287,7 @@ static void embed_count_non_pad(const embed_tokens *e, uint32_t *non_pad)
     }
 }
 
-static void embed_tokens_run(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
+static void embed_tokens_run(void *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
                              const peak_embed_desc *d, const peak_threadpool *pool)
 {
     uint32_t non_pad[EMBED_MARKS];
@@ -240,7 +300,7 @@ static void embed_tokens_run(float *out, ptrdiff_t ld_out, const int32_t *ids, s
                       .per_item = EMBED_POS_CHUNK * peak_items(chunks, EMBED_MARKS),
                       .non_pad = d->padding_idx >= 0 ? non_pad : NULL,
                       .stream = peak_embedding_streams(n_tokens, d->d_model),
-                      .kernel = peak_active_kernels()->embed_pe};
+                      .plan = embed_plan_for(d)};
     if (e.non_pad)
         embed_count_non_pad(&e, non_pad);
     peak_work w = {.items = peak_items(n_tokens, e.per_item),
@@ -251,7 +311,7 @@ static void embed_tokens_run(float *out, ptrdiff_t ld_out, const int32_t *ids, s
     peak_work_run(&w, pool);
 }
 
-void peak_schedule_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
+void peak_schedule_embed_pe(void *out, ptrdiff_t ld_out, const int32_t *ids, size_t n_tokens,
                             const peak_embed_desc *desc, const peak_threadpool *pool)
 {
     if (embed_batches(n_tokens, desc))

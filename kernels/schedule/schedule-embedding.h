@@ -48,10 +48,15 @@ static inline pos_walk pos_walk_at(const peak_embed_desc *d, const int32_t *ids,
     return w;
 }
 
+/* The widest d_model of a call with a 16-bit table or output: its rows
+   may go through float32 rows on the stack (32 KiB, beside the kernel's
+   own 32 KiB block: inside peak.h's 80 KiB). */
+#define PEAK_EMBED_MAX_TYPED ((size_t)8192)
+
 /* Runs a peak_embed_pe call that api.c has validated on the active kernel
    row: resolves the positions and cuts the tokens into work items of
    kernel calls. */
-PEAK_INTERNAL void peak_schedule_embed_pe(float *out, ptrdiff_t ld_out, const int32_t *ids,
+PEAK_INTERNAL void peak_schedule_embed_pe(void *out, ptrdiff_t ld_out, const int32_t *ids,
                                           size_t n_tokens, const peak_embed_desc *desc,
                                           const peak_threadpool *pool);
 

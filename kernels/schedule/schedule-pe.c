@@ -13,6 +13,7 @@
    part of that was their lost streaming stores).  A column chunk is
    already a pass of its own, so cutting there costs little (below), and
    positions are cut only into long runs. */
+#include "convert.h"
 #include "items.h"
 #include "pe-table.h"
 #include "schedule.h"
@@ -80,25 +81,108 @@ static size_t pe_chunks_per_item(double chunk_ns, size_t n_freq)
 
 /* ---- peak_pe_table ---------------------------------------------------------- */
 
+/* A 16-bit table's rows are computed in float32 into a block on the stack
+   and rounded from there (schedule-stage.c) by the tier's rows driver
+   (peak_pe_rows_fn), which keeps a column chunk's sincos tables across the
+   blocks: an item costs what the float32 table's does plus the rounding.
+   The table kernel would take a call per block, each recomputing the
+   chunk's frequencies and offset sincos: 4.3x the float32 table's
+   instructions in blocks of 16 rows of 512 (doc/perf-notes.md).  The block holds a row of the widest documented
+   d_model, 8192, with its padding (32 KiB), or as many rows as fit. */
+#define PE_STAGE_FLOATS ((size_t)8192 + 16)
+/* Wider rows go a window of this many columns at a time (peak_pe_cols). */
+#define PE_WIDE_COLS ((size_t)1024)
+
+/* The block's row stride: a row and a cache line more, so that the rows'
+   segments of one column pass spread over the L1 sets instead of sharing
+   the few that a power-of-two stride would give them. */
+static size_t pe_stage_ld(size_t d_model)
+{
+    return (d_model + 15) / 16 * 16 + 16;
+}
+
 /* Items chunk by chunk, each chunk's runs of positions in order: the
    order of the table driver's own loops. */
 typedef struct pe_table_work {
-    float *out;
+    void *out;
+    peak_dtype type;
     size_t n_pos, d_model, pos0, n_freq, runs, chunks;
     const peak_pe_params *params;
     bool stream;
     peak_pe_table_fn kernel;
+    peak_pe_rows_fn rows; /* 16-bit tables */
 } pe_table_work;
+
+/* The rows driver's sink of a 16-bit item: its rows' finished columns
+   rounded from the block into the table (row t of the call is row t of
+   `out`). */
+typedef struct pe_stage {
+    const float *block;
+    size_t ld_block;
+    void *out;
+    peak_dtype type;
+    size_t d_model;
+} pe_stage;
+
+static void pe_stage_sink(void *ctx, size_t t0, size_t t1, size_t c0, size_t c1)
+{
+    const pe_stage *g = ctx;
+    char *at = (char *)g->out + (t0 * g->d_model + c0) * peak_dtype_bytes(g->type);
+    peak_stage_rows_out(at, g->type, (ptrdiff_t)g->d_model, g->block + c0, g->ld_block, t1 - t0,
+                        c1 - c0);
+}
+
+/* Rows [s, s + n) of a 16-bit table wider than the block: each row's
+   columns of the item's frequencies a window at a time, computed by
+   peak_pe_cols (the table's bits, without its shared sincos). */
+static void pe_table_wide(const pe_table_work *t, size_t s, size_t n, size_t f0, size_t f1)
+{
+    float window[PE_WIDE_COLS];
+    size_t cols[2][2];
+    const size_t parts = peak_pe_part_cols(f0, f1, t->d_model, t->params->layout, cols);
+    const size_t es = peak_dtype_bytes(t->type);
+    for (size_t r = s; r < s + n; r++)
+        for (size_t k = 0; k < parts; k++)
+            for (size_t c0 = cols[k][0]; c0 < cols[k][1]; c0 += PE_WIDE_COLS) {
+                const size_t m = peak_item_len(cols[k][1], c0, PE_WIDE_COLS);
+                peak_pe_cols(window, t->pos0 + r, c0, m, t->d_model, t->params);
+                peak_stage_rows_out((char *)t->out + (r * t->d_model + c0) * es, t->type, 0,
+                                    window, m, 1, m);
+            }
+}
+
+/* Rows [s, s + n) of a 16-bit table, the columns of frequencies [f0, f1).
+   The driver takes the whole run in one call: its only operand is the
+   table, whose lines each column pass writes once, so the run need not
+   stay in cache between passes (PEAK_PE_ROWS_MAX), and the chunk's offset
+   sincos is shared by all of its rows, as in the float32 table. */
+static void pe_table_staged(const pe_table_work *t, size_t s, size_t n, size_t f0, size_t f1)
+{
+    const size_t ld = pe_stage_ld(t->d_model);
+    if (ld > PE_STAGE_FLOATS) {
+        pe_table_wide(t, s, n, f0, f1);
+        return;
+    }
+    PEAK_PE_ALIGN float block[PE_STAGE_FLOATS];
+    pe_stage g = {block, ld, (char *)t->out + s * t->d_model * peak_dtype_bytes(t->type),
+                  t->type, t->d_model};
+    t->rows(block, PE_STAGE_FLOATS / ld, ld, n, NULL, t->pos0 + s, t->d_model, t->params, f0, f1,
+            pe_stage_sink, &g);
+}
 
 static void pe_table_item(void *ctx, size_t item, void *scratch)
 {
     (void)scratch;
     const pe_table_work *t = ctx;
     const size_t s = item % t->runs * PE_ITEM_POS;
+    const size_t n = peak_item_len(t->n_pos, s, PE_ITEM_POS);
     const pe_cols c = pe_cols_of(item / t->runs, t->chunks, t->n_freq);
-    t->kernel(t->out + s * t->d_model, (ptrdiff_t)t->d_model,
-              peak_item_len(t->n_pos, s, PE_ITEM_POS), t->d_model, t->pos0 + s, t->params, c.f0,
-              c.f1, t->stream);
+    if (t->type != PEAK_F32) {
+        pe_table_staged(t, s, n, c.f0, c.f1);
+        return;
+    }
+    t->kernel((float *)t->out + s * t->d_model, (ptrdiff_t)t->d_model, n, t->d_model,
+              t->pos0 + s, t->params, c.f0, c.f1, t->stream);
 }
 
 static double pe_table_cost(const void *ctx, size_t item)
@@ -109,10 +193,13 @@ static double pe_table_cost(const void *ctx, size_t item)
                                     t->params);
 }
 
-void peak_schedule_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
-                            const peak_pe_params *params, const peak_threadpool *pool)
+void peak_schedule_pe_table(void *out, peak_dtype out_type, size_t n_pos, size_t d_model,
+                            size_t pos0, const peak_pe_params *params,
+                            const peak_threadpool *pool)
 {
+    const peak_kernels *k = peak_active_kernels();
     pe_table_work t = {.out = out,
+                       .type = out_type,
                        .n_pos = n_pos,
                        .d_model = d_model,
                        .pos0 = pos0,
@@ -120,7 +207,8 @@ void peak_schedule_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos
                        .runs = peak_items(n_pos, PE_ITEM_POS),
                        .params = params,
                        .stream = peak_pe_streams(n_pos, d_model, params),
-                       .kernel = peak_active_kernels()->pe_table};
+                       .kernel = k->pe_table,
+                       .rows = k->pe_rows};
     const size_t run = n_pos < PE_ITEM_POS ? n_pos : PE_ITEM_POS;
     t.chunks = pe_chunks_per_item(peak_schedule_pe_rows_ns(run, PEAK_PE_CHUNK, params), t.n_freq);
     peak_work w = {.items = t.runs * peak_items(peak_items(t.n_freq, PEAK_PE_CHUNK), t.chunks),

@@ -3,6 +3,7 @@
    read by every item.  A cache row and a rotated head depend only on their
    position and operands, never on the item (rope.h), so any cut gives the
    same bytes; the cuts below keep the sincos reuse of the rows driver. */
+#include "convert.h"
 #include "items.h"
 #include "rope.h"
 #include "schedule.h"
@@ -23,20 +24,78 @@
 #define ROPE_NS 0.25
 #define ROPE_ROW_NS 2.0
 
+/* A 16-bit cache's rows are computed in float32 into a block on the stack
+   and rounded from there (schedule-stage.c), a chunk of frequencies at a
+   time when the item's rows do not fit whole: the kernel gets the chunk's
+   frequencies as a call of their own (rope_freqs_window), so a block row
+   is the chunk's cosines then its sines, and a call takes 128 rows.  Each
+   call evaluates the 32 offsets' sincos again: per row and frequency chunk
+   about 36/128 = 0.28 sincos chunks, against 40/256 in the float32 items
+   and 0.53 for whole rows of rotary_dim 128 (64 a call).  32 KiB. */
+#define ROPE_STAGE_FLOATS ((size_t)8192)
+
 typedef struct rope_cache_work {
-    float *cache;
+    void *cache;
+    peak_dtype type;
     size_t n_pos, pos0, r;
     const peak_rope_freqs *f;
     peak_rope_cache_fn kernel;
 } rope_cache_work;
+
+/* The frequencies [i0, i0 + m) of f as a call's own (m <= a chunk): the
+   kernel's values depend only on each frequency, the attention factor and
+   the position (rope.h), so they are the bits of f's columns. */
+static void rope_freqs_window(peak_rope_freqs *w, const peak_rope_freqs *f, size_t i0, size_t m)
+{
+    w->n = m;
+    w->mode = f->mode;
+    w->af = f->af;
+    w->af_f32 = f->af_f32;
+    for (size_t j = 0; j < PEAK_PE_CHUNK; j++) {
+        w->w[j] = j < m ? f->w[i0 + j] : 0.0;
+        w->w_f32[j] = j < m ? f->w_f32[i0 + j] : 0.0f;
+    }
+}
+
+/* Rows [t, t + n) of a 16-bit cache (rotary_dim r): whole rows when they
+   fit the block, else a chunk of frequencies at a time. */
+static void rope_cache_staged(const rope_cache_work *w, size_t t, size_t n)
+{
+    PEAK_PE_ALIGN float block[ROPE_STAGE_FLOATS];
+    const size_t nf = w->f->n, es = peak_dtype_bytes(w->type);
+    char *const cache = w->cache;
+    if (n * w->r <= ROPE_STAGE_FLOATS) {
+        /* The block's rows are the cache's: one rounding call for all. */
+        w->kernel(block, (ptrdiff_t)w->r, n, w->pos0 + t, NULL, w->f);
+        peak_stage_rows_out(cache + t * w->r * es, w->type, 0, block, 0, 1, n * w->r);
+        return;
+    }
+    peak_rope_freqs win;
+    const size_t rows = ROPE_STAGE_FLOATS / (2 * PEAK_PE_CHUNK);
+    for (size_t i0 = 0; i0 < nf; i0 += PEAK_PE_CHUNK) {
+        const size_t m = peak_item_len(nf, i0, PEAK_PE_CHUNK);
+        rope_freqs_window(&win, w->f, i0, m);
+        for (size_t t0 = t; t0 < t + n; t0 += rows) {
+            const size_t c = peak_item_len(t + n, t0, rows);
+            w->kernel(block, (ptrdiff_t)(2 * m), c, w->pos0 + t0, NULL, &win);
+            char *row = cache + (t0 * w->r + i0) * es;
+            peak_stage_rows_out(row, w->type, (ptrdiff_t)w->r, block, 2 * m, c, m);
+            peak_stage_rows_out(row + nf * es, w->type, (ptrdiff_t)w->r, block + m, 2 * m, c, m);
+        }
+    }
+}
 
 static void rope_cache_item(void *ctx, size_t item, void *scratch)
 {
     (void)scratch;
     const rope_cache_work *w = ctx;
     const size_t t = item * ROPE_CACHE_ITEM_ROWS;
-    w->kernel(w->cache + t * w->r, (ptrdiff_t)w->r, peak_item_len(w->n_pos, t, ROPE_CACHE_ITEM_ROWS),
-              w->pos0 + t, NULL, w->f);
+    const size_t n = peak_item_len(w->n_pos, t, ROPE_CACHE_ITEM_ROWS);
+    if (w->type != PEAK_F32) {
+        rope_cache_staged(w, t, n);
+        return;
+    }
+    w->kernel((float *)w->cache + t * w->r, (ptrdiff_t)w->r, n, w->pos0 + t, NULL, w->f);
 }
 
 static double rope_cache_ns(size_t rows, size_t n_freq)
@@ -51,12 +110,12 @@ static double rope_cache_cost(const void *ctx, size_t item)
                          w->r / 2);
 }
 
-void peak_schedule_rope_cache(float *cache, size_t n_pos, size_t pos0,
+void peak_schedule_rope_cache(void *cache, peak_dtype cache_type, size_t n_pos, size_t pos0,
                               const peak_rope_params *params, const peak_threadpool *pool)
 {
     peak_rope_freqs f;
     peak_rope_freqs_init(&f, params);
-    rope_cache_work a = {cache, n_pos, pos0, params->rotary_dim, &f,
+    rope_cache_work a = {cache, cache_type, n_pos, pos0, params->rotary_dim, &f,
                          peak_active_kernels()->rope_cache};
     const peak_work w = {.items = peak_items(n_pos, ROPE_CACHE_ITEM_ROWS),
                          .run = rope_cache_item,

@@ -12,7 +12,10 @@
 #include "internal.h"
 #include "parallel.h"
 
-PEAK_INTERNAL void peak_schedule_pe_table(float *out, size_t n_pos, size_t d_model, size_t pos0,
+/* out holds elements of out_type (float32 or 16-bit: the float32 table's
+   entries rounded once, through float32 rows on the stack). */
+PEAK_INTERNAL void peak_schedule_pe_table(void *out, peak_dtype out_type, size_t n_pos,
+                                          size_t d_model, size_t pos0,
                                           const peak_pe_params *params,
                                           const peak_threadpool *pool);
 
@@ -27,9 +30,10 @@ PEAK_INTERNAL void peak_schedule_pe_add(float *x, ptrdiff_t batch_stride, ptrdif
 PEAK_INTERNAL double peak_schedule_pe_rows_ns(size_t n_pos, size_t n_freq,
                                               const peak_pe_params *params);
 
-/* RoPE (schedule-rope.c): params / desc validated. */
-PEAK_INTERNAL void peak_schedule_rope_cache(float *cache, size_t n_pos, size_t pos0,
-                                            const peak_rope_params *params,
+/* RoPE (schedule-rope.c): params / desc validated; the cache holds
+   elements of cache_type (16-bit: the float32 values rounded once). */
+PEAK_INTERNAL void peak_schedule_rope_cache(void *cache, peak_dtype cache_type, size_t n_pos,
+                                            size_t pos0, const peak_rope_params *params,
                                             const peak_threadpool *pool);
 PEAK_INTERNAL void peak_schedule_rope_apply(float *y, const float *x, const peak_rope_desc *desc,
                                             const peak_threadpool *pool);
@@ -58,6 +62,9 @@ PEAK_INTERNAL void peak_schedule_attention_stage_out(const peak_attention_desc *
    scalar tier's where float16 needs F16C that the CPU lacks (the AVX2
    tier does not require it). */
 PEAK_INTERNAL peak_convert_fn peak_schedule_convert_kernel(peak_dtype y_type, peak_dtype x_type);
+/* The active tier's kernels, unless a call with a float16 tensor (f16)
+   needs F16C that the CPU lacks: then the scalar tier's. */
+PEAK_INTERNAL const peak_kernels *peak_schedule_typed_kernels(bool f16);
 PEAK_INTERNAL const peak_kernels *peak_schedule_attention_kernels(const peak_attention_desc *d);
 
 /* PEAK_ERR_NO_MEMORY when a 16-bit y's long rows find no scratch. */

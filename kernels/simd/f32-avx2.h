@@ -334,7 +334,7 @@ static inline peak_vf peak_vf_load_bf16(const uint16_t *p)
 
 /* 8 floats as bfloat16: + 0x7fff + the kept part's lowest bit, the top
    half (ties to even, overflow to inf); NaN: its top half, quieted. */
-static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+static inline peak_vfh peak_vf_narrow_bf16(peak_vf v)
 {
     const __m256i u = _mm256_castps_si256(v), hi = _mm256_srli_epi32(u, 16);
     const __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
@@ -343,8 +343,13 @@ static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
     const __m256i q = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
     const __m256i h = _mm256_blendv_epi8(r, q, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     /* Each 128-bit lane packs its 4 values twice; qwords 0 and 2 hold 0..7. */
-    _mm_storeu_si128((__m128i *)(void *)p,
-                     _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08)));
+    return _mm_castsi128_ps(
+        _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08)));
+}
+
+static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+{
+    _mm_storeu_ps((float *)(void *)p, peak_vf_narrow_bf16(v));
 }
 
 /* float16 needs F16C, which the AVX2 tier does not require: its users
@@ -359,9 +364,14 @@ PEAK_VF_F16_TARGET static inline peak_vf peak_vf_load_f16(const uint16_t *p)
 
 /* 8 floats as float16 (VCVTPS2PH, round to nearest even by its immediate,
    not MXCSR). */
+PEAK_VF_F16_TARGET static inline peak_vfh peak_vf_narrow_f16(peak_vf v)
+{
+    return _mm_castsi128_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
 PEAK_VF_F16_TARGET static inline void peak_vf_store_f16(uint16_t *p, peak_vf v)
 {
-    _mm_storeu_si128((__m128i *)(void *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_ps((float *)(void *)p, peak_vf_narrow_f16(v));
 }
 
 #endif /* PEAK_F32_AVX2_H */

@@ -293,14 +293,19 @@ static inline peak_vf peak_vf_load_bf16(const uint16_t *p)
 /* 16 floats as bfloat16: + 0x7fff + the kept part's lowest bit, the top
    half (ties to even, overflow to inf); NaN: its top half, quieted.
    Integer operations, not VCVTNEPS2BF16, which flushes subnormals. */
-static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+static inline peak_vfh peak_vf_narrow_bf16(peak_vf v)
 {
     const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
     const __m512i odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
     __m512i h =
         _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
     h = _mm512_mask_or_epi32(h, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), hi, _mm512_set1_epi32(0x40));
-    _mm256_storeu_si256((__m256i *)(void *)p, _mm512_cvtepi32_epi16(h));
+    return _mm256_castsi256_ps(_mm512_cvtepi32_epi16(h));
+}
+
+static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+{
+    _mm256_storeu_ps((float *)(void *)p, peak_vf_narrow_bf16(v));
 }
 
 /* AVX-512 F has the 512-bit float16 conversions: no attribute needed. */
@@ -314,9 +319,14 @@ static inline peak_vf peak_vf_load_f16(const uint16_t *p)
 
 /* 16 floats as float16 (VCVTPS2PH, round to nearest even by its
    immediate, not MXCSR). */
+static inline peak_vfh peak_vf_narrow_f16(peak_vf v)
+{
+    return _mm256_castsi256_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
 static inline void peak_vf_store_f16(uint16_t *p, peak_vf v)
 {
-    _mm256_storeu_si256((__m256i *)(void *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    _mm256_storeu_ps((float *)(void *)p, peak_vf_narrow_f16(v));
 }
 
 #endif /* PEAK_F32_AVX512_H */

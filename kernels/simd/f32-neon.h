@@ -262,14 +262,19 @@ static inline peak_vf peak_vf_load_bf16(const uint16_t *p)
 
 /* 4 floats as bfloat16: + 0x7fff + the kept part's lowest bit, the top
    half (ties to even, overflow to inf); NaN: its top half, quieted. */
-static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+static inline peak_vfh peak_vf_narrow_bf16(peak_vf v)
 {
     const uint32x4_t u = vreinterpretq_u32_f32(v), hi = vshrq_n_u32(u, 16);
     const uint32x4_t odd = vandq_u32(hi, vdupq_n_u32(1));
     const uint32x4_t r = vshrq_n_u32(vaddq_u32(u, vaddq_u32(odd, vdupq_n_u32(0x7fff))), 16);
     const uint32x4_t q = vorrq_u32(hi, vdupq_n_u32(0x40));
     const uint32x4_t nan = vmvnq_u32(vceqq_f32(v, v));
-    vst1_u16(p, vmovn_u32(vbslq_u32(nan, q, r)));
+    return vreinterpret_f32_u16(vmovn_u32(vbslq_u32(nan, q, r)));
+}
+
+static inline void peak_vf_store_bf16(uint16_t *p, peak_vf v)
+{
+    vst1_u16(p, vreinterpret_u16_f32(peak_vf_narrow_bf16(v)));
 }
 
 /* Float16 conversions are baseline AArch64 (FCVTL, FCVTN). */
@@ -283,9 +288,14 @@ static inline peak_vf peak_vf_load_f16(const uint16_t *p)
 
 /* 4 floats as float16 (FCVTN, FPCR's rounding: to nearest even unless a
    program changed it). */
+static inline peak_vfh peak_vf_narrow_f16(peak_vf v)
+{
+    return vreinterpret_f32_f16(vcvt_f16_f32(v));
+}
+
 static inline void peak_vf_store_f16(uint16_t *p, peak_vf v)
 {
-    vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+    vst1_u16(p, vreinterpret_u16_f32(peak_vf_narrow_f16(v)));
 }
 
 #endif /* PEAK_F32_NEON_H */

@@ -73,6 +73,25 @@ static inline __attribute__((always_inline)) void peak_vf_storeu_as(void *p, pea
     }
 }
 
+/* v into PEAK_VF_LANES elements of type t at p with a streaming store: p a
+   multiple of PEAK_VF_ALIGN bytes (float32) or half that (16-bit: the
+   narrowed patterns fill half a vector, peak_vfh); weakly ordered:
+   peak_vf_stream_fence. */
+static inline __attribute__((always_inline)) void peak_vf_stream_as(void *p, peak_vf v,
+                                                                    peak_dtype t)
+{
+    switch (t) {
+    case PEAK_BF16:
+        peak_vfh_stream((float *)p, peak_vf_narrow_bf16(v));
+        break;
+    case PEAK_F16:
+        peak_vfh_stream((float *)p, peak_vf_narrow_f16(v));
+        break;
+    default:
+        peak_vf_stream((float *)p, v);
+    }
+}
+
 /* Lanes 0 .. n-1 of v into the first n < PEAK_VF_LANES elements of type t
    at p; nothing else is written. */
 static inline __attribute__((always_inline)) void

@@ -8,7 +8,10 @@ docstring says so.  PyTorch users: see :mod:`peak.torch`.
 
 Finding the library, in this order:
 
-1. ``$PEAK_LIBRARY``: the path of ``libpeak.so.3`` (or any file name).
+0. ``libpeak.so.4`` inside this package's directory, where ``pip install .``
+   (pyproject.toml, meson-python) puts the copy it builds: an installed
+   wheel loads its own library, whatever the environment says.
+1. ``$PEAK_LIBRARY``: the path of ``libpeak.so.4`` (or any file name).
 2. When this package is used from a source checkout (``python/peak``):
    the checkout's ``build/`` directory, if it holds a built library.
 3. The dynamic loader's search: ``LD_LIBRARY_PATH``, then the system's
@@ -56,8 +59,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-__version__ = "0.4.0"
-_SOVERSION = "3"
+__version__ = "0.5.0"
+_SOVERSION = "4"
 
 __all__ = [
     "PeakError", "InvalidArgument", "OutOfRange", "Unsupported", "WorkspaceTooSmall",
@@ -120,11 +123,14 @@ _ERRORS = {1: InvalidArgument, 2: OutOfRange, 3: Unsupported, 4: WorkspaceTooSma
 # ---- the library ----------------------------------------------------------------
 
 def _candidates():
-    env = os.environ.get("PEAK_LIBRARY")
-    if env:
-        return [env]
     found = []
     here = os.path.dirname(os.path.abspath(__file__))
+    bundled = os.path.join(here, "libpeak.so." + _SOVERSION)  # pip install (-Dwheel=true)
+    if os.path.exists(bundled):
+        found.append(bundled)
+    env = os.environ.get("PEAK_LIBRARY")
+    if env:
+        return found + [env]
     root = os.path.dirname(os.path.dirname(here))
     if os.path.isfile(os.path.join(root, "include", "peak.h")):  # a source checkout
         lib = os.path.join(root, "build", "libpeak.so." + _SOVERSION)
@@ -143,7 +149,8 @@ def _load():
             errors.append(f"  {name}: {e}")
     raise ImportError(
         "peak: cannot load libpeak.so." + _SOVERSION + "; set PEAK_LIBRARY to its path, "
-        "or install it (meson install; ldconfig).  Tried:\n" + "\n".join(errors))
+        "or install it (meson install; ldconfig), or pip install the package from a "
+        "checkout (it then carries its own).  Tried:\n" + "\n".join(errors))
 
 
 _lib, _lib_name = _load()
@@ -160,11 +167,12 @@ class _PeParams(ctypes.Structure):
 
 
 class _EmbedDesc(ctypes.Structure):
-    _fields_ = [("table", _c_float_p), ("vocab", ctypes.c_size_t), ("ld_table", ctypes.c_ssize_t),
-                ("d_model", ctypes.c_size_t), ("scale", ctypes.c_float), ("pe", _c_float_p),
-                ("pe_rows", ctypes.c_size_t), ("pe_params", _PeParams),
-                ("positions", _c_int64_p), ("pos0", ctypes.c_size_t),
-                ("seq_len", ctypes.c_size_t), ("padding_idx", ctypes.c_int32)]
+    _fields_ = [("table", ctypes.c_void_p), ("vocab", ctypes.c_size_t),
+                ("ld_table", ctypes.c_ssize_t), ("d_model", ctypes.c_size_t),
+                ("scale", ctypes.c_float), ("pe", _c_float_p), ("pe_rows", ctypes.c_size_t),
+                ("pe_params", _PeParams), ("positions", _c_int64_p), ("pos0", ctypes.c_size_t),
+                ("seq_len", ctypes.c_size_t), ("padding_idx", ctypes.c_int32),
+                ("table_type", ctypes.c_int), ("out_type", ctypes.c_int)]
 
 
 class _Mask(ctypes.Structure):
@@ -273,7 +281,7 @@ _isa_reason = _proto("peak_isa_reason", ctypes.c_char_p)
 _pool_create = _proto("peak_threadpool_create", _I, _Z, ctypes.POINTER(_P))
 _pool_destroy = _proto("peak_threadpool_destroy", None, _P)
 _pool_workers = _proto("peak_threadpool_workers", _Z, _P)
-_pe_table = _proto("peak_pe_table", _I, _P, _Z, _Z, _Z, ctypes.POINTER(_PeParams), _P)
+_pe_table = _proto("peak_pe_table", _I, _P, _I, _Z, _Z, _Z, ctypes.POINTER(_PeParams), _P)
 _pe_add = _proto("peak_pe_add", _I, _P, _S, _S, _Z, _Z, _Z, _Z, _P, _Z,
                  ctypes.POINTER(_PeParams), _P)
 _embed_pe = _proto("peak_embed_pe", _I, _P, _S, _P, _Z, ctypes.POINTER(_EmbedDesc), _P)
@@ -286,7 +294,7 @@ _attention = _proto("peak_attention", _I, _P, _P, _P, _P, ctypes.POINTER(_Attent
 _alibi_slopes = _proto("peak_alibi_slopes", _I, _P, _Z)
 _attention_merge = _proto("peak_attention_merge", _I, _P, _P, ctypes.POINTER(_P),
                           ctypes.POINTER(_P), _Z, ctypes.POINTER(_MergeDesc), _P)
-_rope_cache = _proto("peak_rope_cache", _I, _P, _Z, _Z, ctypes.POINTER(_RopeParams), _P)
+_rope_cache = _proto("peak_rope_cache", _I, _P, _I, _Z, _Z, ctypes.POINTER(_RopeParams), _P)
 _rope_apply = _proto("peak_rope_apply", _I, _P, _P, ctypes.POINTER(_RopeDesc), _P)
 _convert = _proto("peak_convert", _I, _P, _I, _P, _I, _Z, _P)
 _cpu_features = _proto("peak_cpu_features", ctypes.c_uint)
@@ -312,7 +320,7 @@ _ISA_NAMES = ("scalar", "avx2", "avx512", "neon")
 
 
 def version():
-    """The loaded library's version string, e.g. "0.4.0" (peak_version())."""
+    """The loaded library's version string, e.g. "0.5.0" (peak_version())."""
     return _version().decode()
 
 
@@ -718,30 +726,44 @@ def _set_scale(desc, scale, default):
 
 # ---- positional encoding ------------------------------------------------------------
 
+def _typed_table(fn, out, dtype, shape):
+    """The output array of a table call and its peak_dtype: `out` checked
+    (C-contiguous, writable, `shape`, of `dtype` if given), or a new array
+    of `dtype` (None: float32)."""
+    if out is None:
+        code, dt = _dtype_code(np.float32 if dtype is None else dtype, "dtype")
+        if 0 in shape:
+            raise ValueError(f"{fn}: sizes must be > 0")
+        return np.empty(shape, dt), code
+    arr, code = _typed("out", out, (2,), writable=True)
+    if dtype is not None and _dtype_code(dtype, "dtype")[1] != arr.dtype:
+        raise TypeError(f"{fn}: out is {arr.dtype}, dtype {np.dtype(dtype)}")
+    _shape_is("out", arr, shape)
+    if not arr.flags.c_contiguous:
+        raise ValueError("out must be C-contiguous")
+    return arr, code
+
+
 def pe_table(n_pos, d_model, pos0=0, *, layout="interleaved", mode="exact", base=10000.0,
-             out=None, threads=None, pool=None):
+             dtype=None, out=None, threads=None, pool=None):
     """The sinusoid table for positions pos0 .. pos0 + n_pos - 1 (peak_pe_table).
 
-    Returns float32 ``[n_pos, d_model]`` (or fills `out`, C-contiguous, that
-    shape).  layout: "interleaved" (the paper: sin in even columns, cos in
-    odd), "split" (tensor2tensor/fairseq [sin | cos]) or "split_paper";
-    mode: "exact" (within 2^-23 of the real value) or "torch_f32" (the float32
-    rounding of PyTorch's usual module).  threads, pool: where the call
-    runs (see the module docstring; default: this thread alone)."""
+    Returns ``[n_pos, d_model]`` of ``dtype`` (float32, float16, or bfloat16:
+    ``ml_dtypes.bfloat16`` or the name "bfloat16"; None: float32, or out's
+    type), or fills `out` (C-contiguous, that shape).  layout:
+    "interleaved" (the paper: sin in even columns, cos in odd), "split"
+    (tensor2tensor/fairseq [sin | cos]) or "split_paper"; mode: "exact"
+    (within 2^-23 of the real value) or "torch_f32" (the float32 rounding of
+    PyTorch's usual module).  A 16-bit table is the float32 table rounded
+    once to nearest even (``convert(pe_table(...), dtype)``'s bits).
+    threads, pool: where the call runs (see the module docstring; default:
+    this thread alone)."""
     run = _Run(threads, pool)
     n_pos, d_model, pos0 = _cint("n_pos", n_pos), _cint("d_model", d_model), _cint("pos0", pos0)
     params = _pe_params(layout, mode, base)
-    if out is None:
-        if n_pos == 0 or d_model == 0:
-            raise ValueError("n_pos and d_model must be > 0")
-        out = np.empty((n_pos, d_model), np.float32)
-    else:
-        _f32("out", out, (2,), writable=True)
-        _shape_is("out", out, (n_pos, d_model))
-        if not out.flags.c_contiguous:
-            raise ValueError("out must be C-contiguous")
+    out, code = _typed_table("pe_table", out, dtype, (n_pos, d_model))
     with run as p:
-        _check(_pe_table(_ptr(out), n_pos, d_model, pos0, ctypes.byref(params), p),
+        _check(_pe_table(_ptr(out), code, n_pos, d_model, pos0, ctypes.byref(params), p),
                "peak_pe_table")
     return out
 
@@ -781,27 +803,28 @@ def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_
 
     ids: integer array ``[batch, seq]`` (each row a sequence: token s at
     position pos0 + s) or ``[n]`` (one sequence); any integer dtype (copied to
-    int32 if needed).  table: float32 ``[vocab, d_model]``, last axis
-    contiguous.  scale: sqrt(d_model) in the paper.  pe: a C-contiguous
+    int32 if needed).  table: ``[vocab, d_model]``, last axis contiguous,
+    float32, float16 or bfloat16 (ml_dtypes; a 16-bit table or out takes
+    d_model <= 8192).  scale: sqrt(d_model) in the paper.  pe: a C-contiguous
     table or None (on the fly).  positions: optional integer array shaped
     like ids (explicit positions; copied to int64 if needed, TypeError for
     floats).  pos0, padding_idx: ints (padding_idx: fairseq's numbering, see
     peak.h).  Integers too large for their C type raise OutOfRange.
-    Returns float32 ``ids.shape + (d_model,)`` (or fills `out`, whose rows
-    must be evenly spaced).  threads, pool: where the call runs (see the
+    Returns ``ids.shape + (d_model,)`` in the table's type (or fills `out`,
+    of any of the three types, whose rows must be evenly spaced; a 16-bit
+    out holds the float32 result rounded once).  threads, pool: where the call runs (see the
     module docstring; default: this thread alone)."""
     run = _Run(threads, pool)
     ids = _ints("ids", ids, np.int32, "token id")
     if ids.ndim not in (1, 2) or ids.size == 0:
         raise ValueError(f"ids: expected a non-empty [n] or [batch, seq] array, got {ids.shape}")
-    _f32("table", table, (2,))
+    _, table_type = _typed("table", table, (2,))
     vocab, d = table.shape
     shape = ids.shape + (d,)
     if out is None:
-        out = np.empty(shape, np.float32)
-    else:
-        _f32("out", out, (2, 3), writable=True)
-        _shape_is("out", out, shape)
+        out = np.empty(shape, table.dtype)
+    _, out_type = _typed("out", out, (2, 3), writable=True)
+    _shape_is("out", out, shape)
     out2 = out.view()
     try:
         out2.shape = (ids.size, d)
@@ -809,7 +832,8 @@ def embed_pe(ids, table, *, scale=1.0, pe=None, positions=None, pos0=0, padding_
         raise ValueError("out: its rows are not evenly spaced in memory") from None
     _no_overlap("out", out, table=table, pe=pe)
     desc = _EmbedDesc()
-    desc.table = _ptr(table, ctypes.c_float)
+    desc.table = _ptr(table)
+    desc.table_type, desc.out_type = table_type, out_type
     desc.vocab, desc.ld_table, desc.d_model = vocab, _es(table, 0) if vocab > 1 else d, d
     desc.scale = float(scale)
     if pe is not None:
@@ -1004,14 +1028,17 @@ def _rope_dim(fn, rotary_dim, head_dim=None):
         raise InvalidArgument(1, f"{fn}: {why} (PEAK_ERR_INVALID_ARG)")
 
 
-def rope_cache(n_pos, rotary_dim, pos0=0, *, params=None, out=None, threads=None, pool=None,
-               **rope):
+def rope_cache(n_pos, rotary_dim, pos0=0, *, params=None, dtype=None, out=None, threads=None,
+               pool=None, **rope):
     """The rotary cos/sin table of positions pos0 .. pos0 + n_pos - 1
     (peak_rope_cache), vLLM's cos_sin_cache layout.
 
-    Returns float32 ``[n_pos, rotary_dim]`` (or fills `out`, C-contiguous,
-    that shape): row t holds the n = rotary_dim / 2 values A cos(p w_i),
-    then the n values A sin(p w_i), p = pos0 + t, for the scaled
+    Returns ``[n_pos, rotary_dim]`` of ``dtype`` (float32, float16, or
+    bfloat16: ``ml_dtypes.bfloat16`` or the name "bfloat16"; None: float32,
+    or out's type), or fills `out` (C-contiguous, that shape); a 16-bit
+    cache is the float32 one rounded once to nearest even (rope_apply and
+    attention take float32 caches only).  Row t holds the n = rotary_dim /
+    2 values A cos(p w_i), then the n values A sin(p w_i), p = pos0 + t, for the scaled
     frequencies w_i and the attention factor A.  rotary_dim: even, 2 ..
     ROPE_MAX_DIM.  The frequencies: params (a :class:`RopeParams` or a dict
     of its fields) and/or its fields as keywords, e.g. ``rope_cache(4096,
@@ -1033,14 +1060,10 @@ def rope_cache(n_pos, rotary_dim, pos0=0, *, params=None, out=None, threads=None
         if n_pos > MAX_POSITION or pos0 > MAX_POSITION - n_pos:  # before allocating for it
             raise OutOfRange(2, f"peak_rope_cache: positions {pos0} + {n_pos} beyond "
                                 f"MAX_POSITION (PEAK_ERR_OUT_OF_RANGE)")
-        out = np.empty((n_pos, rotary_dim), np.float32)
-    else:
-        _f32("out", out, (2,), writable=True)
-        _shape_is("out", out, (n_pos, rotary_dim))
-        if not out.flags.c_contiguous:
-            raise ValueError("out must be C-contiguous")
+    out, code = _typed_table("rope_cache", out, dtype, (n_pos, rotary_dim))
     with run as pl:
-        _check(_rope_cache(_ptr(out), n_pos, pos0, ctypes.byref(cp), pl), "peak_rope_cache")
+        _check(_rope_cache(_ptr(out), code, n_pos, pos0, ctypes.byref(cp), pl),
+               "peak_rope_cache")
     return out
 
 

@@ -10,7 +10,7 @@ Skipped (exit 77) without torch 2.x with torch.distributed and gloo: Debian
 torch, for example a venv:
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install torch numpy
-    PEAK_LIBRARY=build/libpeak.so.3 PYTHONPATH=python \\
+    PEAK_LIBRARY=build/libpeak.so.4 PYTHONPATH=python \\
         /tmp/venv/bin/python python/tests/run.py distributed
 """
 import os

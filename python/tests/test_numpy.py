@@ -199,6 +199,40 @@ class PeTable(unittest.TestCase):
             peak.pe_table(2.0, 4)
         np.testing.assert_array_equal(peak.pe_table(1, 4, np.int64(3)), peak.pe_table(1, 4, 3))
 
+    def test_half_types(self):
+        """float16 / bfloat16 (ml_dtypes) tables: the float32 table rounded once
+        (peak.convert's bits) in both modes; exact mode within half an ULP of
+        the type plus 2^-24 of the formula (peak.h); out's type by default."""
+        types = [np.float16] + ([peak._bfloat16()] if peak._bfloat16() else [])
+        for dt in types:
+            for layout in ("interleaved", "split", "split_paper"):
+                for mode in ("exact", "torch_f32"):
+                    for n, d, pos0 in ((5, 7, 0), (300, 64, 4700), (40, 513, 96070)):
+                        want = peak.convert(peak.pe_table(n, d, pos0, layout=layout, mode=mode),
+                                            dt)
+                        got = peak.pe_table(n, d, pos0, layout=layout, mode=mode, dtype=dt)
+                        self.assertEqual(got.dtype, np.dtype(dt))
+                        self.assertTrue(np.array_equal(got.view(np.uint16), want.view(np.uint16)),
+                                        (dt, layout, mode, n, d))
+                ref = pe_ref(300, 65, 1 << 19, layout)
+                got = peak.pe_table(300, 65, 1 << 19, layout=layout, dtype=dt).astype(np.float64)
+                mbits, emin = (10, -14) if dt == np.float16 else (7, -126)
+                _, e = np.frexp(ref)  # |ref| in [2^(e-1), 2^e)
+                ulp = np.ldexp(1.0, np.maximum(e - 1, emin) - mbits)
+                self.assertTrue(np.all(np.abs(got - ref) <= 0.5 * ulp + 2.0 ** -24), (dt, layout))
+            out = np.zeros((6, 16), dt)
+            self.assertIs(peak.pe_table(6, 16, 9, out=out), out)
+            self.assertTrue(np.array_equal(out.view(np.uint16),
+                                           peak.pe_table(6, 16, 9, dtype=dt).view(np.uint16)))
+            with self.assertRaises(TypeError):  # dtype and out disagree
+                peak.pe_table(6, 16, dtype=dt, out=np.empty((6, 16), np.float32))
+        for bad in (np.float64, np.int16, "float8"):
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                peak.pe_table(6, 16, dtype=bad)
+        if not peak._bfloat16():
+            with self.assertRaises(TypeError):
+                peak.pe_table(2, 4, dtype="bfloat16")
+
 
 class PeAdd(unittest.TestCase):
     def test_table_and_on_the_fly(self):
@@ -291,6 +325,24 @@ class EmbedPe(unittest.TestCase):
         with self.assertRaises(peak.OutOfRange):  # an object array: no int64 holds it
             peak.embed_pe([1, 2 ** 64 + 1], table)
 
+    def test_half_types(self):
+        """float16 / bfloat16 (ml_dtypes) table and out, independently: the
+        float32 call on the widened table, bit for bit, rounded once; out
+        defaults to the table's type; d_model above 8192 refused."""
+        table, ids = rand(40, 72), RNG.integers(0, 40, (3, 11))
+        types = [np.float16, np.float32] + ([peak._bfloat16()] if peak._bfloat16() else [])
+        for tt in types:
+            for ot in types:
+                ht = table.astype(tt)
+                for pe in (None, peak.pe_table(11, 72)):
+                    got = peak.embed_pe(ids, ht, scale=3.0, pe=pe, out=np.empty((3, 11, 72), ot))
+                    wide = peak.embed_pe(ids, ht.astype(np.float32), scale=3.0, pe=pe)
+                    np.testing.assert_array_equal(got.view(np.uint8),
+                                                  peak.convert(wide, ot).view(np.uint8))
+            self.assertEqual(peak.embed_pe(ids, table.astype(tt)).dtype, np.dtype(tt))
+        with self.assertRaises(peak.Unsupported):
+            peak.embed_pe(np.array([0]), rand(1, 8193).astype(np.float16))
+
     def test_integer_arguments_do_not_wrap(self):
         table = rand(10, 8)
         ids = np.array([[1, 2, 3]])
@@ -338,6 +390,25 @@ class Softmax(unittest.TestCase):
             vkw = {k: v for k, v in kw.items() if k != "bias"}
             want, _ = softmax_ref(s, visible(B, H, Lq, Lk, **vkw))
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=str(kw))
+
+    def test_half_types(self):
+        """float16 / bfloat16 (ml_dtypes) x and out, independently: the
+        float32 call on the widened scores, bit for bit, rounded once; in
+        place in a 16-bit array; rows past the 8192-key stack buffer."""
+        types = [np.float16, np.float32] + ([peak._bfloat16()] if peak._bfloat16() else [])
+        for shape in ((2, 3, 5, 40), (1, 1, 2, 9000)):
+            x = rand(*shape) * 8
+            for xt in types:
+                for yt in types:
+                    hx = x.astype(xt)
+                    got = peak.softmax(hx, causal=True, out=np.empty(shape, yt))
+                    wide = peak.softmax(hx.astype(np.float32), causal=True)
+                    np.testing.assert_array_equal(got.view(np.uint8),
+                                                  peak.convert(wide, yt).view(np.uint8))
+                hx = x.astype(xt)
+                want = peak.softmax(hx)
+                self.assertIs(peak.softmax(hx, out=hx), hx)
+                np.testing.assert_array_equal(hx.view(np.uint8), want.view(np.uint8))
 
     def test_in_place_and_empty_rows(self):
         x = rand(4, 6)

@@ -9,7 +9,7 @@ torch the peak.torch tests skip; without transformers (Debian has none) so
 do the direct comparisons, which run in the peers venv
 (scripts/peers-venv.sh):
 
-    PEAK_LIBRARY=build/libpeak.so.3 PYTHONPATH=python \\
+    PEAK_LIBRARY=build/libpeak.so.4 PYTHONPATH=python \\
         .venv-peers/bin/python python/tests/run.py rope
 """
 import dataclasses
@@ -297,6 +297,40 @@ class RopeCacheExact(unittest.TestCase):
                 peak.rope_cache(6, 16, out=bad)
         with self.assertRaises(TypeError):
             peak.rope_cache(6, 16, out=np.empty((6, 16)))
+
+    def test_half_types(self):
+        """float16 / bfloat16 (ml_dtypes) caches: the float32 cache rounded once
+        (peak.convert's bits) for every scheme and both modes; exact mode within
+        half an ULP of the type plus 2^-24 A of the formulas (peak.h)."""
+        types = [np.float16] + ([peak._bfloat16()] if peak._bfloat16() else [])
+        for dt in types:
+            mbits, emin = (10, -14) if dt == np.float16 else (7, -126)
+            for rd, p in SCHEMES:
+                for mode in ("exact", "hf"):
+                    q = dataclasses.replace(p, mode=mode)
+                    for n, pos0 in ((3, 0), (300, 4000), (9, (1 << 20) - 9)):
+                        want = peak.convert(peak.rope_cache(n, rd, pos0, params=q), dt)
+                        got = peak.rope_cache(n, rd, pos0, params=q, dtype=dt)
+                        self.assertEqual(got.dtype, np.dtype(dt))
+                        self.assertTrue(np.array_equal(got.view(np.uint16), want.view(np.uint16)),
+                                        (dt, rd, q, n, pos0))
+                _, a = freqs_ref(rd, p)
+                ref = cache_ref(np.arange(4000, 4300), rd, p)
+                got = peak.rope_cache(300, rd, 4000, params=p, dtype=dt).astype(np.float64)
+                _, e = np.frexp(ref)  # |ref| in [2^(e-1), 2^e)
+                ulp = np.ldexp(1.0, np.maximum(e - 1, emin) - mbits)
+                self.assertTrue(np.all(np.abs(got - ref) <= 0.5 * ulp + 2.0 ** -24 * max(1.0, a)),
+                                (dt, rd, p))
+            out = np.zeros((6, 16), dt)
+            self.assertIs(peak.rope_cache(6, 16, 9, out=out), out)
+            self.assertTrue(np.array_equal(out.view(np.uint16),
+                                           peak.rope_cache(6, 16, 9, dtype=dt).view(np.uint16)))
+            with self.assertRaises(TypeError):  # dtype and out disagree
+                peak.rope_cache(6, 16, dtype=dt, out=np.empty((6, 16), np.float32))
+            with self.assertRaises(TypeError):  # rope_apply takes float32 caches
+                peak.rope_apply(rand(1, 4, 2, 16), cache=peak.rope_cache(8, 16, dtype=dt))
+        with self.assertRaises(TypeError):
+            peak.rope_cache(6, 16, dtype=np.float64)
 
     def test_errors(self):
         canary = np.full((4, 8), 7.0, np.float32)

@@ -34,9 +34,16 @@
  *
  * K and V rows that no query can see hold NaN canaries (peak.h: masked
  * keys and values are never read); gaps of O and lse keep theirs.
+ *
+ * Q, K, V and O may each be bfloat16 or float16 (read last, fuzz-types.h:
+ * older inputs stay float32): the oracle reads the widened inputs, and a
+ * 16-bit O is held to where the bounds above round to (peak.h: plus half
+ * an ULP of O's type); 16-bit canaries are the type's.  A type outside
+ * peak_dtype is refused with PEAK_ERR_UNSUPPORTED, nothing written.
  */
 #include "fuzz-logits.h"
 #include "fuzz-mask.h"
+#include "fuzz-types.h"
 
 #define ATTENTION_SCORE_ULPS 8.0
 #define ATTENTION_ABS 4e-6
@@ -64,6 +71,26 @@ static size_t operand(int bhld, size_t B, size_t L, size_t heads, size_t w, size
 static size_t pick(fz_in *in, const size_t *set, size_t n)
 {
     return set[fz_u8(in) % n];
+}
+
+/* An element of O (type ot, widened) of a normal row: within tol of the
+   exact ref, and past the scalar tier (t > 0) within 2 tol of its r.  A
+   16-bit O: where those float32 ranges round to. */
+static int o_ok(float got, double ref, double tol, float r, int t, peak_dtype ot)
+{
+    if (ot == PEAK_F32)
+        return fabs((double)got - ref) <= tol && (t == 0 || fabs((double)got - (double)r) <= 2 * tol);
+    return fz_within(got, (long double)ref - tol, (long double)ref + tol, ot) &&
+           (t == 0 || fz_near(got, r, 2 * tol, ot));
+}
+
+/* The call's buffer behind float32 buffer p: its 16-bit copy, if any. */
+static const void *call_buf(const float *p, float *const f[4], uint16_t *const h[4])
+{
+    for (int k = 0; p && k < 4; k++)
+        if (p == f[k])
+            return h[k] ? (const void *)h[k] : p;
+    return p;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -126,8 +153,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (size_t j = 0; j < Lk; j++)
                     if (peak_test_mask_visible(&d.mask, Lq, Lk, b, h, i, j))
                         seen[(b * KVH + h / group) * Lk + j] = 1;
-    float *q = fz_alloc(nq, fz_u8(&in) % 32), *k = fz_alloc(nk, fz_u8(&in) % 32);
-    float *v = fz_alloc(nv, fz_u8(&in) % 32), *o = fz_alloc(no, fz_u8(&in) % 32);
+    size_t sel[4]; /* of q, k, v, o */
+    for (int e = 0; e < 4; e++)
+        sel[e] = fz_u8(&in) % 32;
+    float *q = fz_alloc(nq, sel[0]), *k = fz_alloc(nk, sel[1]);
+    float *v = fz_alloc(nv, sel[2]), *o = fz_alloc(no, sel[3]);
     float *lse = with_lse ? fz_alloc(nl, fz_u8(&in) % 32) : NULL;
     d.lse = lse;
     for (size_t b = 0; b < B; b++) {
@@ -141,7 +171,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     fz_fill(v + off3(d.v_stride, b, j, g), Dv, &gv);
                 }
     }
-    float *q0 = fz_dup(q, nq), *k0 = fz_dup(k, nk), *v0 = fz_dup(v, nv);
 
     /* One documented invalid argument, or none. */
     peak_attention_desc c = d;
@@ -235,16 +264,52 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ws_short = 0, co = NULL; /* no workspace passed: make it another error */
     if (ws_misalign && ws_mode == 0)
         ws_misalign = 0, cv = NULL;
+    /* The types of Q, K, V and O, last; one invalid type case when nothing
+       else is invalid. */
+    peak_dtype ty[4];
+    uint32_t tw;
+    const int bad_type = fz_types_read(&in, ty, 4, &tw) && want == PEAK_OK;
+    const peak_dtype ot = ty[3];
+    d.q_type = c.q_type = ty[0], d.k_type = c.k_type = ty[1];
+    d.v_type = c.v_type = ty[2], d.o_type = c.o_type = ot;
+    if (bad_type) {
+        peak_dtype *which[4] = {&c.q_type, &c.k_type, &c.v_type, &c.o_type};
+        *which[tw % 4] = fz_bad_dtype(tw >> 2);
+        want = PEAK_ERR_UNSUPPORTED;
+    }
+    /* The 16-bit buffers (q, k, v then hold the values widened: the
+       oracle's), and the call's pointers moved to them. */
+    float *const f32s[4] = {q, k, v, o};
+    uint16_t *h16[4];
+    const size_t ns[4] = {nq, nk, nv, no};
+    for (int e = 0; e < 4; e++)
+        h16[e] = fz_narrow(f32s[e], ns[e], ty[e], sel[e]);
+    fz_logits_move(&c.logits, o, h16[3], no);
+    if (c.lse == o && h16[3]) { /* lse meeting O: a float inside the 16-bit O */
+        c.lse = fz_float_in(h16[3], no);
+        if (!c.lse)
+            c.lse = lse, co = NULL;
+    }
+    void *O = h16[3] ? (void *)h16[3] : o;
+    const void *Q = call_buf(q, f32s, h16);
+    const void *K = call_buf(k, f32s, h16), *V = call_buf(v, f32s, h16);
+    const void *cO = call_buf(co, f32s, h16), *cQ = call_buf(cq, f32s, h16);
+    const void *cK = call_buf(ck, f32s, h16), *cV = call_buf(cv, f32s, h16);
+    void *qs0 = fz_dup_t(Q, nq, ty[0]), *ks0 = fz_dup_t(K, nk, ty[1]);
+    void *vs0 = fz_dup_t(V, nv, ty[2]);
+    float *q0 = fz_dup(q, nq), *k0 = fz_dup(k, nk), *v0 = fz_dup(v, nv);
     char opts[256];
     peak_test_describe_logits(opts, sizeof opts, B, H, &d.mask, &d.logits);
     fz_describe("attention KVH %zu Lq %zu Lk %zu D %zu Dv %zu %s pad %zu lse %d%s scale %a "
-                "ws %d %s q [%g,%g) %u/0x%x k [%g,%g) %u/0x%x v [%g,%g) %u/0x%x ftz %d; bad %u, "
-                "bad option %d -> %s",
+                "ws %d %s q [%g,%g) %u/0x%x k [%g,%g) %u/0x%x v [%g,%g) %u/0x%x ftz %d types %s "
+                "%s %s %s (call %u %u %u %u); bad %u, bad option %d -> %s",
                 KVH, Lq, Lk, D, Dv, bhld ? "[B,H,L,D]" : "[B,L,H,D]", pad, with_lse,
                 lse_gap ? " (gaps)" : "", (double)d.scale, ws_mode, opts, (double)gq.lo,
                 (double)gq.hi, gq.rate, gq.kinds, (double)gk.lo, (double)gk.hi, gk.rate, gk.kinds,
-                (double)gv.lo, (double)gv.hi, gv.rate, gv.kinds, ftz, bad >= 168 ? bad % 23 : 99,
-                bad_opt, fz_status(want));
+                (double)gv.lo, (double)gv.hi, gv.rate, gv.kinds, ftz, fz_type_name(ty[0]),
+                fz_type_name(ty[1]), fz_type_name(ty[2]), fz_type_name(ot), (unsigned)c.q_type,
+                (unsigned)c.k_type, (unsigned)c.v_type, (unsigned)c.o_type,
+                bad >= 168 ? bad % 23 : 99, bad_opt, fz_status(want));
     if (ws_short)
         want = PEAK_ERR_WORKSPACE;
 
@@ -364,13 +429,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (lse)
                     l_row[off3(d.lse_stride, b, h, i)] = 1;
             }
-    float *o0 = fz_dup(o, no), *l0 = lse ? fz_dup(lse, nl) : NULL;
-    float *ref_o = fz_dup(o, no), *ref_l = lse ? fz_dup(lse, nl) : NULL;
+    void *o0 = fz_dup_t(O, no, ot), *ref_o = fz_dup_t(O, no, ot);
+    float *l0 = lse ? fz_dup(lse, nl) : NULL, *ref_l = lse ? fz_dup(lse, nl) : NULL;
 
     for (int t = 0; t < fz_ntiers; t++) {
         fz_force(t);
         const char *tier = peak_isa_name(fz_tier[t]);
-        memcpy(o, o0, no * sizeof *o);
+        memcpy(O, o0, no * peak_dtype_size(ot));
         if (lse)
             memcpy(lse, l0, nl * sizeof *lse);
         /* The workspace this tier asks for, exactly that size, or more. */
@@ -386,25 +451,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         void *ws_arg = ws ? (char *)ws + ws_misalign : NULL;
         unsigned csr = fz_ftz_set(ftz);
-        peak_status s =
-            peak_attention(co, cq, ck, cv, null_desc ? NULL : &c, ws_arg, ws_bytes, NULL);
+        peak_status s = peak_attention((void *)cO, cQ, cK, cV, null_desc ? NULL : &c, ws_arg,
+                                       ws_bytes, NULL);
         fz_ftz_restore(csr);
         free(ws);
         fz_expect_status(t, s, ws_short && !need && ws_mode ? PEAK_OK : want);
-        fz_expect_unchanged(t, "q", q, q0, nq);
-        fz_expect_unchanged(t, "k", k, k0, nk);
-        fz_expect_unchanged(t, "v", v, v0, nv);
+        fz_expect_unchanged_t(t, "q", Q, qs0, nq, ty[0]);
+        fz_expect_unchanged_t(t, "k", K, ks0, nk, ty[1]);
+        fz_expect_unchanged_t(t, "v", V, vs0, nv, ty[2]);
         if (fm.bias)
             fz_expect_unchanged(t, "bias", fm.bias, fm.bias0, fm.n_bias);
         fz_logits_unchanged(t, &fl);
         if (s != PEAK_OK) {
-            fz_expect_unchanged(t, "o", o, o0, no);
+            fz_expect_unchanged_t(t, "o", O, o0, no, ot);
             if (lse)
                 fz_expect_unchanged(t, "lse", lse, l0, nl);
             continue;
         }
         for (size_t e = 0; e < no; e++)
-            if (!o_row[e] && !fz_is_canary(o[e]))
+            if (!o_row[e] && !fz_is_canary_at(O, ot, e))
                 fz_fail("tier %s: gap o[%zu] written", tier, e);
         for (size_t e = 0; lse && e < nl; e++)
             if (!l_row[e] && !fz_is_canary(lse[e]))
@@ -415,8 +480,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     const size_t r = (b * H + h) * Lq + i;
                     const size_t oo = off3(d.o_stride, b, i, h);
                     for (size_t e = 0; e < Dv; e++) {
-                        const float got = o[oo + e];
-                        if (fz_is_canary(got))
+                        const float got = fz_get(O, ot, oo + e), r_o = fz_get(ref_o, ot, oo + e);
+                        if (fz_is_canary_at(O, ot, oo + e))
                             fz_fail("tier %s: O[%zu,%zu,%zu,%zu] not written", tier, b, i, h, e);
                         if (!checked[r])
                             continue;
@@ -426,13 +491,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         else if (kind[r] == ROW_NAN)
                             ok = isnan(got);
                         else if (col_ok[r * Dv + e])
-                            ok = fabs((double)got - ref[r * Dv + e]) <= tol[r] &&
-                                 (t == 0 || fabs((double)got - (double)ref_o[oo + e]) <= 2 * tol[r]);
+                            ok = o_ok(got, ref[r * Dv + e], tol[r], r_o, t, ot);
                         if (!ok)
-                            fz_fail("tier %s: O[b %zu, i %zu, h %zu, %zu] = %a (%.9g), exact "
-                                    "%.9g, scalar %.9g, tol %.3g (%s row)",
-                                    tier, b, i, h, e, (double)got, (double)got, ref[r * Dv + e],
-                                    (double)ref_o[oo + e], tol[r],
+                            fz_fail("tier %s: O[b %zu, i %zu, h %zu, %zu] = %a (%.9g, %s 0x%x), "
+                                    "exact %.9g, scalar %.9g, tol %.3g (%s row)",
+                                    tier, b, i, h, e, (double)got, (double)got, fz_type_name(ot),
+                                    fz_code(O, ot, oo + e), ref[r * Dv + e], (double)r_o, tol[r],
                                     kind[r] == ROW_NAN ? "NaN" : kind[r] == ROW_ZERO ? "zero"
                                                                                      : "normal");
                     }
@@ -448,7 +512,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 kind[r] == ROW_NORMAL ? tol_lse[r] : 0.0);
                 }
         if (t == 0) {
-            memcpy(ref_o, o, no * sizeof *o);
+            memcpy(ref_o, O, no * peak_dtype_size(ot));
             if (lse)
                 memcpy(ref_l, lse, nl * sizeof *lse);
         }
@@ -474,6 +538,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(q0);
     free(k0);
     free(v0);
+    free(qs0);
+    free(ks0);
+    free(vs0);
+    for (int e = 0; e < 4; e++)
+        fz_free16(h16[e]);
     fz_free(q);
     fz_free(k);
     fz_free(v);

@@ -3,8 +3,15 @@
  * every tier returns the scalar tier's bits (peak.h: "every tier gives the
  * same bits"), row gaps of the output keep their canaries, inputs are not
  * written, and pad tokens (fairseq numbering) get E[id] * scale alone.
+ * peak_embed_pe's table and out may each be bfloat16 or float16 (the types
+ * are read last, fuzz-types.h: older inputs stay float32): the scalar
+ * tier's out is then, byte for byte, its float32 out from the widened
+ * table rounded by peak_convert (peak.h: E widened exactly, out rounded
+ * once), and the other tiers return its bytes; a type outside peak_dtype
+ * is refused, and d_model above 8192 with a 16-bit table or out (its own
+ * call, embed_limit), with PEAK_ERR_UNSUPPORTED and nothing written.
  */
-#include "fuzz.h"
+#include "fuzz-types.h"
 
 static size_t decode_pos0(fz_in *in, size_t n, int table)
 {
@@ -161,6 +168,85 @@ static void fuzz_pe_add(fz_in *in)
 
 /* ---- peak_embed_pe ----------------------------------------------------------- */
 
+/* The scalar tier's out of a call with a 16-bit table or out (type ot, row
+   stride ld_out) is its float32 out of the same call on the widened table
+   (`wide`), rounded by peak_convert, byte for byte (NaN payloads aside). */
+static void check_typed(const peak_embed_desc *c, const float *wide, const void *out, peak_dtype ot,
+                        ptrdiff_t ld_out, const int32_t *ids, size_t n_tok, int ftz)
+{
+    peak_embed_desc f = *c;
+    f.table = wide, f.table_type = PEAK_F32, f.out_type = PEAK_F32;
+    const size_t d = c->d_model, n = (n_tok - 1) * (size_t)ld_out + d;
+    float *o32 = fz_alloc(n, 0);
+    unsigned csr = fz_ftz_set(ftz);
+    const peak_status s = peak_embed_pe(o32, ld_out, ids, n_tok, &f, NULL);
+    fz_ftz_restore(csr);
+    if (s != PEAK_OK)
+        fz_fail("scalar: the float32 call on the widened table returned %s", fz_status(s));
+    for (size_t t = 0; t < n_tok; t++)
+        for (size_t col = 0; col < d; col++) {
+            const size_t k = t * (size_t)ld_out + col;
+            const float want = fz_round16(o32[k], ot), got = fz_get(out, ot, k);
+            if (!fz_same(got, want))
+                fz_fail("scalar: out (token %zu col %zu) = %a (%s 0x%x), the float32 call's %a "
+                        "rounded %a", t, col, (double)got, fz_type_name(ot), fz_code(out, ot, k),
+                        (double)o32[k], (double)want);
+        }
+    fz_free(o32);
+}
+
+/* d_model just past 8192, or 8192 itself, with table and out of types tt
+   and ot (3 tokens of a 2-row table, PE on the fly): with a 16-bit one
+   every tier refuses it (PEAK_ERR_UNSUPPORTED: the stack rows) and writes
+   nothing; all float32, or d_model 8192, every tier takes it, writes every
+   element, and returns the scalar tier's bytes. */
+static void embed_limit(peak_dtype tt, peak_dtype ot, uint32_t w, size_t sel)
+{
+    const size_t d = w % 4 ? 8193 + (w >> 2) % 64 : 8192;
+    const int refused = d > 8192 && (tt != PEAK_F32 || ot != PEAK_F32);
+    static const int32_t ids[3] = {1, 0, 1};
+    float *wide = malloc(2 * d * sizeof *wide);
+    if (!wide)
+        abort();
+    for (size_t k = 0; k < 2 * d; k++)
+        wide[k] = (float)(k % 13) * 0.25f - 1.0f;
+    uint16_t *tab16 = fz_narrow(wide, 2 * d, tt, sel + 1);
+    const void *tab = tab16 ? (const void *)tab16 : wide;
+    void *out = fz_alloc_t(3 * d, sel, ot), *ref = fz_dup_t(out, 3 * d, ot);
+    void *tab0 = fz_dup_t(tab, 2 * d, tt), *out0 = fz_dup_t(out, 3 * d, ot);
+    peak_embed_desc c = PEAK_EMBED_DESC_DEFAULT;
+    c.table = tab, c.vocab = 2, c.ld_table = (ptrdiff_t)d, c.d_model = d;
+    c.table_type = tt, c.out_type = ot;
+    fz_describe("embed_pe d_model limit: d %zu types %s %s -> %s", d, fz_type_name(tt),
+                fz_type_name(ot), refused ? "UNSUPPORTED" : "OK");
+    for (int t = 0; t < fz_ntiers; t++) {
+        fz_force(t);
+        memcpy(out, out0, 3 * d * peak_dtype_size(ot));
+        const peak_status s = peak_embed_pe(out, (ptrdiff_t)d, ids, 3, &c, NULL);
+        fz_expect_status(t, s, refused ? PEAK_ERR_UNSUPPORTED : PEAK_OK);
+        fz_expect_unchanged_t(t, "table", tab, tab0, 2 * d, tt);
+        if (refused) {
+            fz_expect_unchanged_t(t, "out", out, out0, 3 * d, ot);
+            continue;
+        }
+        for (size_t k = 0; k < 3 * d; k++) {
+            if (fz_is_canary_at(out, ot, k))
+                fz_fail("tier %s: out[%zu] not written", peak_isa_name(fz_tier[t]), k);
+            if (t > 0 && !fz_same_at(out, ref, ot, k))
+                fz_fail("tier %s: out[%zu] = 0x%x, scalar 0x%x", peak_isa_name(fz_tier[t]), k,
+                        fz_code(out, ot, k), fz_code(ref, ot, k));
+        }
+        if (t == 0)
+            memcpy(ref, out, 3 * d * peak_dtype_size(ot));
+    }
+    free(out0);
+    free(tab0);
+    free(ref);
+    fz_free_t(out, ot);
+    fz_free16(tab16);
+    free(wide);
+}
+
 static void fuzz_embed_pe(fz_in *in)
 {
     const size_t vocab = 1 + fz_upto(in, 49), d = fz_len(in, 160);
@@ -292,84 +378,118 @@ static void fuzz_embed_pe(fz_in *in)
     /* A position of -1 is fairseq's "no PE" only with padding_idx. */
     if (bad_t != SIZE_MAX && positions && positions[bad_t] == -1 && c.padding_idx >= 0)
         want = PEAK_OK;
-    fz_describe("embed_pe vocab %zu d %zu tokens %zu ld_table %td ld_out %td scale %a %s "
-                "pos_mode %d seq_len %zu pad %d pos0 %zu pe_rows %zu params %d %d %a E [%g, %g) "
-                "specials %u kinds 0x%x ftz %d; bad %u (token %zu) -> %s",
-                vocab, d, n_tok, ld_table, ld_out, (double)scale, table ? "table" : "on the fly",
-                pos_mode, seq_len, pad, pos0, pe_rows, prm.layout, prm.mode, prm.base,
-                (double)ge.lo, (double)ge.hi, ge.rate, ge.kinds, ftz, bad >= 176 ? bad % 16 : 99,
-                bad_t, fz_status(want));
 
     const size_t ntab = (vocab - 1) * (size_t)ld_table + d;
-    float *tab = fz_alloc(ntab, fz_u8(in) % 32);
+    const size_t sel_tab = fz_u8(in) % 32;
+    float *tab = fz_alloc(ntab, sel_tab);
     for (size_t v = 0; v < vocab; v++)
         fz_fill(tab + v * (size_t)ld_table, d, &ge);
-    float *tab0 = fz_dup(tab, ntab);
     const size_t npe = pe_rows * d;
     float *pe = table ? fz_alloc(npe, fz_u8(in) % 32) : NULL;
     if (pe)
         fz_fill(pe, npe, &gp);
     float *pe0 = pe ? fz_dup(pe, npe) : NULL;
-    c.table = null_table ? NULL : tab;
     c.pe = pe;
     const size_t nout = (n_tok - 1) * (size_t)ld_out + d;
-    float *out = fz_alloc(nout, fz_u8(in) % 32);
-    float *out0 = fz_dup(out, nout);
-    float *ref = fz_dup(out, nout);
-    float *dst = out_alias == 1 ? tab : out_alias == 2 ? pe : out;
+    const size_t sel_out = fz_u8(in) % 32;
+    float *out = fz_alloc(nout, sel_out);
+
+    /* The types of E and out, last; one invalid type case when nothing
+       else is invalid. */
+    peak_dtype ty[2];
+    uint32_t tw;
+    const int bad_type = fz_types_read(in, ty, 2, &tw) && want == PEAK_OK;
+    const peak_dtype tt = ty[0], ot = ty[1];
+    c.table_type = tt, c.out_type = ot;
+    if (bad_type && tw % 3 < 2) {
+        want = PEAK_ERR_UNSUPPORTED;
+        if (tw % 3)
+            c.out_type = fz_bad_dtype(tw >> 2);
+        else
+            c.table_type = fz_bad_dtype(tw >> 2);
+    }
+    /* TAB and OUT are the call's buffers: tab (its values then the 16-bit
+       ones widened) or its 16-bit copy, out or a 16-bit one. */
+    uint16_t *tab16 = fz_narrow(tab, ntab, tt, sel_tab);
+    void *TAB = tab16 ? (void *)tab16 : tab, *tab0 = fz_dup_t(TAB, ntab, tt);
+    c.table = null_table ? NULL : TAB;
+    uint16_t *out16 = ot != PEAK_F32 ? fz_alloc16(nout, sel_out, ot) : NULL;
+    void *OUT = out16 ? (void *)out16 : out;
+    void *out0 = fz_dup_t(OUT, nout, ot), *ref = fz_dup_t(OUT, nout, ot);
+    void *dst = out_alias == 1 ? TAB : out_alias == 2 ? (void *)pe : OUT;
+    fz_describe("embed_pe vocab %zu d %zu tokens %zu ld_table %td ld_out %td scale %a %s "
+                "pos_mode %d seq_len %zu pad %d pos0 %zu pe_rows %zu params %d %d %a E [%g, %g) "
+                "specials %u kinds 0x%x ftz %d types %s %s (call %u %u)%s; bad %u (token %zu) "
+                "-> %s",
+                vocab, d, n_tok, ld_table, ld_out, (double)scale, table ? "table" : "on the fly",
+                pos_mode, seq_len, pad, pos0, pe_rows, prm.layout, prm.mode, prm.base,
+                (double)ge.lo, (double)ge.hi, ge.rate, ge.kinds, ftz, fz_type_name(tt),
+                fz_type_name(ot), (unsigned)c.table_type, (unsigned)c.out_type,
+                bad_type && tw % 3 == 2 ? " + d_model limit" : "", bad >= 176 ? bad % 16 : 99,
+                bad_t, fz_status(want));
 
     for (int t = 0; t < fz_ntiers; t++) {
         fz_force(t);
-        memcpy(out, out0, nout * sizeof *out);
+        memcpy(OUT, out0, nout * peak_dtype_size(ot));
         unsigned csr = fz_ftz_set(ftz);
         peak_status s = peak_embed_pe(null_out ? NULL : dst, c_ld_out, null_ids ? NULL : ids,
                                       c_n, null_desc ? NULL : &c, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
-        fz_expect_unchanged(t, "table", tab, tab0, ntab);
+        fz_expect_unchanged_t(t, "table", TAB, tab0, ntab, tt);
         if (pe)
             fz_expect_unchanged(t, "pe", pe, pe0, npe);
         if (s != PEAK_OK) {
-            fz_expect_unchanged(t, "out", out, out0, nout);
+            fz_expect_unchanged_t(t, "out", OUT, out0, nout, ot);
             continue;
         }
         if (t == 0) {
-            memcpy(ref, out, nout * sizeof *out);
+            memcpy(ref, OUT, nout * peak_dtype_size(ot));
             for (size_t k = 0; k < nout; k++) {
                 const size_t tok = k / (size_t)ld_out, col = k % (size_t)ld_out;
+                const int canary = fz_is_canary_at(OUT, ot, k);
+                const float v = fz_get(OUT, ot, k);
                 if (col >= d) {
-                    if (!fz_is_canary(out[k]))
+                    if (!canary)
                         fz_fail("scalar: gap out[%zu] written", k);
                     continue;
                 }
-                if (!fz_is_canary(out[k]) && ids[tok] == pad && pad >= 0) {
-                    /* a pad token: E[pad] * scale, no PE */
+                if (!canary && ids[tok] == pad && pad >= 0) {
+                    /* a pad token: E[pad] * scale, no PE (rounded to out's type) */
                     float e;
                     unsigned cs = fz_ftz_set(ftz);
                     e = tab[(size_t)pad * (size_t)ld_table + col] * scale;
                     fz_ftz_restore(cs);
-                    if (!fz_same(out[k], e))
+                    e = fz_round16(e, ot);
+                    if (!fz_same(v, e))
                         fz_fail("scalar: pad token %zu col %zu = %a, want E*scale %a", tok, col,
-                                (double)out[k], (double)e);
-                } else if (fz_is_canary(out[k])) {
+                                (double)v, (double)e);
+                } else if (canary) {
                     fz_fail("scalar: out[%zu] (token %zu col %zu) not written", k, tok, col);
                 }
             }
+            if (tt != PEAK_F32 || ot != PEAK_F32)
+                check_typed(&c, tab, OUT, ot, c_ld_out, ids, n_tok, ftz);
             continue;
         }
         for (size_t k = 0; k < nout; k++)
-            if (!fz_same(out[k], ref[k]))
-                fz_fail("tier %s: out[%zu] (token %zu col %zu) = %a (0x%08x), scalar %a "
-                        "(0x%08x)",
+            if (!fz_same_at(OUT, ref, ot, k))
+                fz_fail("tier %s: out[%zu] (token %zu col %zu) = %a (%s 0x%x), scalar %a "
+                        "(0x%x)",
                         peak_isa_name(fz_tier[t]), k, k / (size_t)ld_out, k % (size_t)ld_out,
-                        (double)out[k], fz_bits(out[k]), (double)ref[k], fz_bits(ref[k]));
+                        (double)fz_get(OUT, ot, k), fz_type_name(ot), fz_code(OUT, ot, k),
+                        (double)fz_get(ref, ot, k), fz_code(ref, ot, k));
     }
+    if (bad_type && tw % 3 == 2)
+        embed_limit(tt, ot, tw >> 2, sel_out);
     free(ref);
     free(out0);
+    fz_free16(out16);
     fz_free(out);
     free(pe0);
     fz_free(pe);
     free(tab0);
+    fz_free16(tab16);
     fz_free(tab);
     free(positions);
     free(ids);

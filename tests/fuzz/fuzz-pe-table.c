@@ -1,7 +1,10 @@
 /*
  * fuzz-pe-table.c - peak_pe_table: every tier returns the same bits as the
  * scalar tier (peak.h: "Every tier returns the same bits"), every entry is
- * finite and within [-1, 1], and the split layouts' odd last column is 0.
+ * finite and within [-1, 1], and the split layouts' odd last column is 0;
+ * a bfloat16 or float16 table is the scalar float32 table converted by
+ * peak_convert (the type is the input's last byte: older inputs decode as
+ * before, float32).
  */
 #include "fuzz.h"
 
@@ -76,27 +79,70 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
     }
-    fz_describe("pe_table n_pos %zu d %zu pos0 %zu layout %d mode %d base %a%s ftz %d; "
-                "call n_pos %zu d %zu pos0 %zu layout %d mode %d base %a null_out %d -> %s",
+    const size_t sel = fz_u8(&in) % 32;
+    /* The table's type; 3: one outside peak_dtype (checked after the
+       invalid arguments, before the ranges). */
+    static const peak_dtype types[3] = {PEAK_F32, PEAK_BF16, PEAK_F16};
+    const uint32_t type_sel = fz_u8(&in) % 4;
+    const peak_dtype type = types[type_sel % 3];
+    peak_dtype call_type = type;
+    if (type_sel == 3) {
+        call_type = (peak_dtype)(3 + fz_u8(&in) % 250);
+        if (want != PEAK_ERR_INVALID_ARG)
+            want = PEAK_ERR_UNSUPPORTED;
+    }
+    fz_describe("pe_table n_pos %zu d %zu pos0 %zu layout %d mode %d base %a%s ftz %d type %d; "
+                "call n_pos %zu d %zu pos0 %zu layout %d mode %d base %a null_out %d type %d "
+                "-> %s",
                 n_pos, d, pos0, prm.layout, prm.mode, prm.base, null_params ? " (NULL)" : "",
-                ftz, call_n, call_d, call_pos0, call_prm.layout, call_prm.mode, call_prm.base,
-                null_out, fz_status(want));
+                ftz, (int)type, call_n, call_d, call_pos0, call_prm.layout, call_prm.mode,
+                call_prm.base, null_out, (int)call_type, fz_status(want));
 
-    float *out = fz_alloc(n, fz_u8(&in) % 32);
+    /* In floats (fz_alloc's unit): a 16-bit table rounds up by 2 bytes at most. */
+    const size_t es = peak_dtype_size(type), nf = (n * es + 3) / 4;
+    float *out = fz_alloc(nf, sel);
     float *ref = NULL;
     for (int t = 0; t < fz_ntiers; t++) {
         fz_force(t);
-        fz_canary(out, n);
+        fz_canary(out, nf);
         unsigned csr = fz_ftz_set(ftz);
-        peak_status s = peak_pe_table(null_out ? NULL : out, call_n, call_d, call_pos0,
+        peak_status s = peak_pe_table(null_out ? NULL : out, call_type, call_n, call_d, call_pos0,
                                       null_params && !corrupt ? NULL : &call_prm, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
         if (s != PEAK_OK) {
-            for (size_t k = 0; k < n; k++)
+            for (size_t k = 0; k < nf; k++)
                 if (!fz_is_canary(out[k]))
                     fz_fail("tier %s: rejected call wrote out[%zu] = %a",
                             peak_isa_name(fz_tier[t]), k, (double)out[k]);
+            continue;
+        }
+        /* An odd 16-bit count's last 2 bytes of the buffer: untouched. */
+        float canary;
+        fz_canary(&canary, 1);
+        if (memcmp((char *)out + n * es, (const char *)&canary + n * es % 4, nf * 4 - n * es))
+            fz_fail("tier %s wrote past the table", peak_isa_name(fz_tier[t]));
+        if (t == 0 && type != PEAK_F32) {
+            /* the scalar float32 table, converted */
+            float *f32 = malloc(n * sizeof *f32);
+            uint16_t *want16 = malloc(n * sizeof *want16);
+            if (!f32 || !want16)
+                abort();
+            unsigned csr2 = fz_ftz_set(ftz);
+            const peak_status s32 = peak_pe_table(f32, PEAK_F32, n_pos, d, pos0,
+                                                  null_params ? NULL : &prm, NULL);
+            fz_ftz_restore(csr2);
+            if (s32 != PEAK_OK || peak_convert(want16, type, f32, PEAK_F32, n, NULL) != PEAK_OK)
+                fz_fail("scalar: the float32 table or its conversion failed");
+            const uint16_t *got16 = (const uint16_t *)(const void *)out;
+            for (size_t k = 0; k < n; k++)
+                if (got16[k] != want16[k])
+                    fz_fail("scalar: %s entry (%zu, %zu) = 0x%04x, the float32 entry %a "
+                            "converted 0x%04x", type == PEAK_BF16 ? "bf16" : "f16", k / d,
+                            k % d, (unsigned)got16[k], (double)f32[k], (unsigned)want16[k]);
+            free(f32);
+            free(want16);
+            ref = fz_dup(out, nf);
             continue;
         }
         if (t == 0) {
@@ -110,6 +156,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     fz_fail("scalar: odd last column (%zu) = %a, not 0", k / d,
                             (double)out[k]);
             }
+            continue;
+        }
+        if (type != PEAK_F32) {
+            if (memcmp(out, ref, n * es) != 0)
+                fz_fail("tier %s: the 16-bit table is not the scalar tier's bytes",
+                        peak_isa_name(fz_tier[t]));
             continue;
         }
         for (size_t k = 0; k < n; k++)

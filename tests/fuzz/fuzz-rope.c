@@ -204,34 +204,78 @@ static void fuzz_cache(fz_in *in)
             break;
         }
     }
+    const size_t sel = fz_u8(in) % 32;
+    /* The cache's type (the input's last byte: older inputs decode as
+       before, float32); 3: one outside peak_dtype, checked after the NULL
+       pointers and the params, before the ranges. */
+    static const peak_dtype types[3] = {PEAK_F32, PEAK_BF16, PEAK_F16};
+    const uint32_t type_sel = fz_u8(in) % 4;
+    const peak_dtype type = types[type_sel % 3];
+    peak_dtype c_type = type;
+    if (type_sel == 3) {
+        c_type = (peak_dtype)(3 + fz_u8(in) % 250);
+        if (want != PEAK_ERR_INVALID_ARG)
+            want = PEAK_ERR_UNSUPPORTED;
+    }
     fz_describe("cache r %zu n_pos %zu pos0 %zu mode %d %s base %a factor %a alpha %a L0 %zu "
-                "seq %zu beta %a/%a trunc %d mscale %a/%a af %a freq %a/%a ftz %d; call r %zu "
-                "n_pos %zu pos0 %zu null %d/%d, %s",
+                "seq %zu beta %a/%a trunc %d mscale %a/%a af %a freq %a/%a ftz %d type %d; call "
+                "r %zu n_pos %zu pos0 %zu null %d/%d type %d, %s",
                 r, n_pos, pos0, prm.mode, scaling_name(prm.scaling), prm.base, prm.factor,
                 prm.ntk_alpha, prm.original_max_position, prm.seq_len, prm.beta_fast,
                 prm.beta_slow, prm.yarn_truncate, prm.mscale, prm.mscale_all_dim,
-                prm.attention_factor, prm.low_freq_factor, prm.high_freq_factor, ftz,
-                c.rotary_dim, c_n, c_pos0, null_out, null_params,
+                prm.attention_factor, prm.low_freq_factor, prm.high_freq_factor, ftz, (int)type,
+                c.rotary_dim, c_n, c_pos0, null_out, null_params, (int)c_type,
                 describe_call(&prm, &c, fz_status(want)));
 
-    float *out = fz_alloc(n, fz_u8(in) % 32);
+    /* In floats (fz_alloc's unit): rotary_dim is even, so a 16-bit cache
+       fills whole floats. */
+    const size_t es = peak_dtype_size(type), nf = n * es / 4;
+    float *out = fz_alloc(nf, sel);
     float *ref = NULL;
     float f0[PEAK_ROPE_MAX_DIM / 2];
     memcpy(f0, f, sizeof f0);
     for (int t = 0; t < fz_ntiers; t++) {
         fz_force(t);
-        fz_canary(out, n);
+        fz_canary(out, nf);
         unsigned csr = fz_ftz_set(ftz);
-        const peak_status s = peak_rope_cache(null_out ? NULL : out, c_n, c_pos0,
+        const peak_status s = peak_rope_cache(null_out ? NULL : out, c_type, c_n, c_pos0,
                                               null_params ? NULL : &c, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
         fz_expect_unchanged(t, "longrope_factors", f, f0, r / 2);
         if (s != PEAK_OK) {
-            for (size_t k = 0; k < n; k++)
+            for (size_t k = 0; k < nf; k++)
                 if (!fz_is_canary(out[k]))
                     fz_fail("tier %s: rejected call wrote cache[%zu] = %a",
                             peak_isa_name(fz_tier[t]), k, (double)out[k]);
+            continue;
+        }
+        if (type != PEAK_F32) {
+            if (t > 0) {
+                if (memcmp(out, ref, n * es) != 0)
+                    fz_fail("tier %s: the 16-bit cache is not the scalar tier's bytes",
+                            peak_isa_name(fz_tier[t]));
+                continue;
+            }
+            /* the scalar float32 cache, converted */
+            float *f32 = malloc(n * sizeof *f32);
+            uint16_t *want16 = malloc(n * sizeof *want16);
+            if (!f32 || !want16)
+                abort();
+            csr = fz_ftz_set(ftz);
+            const peak_status s32 = peak_rope_cache(f32, PEAK_F32, n_pos, pos0, &prm, NULL);
+            fz_ftz_restore(csr);
+            if (s32 != PEAK_OK || peak_convert(want16, type, f32, PEAK_F32, n, NULL) != PEAK_OK)
+                fz_fail("scalar: the float32 cache or its conversion failed");
+            const uint16_t *got16 = (const uint16_t *)(const void *)out;
+            for (size_t k = 0; k < n; k++)
+                if (got16[k] != want16[k])
+                    fz_fail("scalar: %s cache (%zu, %zu) = 0x%04x, the float32 value %a "
+                            "converted 0x%04x", type == PEAK_BF16 ? "bf16" : "f16", k / r,
+                            k % r, (unsigned)got16[k], (double)f32[k], (unsigned)want16[k]);
+            free(f32);
+            free(want16);
+            ref = fz_dup(out, nf);
             continue;
         }
         if (t == 0) {
@@ -504,7 +548,7 @@ static void fuzz_apply(fz_in *in)
     if (!fly) {
         cache = fz_alloc(cache_rows * r, fz_u8(in) % 32);
         fz_force(0);
-        cs = peak_rope_cache(cache, cache_rows, 0, &prm, NULL);
+        cs = peak_rope_cache(cache, PEAK_F32, cache_rows, 0, &prm, NULL);
         if (cs != PEAK_OK)
             fz_fail("peak_rope_cache of the valid params: %s", fz_status(cs));
         cache0 = fz_dup(cache, cache_rows * r);
@@ -568,7 +612,7 @@ static void fuzz_apply(fz_in *in)
                 const size_t p = p64 ? (size_t)p64[at] : p32 ? (size_t)p32[at] : pos0 + l;
                 if (cache) {
                     memcpy(row, cache + p * r, r * sizeof *row);
-                } else if (peak_rope_cache(row, 1, p, &prm, NULL) != PEAK_OK) {
+                } else if (peak_rope_cache(row, PEAK_F32, 1, p, &prm, NULL) != PEAK_OK) {
                     fz_fail("peak_rope_cache(p %zu) of the valid params failed", p);
                 }
                 for (size_t h = 0; h < H; h++) {

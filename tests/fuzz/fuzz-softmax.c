@@ -25,11 +25,21 @@
  *   - gaps of y keep their canaries; x, the mask, the slopes and the sinks
  *     are not written;
  *   - invalid options (fuzz-logits.h) are rejected, nothing written.
- * The logit options are decoded last (fuzz-logits.h): inputs that end
- * before them have none.
+ * x and y may each be bfloat16 or float16 (fuzz-types.h; in place, one
+ * type): the oracle reads the widened x, and a 16-bit y is held to where
+ * the float32 bounds above round to (peak.h: each probability rounded
+ * once), the SIMD tiers to the same bytes (NaN payloads aside), and its
+ * row sums get each element's half ULP of the type besides.  A type outside
+ * peak_dtype is refused (PEAK_ERR_UNSUPPORTED), and in place with two
+ * types (PEAK_ERR_INVALID_ARG), nothing written; 16-bit gaps and masked
+ * scores hold the type's canary.
+ * The logit options are decoded after the rest, the types last
+ * (fuzz-logits.h, fuzz-types.h): inputs that end before them have none and
+ * are float32.
  */
 #include "fuzz-logits.h"
 #include "fuzz-mask.h"
+#include "fuzz-types.h"
 
 #define SM_ULP 4
 #define SM_SUM 1e-6
@@ -83,6 +93,40 @@ static int close_to(float got, double ref, double ulp, double below, double rel)
     if (ref < (double)FLT_MIN)
         return fabs((double)got - ref) <= below * (double)FLT_MIN + (ref > 0.0 ? ref * rel : 0.0);
     return (double)fz_ulp(got, (float)ref) <= ulp;
+}
+
+/* The floats close_to accepts for ref, as an interval (ref >= 0). */
+static void close_bounds(double ref, double ulp, double below, double rel, long double *lo,
+                        long double *hi)
+{
+    if (ref < (double)FLT_MIN) {
+        const double a = below * (double)FLT_MIN + (ref > 0.0 ? ref * rel : 0.0);
+        *lo = (long double)ref - a, *hi = (long double)ref + a;
+        return;
+    }
+    const double b = (double)fz_bits((float)ref), k = floor(ulp);
+    *lo = fz_from_bits((uint32_t)fmax(b - k, 0.0));
+    *hi = fz_from_bits((uint32_t)fmin(b + k, (double)0x7f800000u));
+}
+
+/* A visible probability v of a normal row (type yt, widened): within the
+   oracle's bound (when bounded) and, past the scalar tier (t > 0), within
+   8 ULP (2 FLT_MIN) of its r.  A 16-bit v: where those float32 ranges
+   round to; against the scalar tier, whose float32 value lies within half
+   an ULP of the type of r. */
+static int prob_ok(float v, double p, float r, int t, double ulp, double rel, int bounded,
+                   peak_dtype yt)
+{
+    if (yt == PEAK_F32)
+        return (!bounded || close_to(v, p, ulp, 1.0, rel)) &&
+               (t == 0 || close_to(v, (double)r, 2 * SM_ULP, 2.0, 0.0));
+    long double lo, hi;
+    close_bounds(p, ulp, 1.0, rel, &lo, &hi);
+    if (bounded && !fz_within(v, lo, hi, yt))
+        return 0;
+    const double slack = 2 * SM_ULP * 0x1p-23 * (fabs((double)r) + fz_half_ulp(r, yt)) +
+                         2.0 * (double)FLT_MIN;
+    return t == 0 || fz_near(v, r, slack, yt);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -199,19 +243,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const peak_status want_opt = fz_logits_bad(&fl, &c.logits, &in, bad < 176, H, y, &bad_opt);
     if (want_opt != PEAK_OK)
         want = want_opt;
+    /* The element types, last; in place, y's is x's.  One invalid type
+       case when nothing else is invalid. */
+    peak_dtype ty[2];
+    uint32_t tw;
+    const int bad_type = fz_types_read(&in, ty, 2, &tw) && want == PEAK_OK;
+    if (in_place)
+        ty[1] = ty[0];
+    d.x_type = c.x_type = ty[0];
+    d.y_type = c.y_type = ty[1];
+    if (bad_type && in_place && (tw & 2)) {
+        want = PEAK_ERR_INVALID_ARG;
+        c.y_type = fz_other_type(ty[0], tw >> 2);
+    } else if (bad_type) {
+        want = PEAK_ERR_UNSUPPORTED;
+        if (tw & 1)
+            c.y_type = fz_bad_dtype(tw >> 2);
+        else
+            c.x_type = fz_bad_dtype(tw >> 2);
+    }
+    /* X and Y are the call's buffers: x and y, or their 16-bit copies (x
+       and y then hold the values widened: the oracle's). */
+    uint16_t *x16 = fz_narrow(x, nx, ty[0], mis_x);
+    uint16_t *y16 = in_place ? x16 : fz_narrow(y, ny, ty[1], mis_y);
+    fz_logits_move(&c.logits, y, y16, ny);
+    void *X = x16 ? (void *)x16 : x, *Y = y16 ? (void *)y16 : y;
+    const peak_dtype xt = ty[0], yt = ty[1];
+    void *xs0 = fz_dup_t(X, nx, xt), *ys0 = fz_dup_t(Y, ny, yt);
     const int capped = d.logits.softcap != 0.0f;
     float *x0 = fz_dup(x, nx);
-    float *y0 = fz_dup(y, ny);
     char opts[256];
     peak_test_describe_logits(opts, sizeof opts, B, H, &d.mask, &d.logits);
     fz_describe("softmax Lq %zu Lk %zu pads %zu %zu %s in_place %d scale %a %s "
-                "x [%g, %g) specials %u kinds 0x%x ftz %d; bad %u, bad option %d -> %s",
+                "x [%g, %g) specials %u kinds 0x%x ftz %d types %s %s (call %u %u); bad %u, "
+                "bad option %d -> %s",
                 Lq, Lk, x_pad, y_pad, bl ? "[b,i,h]" : "[b,h,i]", in_place, (double)d.scale,
-                opts, (double)gx.lo, (double)gx.hi, gx.rate, gx.kinds, ftz,
+                opts, (double)gx.lo, (double)gx.hi, gx.rate, gx.kinds, ftz, fz_type_name(xt),
+                fz_type_name(yt), (unsigned)c.x_type, (unsigned)c.y_type,
                 bad >= 176 ? bad % 18 : 99, bad_opt, fz_status(want));
 
-    float *ref = fz_dup(y, ny);  /* the scalar tier's y */
-    float *simd = fz_dup(y, ny); /* the first SIMD tier's y */
+    void *ref = fz_dup_t(Y, ny, yt);  /* the scalar tier's y */
+    void *simd = fz_dup_t(Y, ny, yt); /* the first SIMD tier's y */
     unsigned char *in_row = calloc(ny, 1);
     if (!in_row)
         abort();
@@ -225,11 +297,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     for (int t = 0; t < fz_ntiers; t++) {
         fz_force(t);
-        memcpy(x, x0, nx * sizeof *x);
+        memcpy(X, xs0, nx * peak_dtype_size(xt));
         if (!in_place)
-            memcpy(y, y0, ny * sizeof *y);
+            memcpy(Y, ys0, ny * peak_dtype_size(yt));
         unsigned csr = fz_ftz_set(ftz);
-        peak_status s = peak_softmax(null_y ? NULL : alias_xy ? x : y, null_x ? NULL : x,
+        peak_status s = peak_softmax(null_y ? NULL : alias_xy ? X : Y, null_x ? NULL : X,
                                      null_d ? NULL : &c, NULL);
         fz_ftz_restore(csr);
         fz_expect_status(t, s, want);
@@ -237,10 +309,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fz_expect_unchanged(t, "bias", fm.bias, fm.bias0, fm.n_bias);
         fz_logits_unchanged(t, &fl);
         if (!in_place || s != PEAK_OK)
-            fz_expect_unchanged(t, "x", x, x0, nx);
+            fz_expect_unchanged_t(t, "x", X, xs0, nx, xt);
         if (s != PEAK_OK) {
             if (!in_place)
-                fz_expect_unchanged(t, "y", y, y0, ny);
+                fz_expect_unchanged_t(t, "y", Y, ys0, ny, yt);
             continue;
         }
         const char *tier = peak_isa_name(fz_tier[t]);
@@ -254,36 +326,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     const double rel = capped ? peak_test_slack_rel(slack) : 0.0;
                     const double ulp = capped ? SM_ULP + 1 + ldexp(rel, 24) : SM_ULP;
                     const int bounded = isfinite(rel);
-                    double sum = 0.0, mass = 0.0;
+                    double sum = 0.0, mass = 0.0, rounding = 0.0;
                     for (size_t j = 0; j < Lk; j++) {
-                        const float v = y[o + j];
+                        const float v = fz_get(Y, yt, o + j);
                         int ok;
                         if (!vis[j] || kind == ROW_ZERO)
                             ok = v == 0.0f && !signbit(v);
                         else if (kind == ROW_NAN)
                             ok = isnan(v);
                         else
-                            ok = (!bounded || close_to(v, p[j], ulp, 1.0, rel)) &&
-                                 (t == 0 ||
-                                  close_to(v, (double)ref[o + j], 2 * SM_ULP, 2.0, 0.0));
-                        if (ok && t > 1 && !fz_same(v, simd[o + j]))
-                            fz_fail("tier %s [%zu,%zu,%zu,%zu]: %a, tier %s %a", tier, b, h, i, j,
-                                    (double)v, peak_isa_name(fz_tier[1]), (double)simd[o + j]);
+                            ok = prob_ok(v, p[j], fz_get(ref, yt, o + j), t, ulp, rel, bounded,
+                                         yt);
+                        if (ok && t > 1 && !fz_same_at(Y, simd, yt, o + j))
+                            fz_fail("tier %s [%zu,%zu,%zu,%zu]: %a (0x%x), tier %s %a (0x%x)",
+                                    tier, b, h, i, j, (double)v, fz_code(Y, yt, o + j),
+                                    peak_isa_name(fz_tier[1]), (double)fz_get(simd, yt, o + j),
+                                    fz_code(simd, yt, o + j));
                         if (!ok)
-                            fz_fail("tier %s [%zu,%zu,%zu,%zu]: %a, oracle %.9g (%s row, %s), "
-                                    "scalar %a",
-                                    tier, b, h, i, j, (double)v, p[j],
+                            fz_fail("tier %s [%zu,%zu,%zu,%zu]: %a (%s 0x%x), oracle %.9g (%s "
+                                    "row, %s), scalar %a",
+                                    tier, b, h, i, j, (double)v, fz_type_name(yt),
+                                    fz_code(Y, yt, o + j), p[j],
                                     kind == ROW_NAN ? "NaN" : kind == ROW_ZERO ? "zero" : "normal",
-                                    vis[j] ? "visible" : "masked", (double)ref[o + j]);
+                                    vis[j] ? "visible" : "masked",
+                                    (double)fz_get(ref, yt, o + j));
                         sum += v;
                         mass += vis[j] ? p[j] : 0.0;
+                        rounding += vis[j] ? fz_half_ulp(v, yt) : 0.0;
                     }
                     /* With a sink the row sums to the oracle's mass (< 1),
-                       as in tests/test-softmax.c (sm_check_row). */
+                       as in tests/test-softmax.c (sm_check_row); a 16-bit
+                       y adds each element's rounding. */
                     const int sink = d.logits.sinks != NULL;
                     const double want_sum = sink ? mass : 1.0;
                     const double sum_tol =
-                        sink ? (SM_SUM + rel) * mass + (double)Lk * FLT_MIN : SM_SUM;
+                        (sink ? (SM_SUM + rel) * mass + (double)Lk * FLT_MIN : SM_SUM) + rounding;
                     if (kind == ROW_NORMAL && (!sink || bounded) &&
                         !(fabs(sum - want_sum) <= sum_tol))
                         fz_fail("tier %s row [%zu,%zu,%zu] sums to %.9g %+.3g", tier, b, h, i,
@@ -291,12 +368,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
         /* Everything outside the rows still holds what it held. */
         for (size_t e = 0; e < ny; e++)
-            if (!in_row[e] && fz_bits(y[e]) != fz_bits(y0[e]))
+            if (!in_row[e] && fz_code(Y, yt, e) != fz_code(ys0, yt, e))
                 fz_fail("tier %s: gap y[%zu] written", tier, e);
         if (t == 0)
-            memcpy(ref, y, ny * sizeof *y);
+            memcpy(ref, Y, ny * peak_dtype_size(yt));
         if (t == 1)
-            memcpy(simd, y, ny * sizeof *y);
+            memcpy(simd, Y, ny * peak_dtype_size(yt));
     }
     peak_isa_reset();
     free(bad_len);
@@ -305,10 +382,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(p);
     free(simd);
     free(ref);
-    free(y0);
-    if (!in_place)
+    free(ys0);
+    free(xs0);
+    if (!in_place) {
+        fz_free16(y16);
         fz_free(y);
+    }
     free(x0);
+    fz_free16(x16);
     fz_free(x);
     fz_mask_free(&fm);
     fz_logits_free(&fl);

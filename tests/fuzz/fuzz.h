@@ -301,10 +301,13 @@ typedef struct fz_guarded {
 } fz_guarded;
 static fz_guarded fz_maps[32];
 
-static inline float *fz_alloc(size_t n, size_t sel)
+/* bytes (at least elem) of kind sel for elements of elem bytes: a guarded
+   mapping (sel % 32 >= 16, the element run ending at or starting after a
+   PROT_NONE page) or a heap buffer behind a poisoned head of sel % 16
+   elements. */
+static inline void *fz_alloc_bytes(size_t bytes, size_t elem, size_t sel)
 {
-    const size_t bytes = (n ? n : 1) * sizeof(float);
-    float *p;
+    char *p;
     static int heap_only = -1;
     if (heap_only < 0) {
         const char *h = getenv("FUZZ_HEAP_ONLY");
@@ -319,19 +322,19 @@ static inline float *fz_alloc(size_t n, size_t sel)
         const int guard_after = sel % 32 < 24;
         if (mprotect(guard_after ? map + data : map, page, PROT_NONE) != 0)
             abort();
-        p = (float *)(guard_after ? map + data - bytes : map + page);
+        p = guard_after ? map + data - bytes : map + page;
         size_t k = 0;
         while (k < 32 && fz_maps[k].p)
             k++;
         if (k == 32)
             abort();
-        fz_maps[k] = (fz_guarded){p, map, len};
+        fz_maps[k] = (fz_guarded){(float *)(void *)p, map, len};
     } else {
-        const size_t head = (sel % 16) * sizeof(float);
+        const size_t head = (sel % 16) * elem;
         void *raw = NULL;
         if (posix_memalign(&raw, 64, head + bytes) != 0)
             abort();
-        p = (float *)((char *)raw + head);
+        p = (char *)raw + head;
 #ifdef FZ_ASAN
         ASAN_POISON_MEMORY_REGION(raw, head);
 #endif
@@ -339,11 +342,18 @@ static inline float *fz_alloc(size_t n, size_t sel)
         VALGRIND_MAKE_MEM_NOACCESS(raw, head);
 #endif
     }
+    return p;
+}
+
+static inline float *fz_alloc(size_t n, size_t sel)
+{
+    float *p = fz_alloc_bytes((n ? n : 1) * sizeof(float), sizeof(float), sel);
     fz_canary(p, n ? n : 1);
     return p;
 }
 
-static inline void fz_free(float *p)
+/* What fz_alloc_bytes returned, or NULL. */
+static inline void fz_free_bytes(void *p)
 {
     if (!p)
         return;
@@ -362,6 +372,11 @@ static inline void fz_free(float *p)
     VALGRIND_MAKE_MEM_UNDEFINED(raw, (size_t)((char *)p - (char *)raw));
 #endif
     free(raw);
+}
+
+static inline void fz_free(float *p)
+{
+    fz_free_bytes(p);
 }
 
 static inline float *fz_dup(const float *p, size_t n)

@@ -428,20 +428,21 @@ static void desc_mask(call *c, const peak_mask *m)
 
 /* ---- the wrappers: the public API as the harnesses and tests see it ----------- */
 
-peak_status peak_pe_table(float *o, size_t n_pos, size_t d_model, size_t pos0,
+peak_status peak_pe_table(void *o, peak_dtype o_type, size_t n_pos, size_t d_model, size_t pos0,
                           const peak_pe_params *params, const peak_threadpool *pool)
 {
     call c;
     call_begin(&c, F_PE_TABLE, "peak_pe_table");
-    reg_add(&c, "out", o, 1, &n_pos, &(ptrdiff_t){(ptrdiff_t)d_model}, d_model, 4);
-    desc(&c, "out %s, n_pos %zu, d_model %zu, pos0 %zu, ", o ? "set" : "NULL", n_pos, d_model,
-         pos0);
+    reg_add(&c, "out", o, 1, &n_pos, &(ptrdiff_t){(ptrdiff_t)d_model}, d_model,
+            (int)peak_dtype_size(o_type));
+    desc(&c, "out %s, type %d, n_pos %zu, d_model %zu, pos0 %zu, ", o ? "set" : "NULL",
+         (int)o_type, n_pos, d_model, pos0);
     desc_pe_params(&c, params);
     desc(&c, "%s", ftz_now() ? ", FTZ/DAZ" : "");
     snap(&c);
-    peak_status sc = C.pe_table(o, n_pos, d_model, pos0, params, pool);
+    peak_status sc = C.pe_table(o, o_type, n_pos, d_model, pos0, params, pool);
     swap_in(&c, sc);
-    peak_status sr = R.pe_table(o, n_pos, d_model, pos0, params, pool);
+    peak_status sr = R.pe_table(o, o_type, n_pos, d_model, pos0, params, pool);
     finish(&c, sr, sc);
     return sr;
 }
