@@ -23,6 +23,11 @@
 #                                      scripts/peers-venv.sh makes the peers
 #                                      benchmark's venv with (PyTorch 2.x and
 #                                      ONNX Runtime from pip; never the tests)
+#   scripts/install-deps.sh --pip      also python3-venv: a venv to
+#                                      `pip install .` into (README, Python,
+#                                      pip; `meson test --suite pip`, which
+#                                      skips without it).  The wheel build
+#                                      itself needs only the packages above.
 #   scripts/install-deps.sh --reliability
 #                                      also what CI's reliability steps use:
 #                                      valgrind (with libc6-dbg), qemu-x86_64,
@@ -51,6 +56,7 @@ arm64_pkgs="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qe
 libsleef-dev:arm64 check:arm64"
 bench_pkgs="python3-torch python3-matplotlib"
 peers_pkgs="python3-venv python3-pip"
+pip_pkgs="python3-venv"
 # llvm: llvm-symbolizer, which clang's sanitizer runtimes (the fuzzers) need
 # to print a failure's stack with function names and lines.
 reliability_pkgs="valgrind libc6-dbg qemu-user clang libclang-rt-14-dev llvm libtsan2 cppcheck \
@@ -64,6 +70,7 @@ for a in "$@"; do
     --torch) want="$want $torch_pkgs" ;;
     --bench) want="$want $bench_pkgs" ;;
     --peers) want="$want $peers_pkgs" ;;
+    --pip) want="$want $pip_pkgs" ;;
     --reliability) want="$want $reliability_pkgs" ;;
     *) want="$want $a" ;;
     esac

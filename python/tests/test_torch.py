@@ -189,6 +189,42 @@ class Attention(unittest.TestCase):
             out = pt.scaled_dot_product_attention(q.half(), k.half(), v.half())
         self.assertEqual(out.dtype, torch.float16)
 
+    def test_enable_gqa_and_signature(self):
+        """torch 2.x's signature, positional arguments included; enable_gqa
+        True takes Hkv dividing H, False PyTorch's rule (Hkv = H, or 1
+        broadcast), each raising RuntimeError as torch does, and the
+        default None peak's own (Hkv dividing H, ValueError otherwise)."""
+        q, k, v = torch.randn(2, 8, 6, 16), torch.randn(2, 2, 9, 16), torch.randn(2, 2, 9, 8)
+        with torch.no_grad():
+            want = pt.scaled_dot_product_attention(q, k, v, is_causal=True)
+            for got in (pt.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+                        pt.scaled_dot_product_attention(q, k, v, None, 0.0, True, None, True)):
+                same_bytes(self, got, want)
+            torch.testing.assert_close(
+                want, pt._attention_reference(q, k, v, is_causal=True), atol=2e-5, rtol=1e-4)
+            if hasattr(F, "scaled_dot_product_attention") and \
+                    "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or ""):
+                torch.testing.assert_close(
+                    want, F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                         enable_gqa=True),
+                    atol=2e-5, rtol=1e-4)
+            with self.assertRaises(RuntimeError):
+                pt.scaled_dot_product_attention(q, k, v, enable_gqa=False)
+            k1, v1 = k[:, :1], v[:, :1]  # one K/V head: broadcast, as torch
+            same_bytes(self, pt.scaled_dot_product_attention(q, k1, v1, enable_gqa=False),
+                       pt.scaled_dot_product_attention(q, k1, v1))
+            same_bytes(self, pt.scaled_dot_product_attention(q[:, :2], k, v, enable_gqa=False),
+                       pt.scaled_dot_product_attention(q[:, :2], k, v))
+            k3, v3 = torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 8)
+            with self.assertRaises(RuntimeError):
+                pt.scaled_dot_product_attention(q, k3, v3, enable_gqa=True)
+            with self.assertRaises(ValueError):
+                pt.scaled_dot_product_attention(q, k3, v3)
+            with self.assertRaises(ValueError):
+                pt.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
+            with self.assertRaises(ValueError):  # batch differs
+                pt.scaled_dot_product_attention(q, k[:1], v[:1])
+
 
 TIERS = [isa for isa in peak.isa_names() if peak.isa_supported(isa) and
          peak.isa_names().index(isa) <= peak.isa_names().index(peak.isa_active())]
@@ -423,6 +459,34 @@ class AttentionMerge(unittest.TestCase):
             pt.attention_merge([parts[0][0]])
 
 
+class EmbedPe(unittest.TestCase):
+    def test_half_tensors(self):
+        """float16 and bfloat16 weights, read in place: torch's float32
+        F.embedding(ids, weight) * scale + pe of the widened weight, rounded
+        once, bit for bit; and F.embedding in the weight's type (its
+        product and sum each rounded in that type) within two of its ULPs."""
+        weight, pe = torch.randn(300, 96) * 0.1, torch.randn(20, 96)
+        ids = torch.randint(0, 300, (3, 20))
+        for dt, ulp in ((torch.float32, 0.0), (torch.float16, 2.0 ** -10),
+                        (torch.bfloat16, 2.0 ** -7)):
+            if dt == torch.bfloat16 and peak._bfloat16() is None:
+                with self.assertRaises(TypeError):
+                    pt.embed_pe(ids, weight.to(dt), pe=pe)
+                continue
+            w = weight.to(dt)
+            got = pt.embed_pe(ids, w, 4.0, pe=pe)
+            self.assertEqual(got.dtype, dt)
+            want = (F.embedding(ids, w.float()) * 4.0 + pe[None]).to(dt)
+            self.assertTrue(torch.equal(got.view(-1).float(), want.view(-1).float()))
+            theirs = F.embedding(ids, w) * 4.0 + pe[None].to(dt)
+            self.assertLessEqual((got.double() - theirs.double()).abs().max().item(),
+                                 2 * ulp * theirs.double().abs().max().item(), f"{dt}")
+            fly = pt.embed_pe(ids, w, 4.0)  # the sinusoid on the fly
+            table = torch.from_numpy(peak.pe_table(20, 96))
+            self.assertTrue(torch.equal(
+                fly.float(), (F.embedding(ids, w.float()) * 4.0 + table[None]).to(dt).float()))
+
+
 class LayerNorm(unittest.TestCase):
     def test_drop_in(self):
         ln = nn.LayerNorm(512).eval()
@@ -581,6 +645,264 @@ class Threads(unittest.TestCase):
             for i, (a, b) in enumerate(zip(fn(), want)):
                 same_bytes(self, a, b, f"{name} output {i}, torch threads 2")
             torch.set_num_threads(1)
+
+
+def bits(t):
+    """t's bytes as integers (float32, float16 and bfloat16 alike)."""
+    t = t.contiguous()
+    return t.view(torch.int32 if t.element_size() == 4 else torch.int16)
+
+
+class Softmax(unittest.TestCase):
+    def test_against_torch(self):
+        """pt.softmax as torch.softmax: float32, float16 and bfloat16 in,
+        the same type out (or dtype='s), any dim, any number of axes;
+        within peak.h's 4 float32 ULP of the float64 softmax of the
+        input's values, plus half an ULP of a 16-bit result."""
+        x = torch.randn(2, 3, 5, 40) * 4
+        src = torch.randn(2 * 2 * 3 * 4 * 40) * 4
+        types = [(torch.float32, 0.0), (torch.float16, 2.0 ** -10)]
+        if peak._bfloat16() is not None:
+            types.append((torch.bfloat16, 2.0 ** -7))
+        for dt, ulp in types:
+            for shape, dim in (((2, 3, 5, 40), -1), ((2, 3, 5, 40), 1), ((40,), 0),
+                               ((2, 2, 3, 4, 40), -1), ((2, 2, 3, 4, 40), 2), ((6, 40), 0)):
+                xx = src[:math.prod(shape)].reshape(shape).to(dt)
+                with torch.no_grad():
+                    got = pt.softmax(xx, dim)
+                self.assertEqual((got.dtype, got.shape), (dt, xx.shape))
+                want = torch.softmax(xx.double(), dim)
+                err = (got.double() - want).abs()
+                fi = torch.finfo(dt)  # results below tiny: subnormal steps, absolute
+                bound = (4 * 2.0 ** -23 + ulp / 2) * want + 4 * fi.tiny * fi.eps
+                self.assertTrue(bool((err <= bound).all()),
+                                f"{dt} {shape} dim {dim}: max error {err.max().item():.3g}")
+            xx = x.to(dt)
+            self.assertTrue(torch.equal(bits(pt.softmax(xx, dtype=torch.float32)),
+                                        bits(pt.softmax(xx.float()))))
+            self.assertTrue(torch.equal(bits(pt.softmax(x, dtype=dt)),
+                                        bits(pt.softmax(x).to(dt))))
+        self.assertEqual(tuple(pt.softmax(torch.ones(0, 7)).shape), (0, 7))
+        self.assertEqual(pt.softmax(torch.tensor(3.0)).item(), 1.0)
+
+    def test_logit_options(self):
+        """The keywords beyond torch.softmax are peak.softmax's, byte for
+        byte."""
+        x = torch.rand(2, 4, 7, 30) * 12 - 6
+        mask = torch.rand(7, 30) > 0.2
+        bias = torch.randn(2, 1, 7, 30)
+        sinks, slopes = torch.randn(4), torch.rand(4)
+        for kw, npkw in (
+                (dict(attn_mask=mask, is_causal=True), dict(keep=mask.numpy(), causal=True)),
+                (dict(attn_mask=bias, scale=0.5), dict(bias=bias.numpy(), scale=0.5)),
+                (dict(softcap=3.0, alibi="causal", sinks=sinks),
+                 dict(softcap=3.0, alibi="causal", sinks=sinks.numpy())),
+                (dict(alibi="symmetric", alibi_slopes=slopes, sinks=-0.5),
+                 dict(alibi="symmetric", alibi_slopes=slopes.numpy(), sinks=-0.5)),
+                (dict(sinks=sinks.numpy().tolist()), dict(sinks=sinks.numpy()))):
+            with self.subTest(options=sorted(kw)):
+                got = pt.softmax(x, **kw)
+                want = torch.from_numpy(peak.softmax(x.numpy(), **npkw))
+                self.assertTrue(torch.equal(bits(got), bits(want)))
+
+    def test_errors(self):
+        x = torch.randn(3, 8)
+        with self.assertRaises(TypeError):
+            pt.softmax(x.double())
+        with self.assertRaises(TypeError):
+            pt.softmax(x, dtype=torch.float64)
+        with self.assertRaises(IndexError):
+            pt.softmax(x, 2)
+        with self.assertRaises(ValueError):  # the options need the last dim
+            pt.softmax(x, 0, is_causal=True)
+        with self.assertRaises(RuntimeError):
+            pt.softmax(x.requires_grad_())
+
+
+class TinyBlock(nn.Module):
+    """A small pre-norm transformer layer on peak.torch: token ids -> embed_pe
+    (embedding * sqrt(d) + the sinusoid) -> LayerNorm module -> attention
+    with grouped K/V heads, RoPE from RotaryEmbedding, causal -> add_layer_norm
+    -> MLP -> layer_norm -> logits -> softmax.  reference(): the same in
+    PyTorch (F.embedding, F.layer_norm, transformers' RoPE formulas,
+    F.scaled_dot_product_attention, torch.softmax)."""
+
+    def __init__(self, vocab=64, d=64, heads=4, kv_heads=2, max_len=32):
+        super().__init__()
+        self.d, self.H, self.Hkv, self.hd = d, heads, kv_heads, d // heads
+        self.emb = nn.Embedding(vocab, d)
+        self.norm1, self.norm2 = pt.LayerNorm(d), pt.LayerNorm(d)
+        self.q, self.kv = nn.Linear(d, d), nn.Linear(d, 2 * kv_heads * self.hd)
+        self.o = nn.Linear(d, d)
+        self.ff = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+        self.head = nn.Linear(d, vocab)
+        self.rotary = pt.RotaryEmbedding({"rope_theta": 10000.0}, head_dim=self.hd,
+                                         max_position_embeddings=max_len)
+        self.register_buffer("pe", torch.from_numpy(peak.pe_table(max_len, d)))
+        with torch.no_grad():
+            for ln in (self.norm1, self.norm2):
+                ln.weight.uniform_(0.5, 1.5)
+                ln.bias.uniform_(-0.5, 0.5)
+
+    def qkv(self, h):
+        B, L, _ = h.shape
+        q = self.q(h).view(B, L, self.H, self.hd).transpose(1, 2)
+        k, v = self.kv(h).view(B, L, 2, self.Hkv, self.hd).unbind(2)
+        return q, k.transpose(1, 2), v.transpose(1, 2)
+
+    def forward(self, ids, position_ids):
+        B, L = ids.shape
+        x = pt.embed_pe(ids, self.emb.weight, math.sqrt(self.d))
+        q, k, v = self.qkv(self.norm1(x))
+        q, k = pt.apply_rotary_pos_emb(q, k, *self.rotary(q, position_ids))
+        a = pt.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        a = self.o(a.transpose(1, 2).reshape(B, L, self.d))
+        h, x = pt.add_layer_norm(a, x, self.norm2.weight, self.norm2.bias)
+        x = x + self.ff(h)
+        y = pt.layer_norm(x, (self.d,), self.norm1.weight, self.norm1.bias)
+        return pt.softmax(self.head(y))
+
+    def reference(self, ids, position_ids):
+        B, L = ids.shape
+        d = self.d
+        x = self.emb(ids) * math.sqrt(d) + self.pe[:L]
+        q, k, v = self.qkv(F.layer_norm(x, (d,), self.norm1.weight, self.norm1.bias))
+        inv_freq = 1.0 / 10000.0 ** (torch.arange(0, self.hd, 2).float() / self.hd)
+        f = (inv_freq[None, :, None] @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((f, f), dim=-1)
+        cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+        q, k = q * cos + pt._rotate_half(q) * sin, k * cos + pt._rotate_half(k) * sin
+        g = self.H // self.Hkv
+        a = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1),
+                                           v.repeat_interleave(g, 1), is_causal=True)
+        x = x + self.o(a.transpose(1, 2).reshape(B, L, d))
+        x = x + self.ff(F.layer_norm(x, (d,), self.norm2.weight, self.norm2.bias))
+        y = F.layer_norm(x, (d,), self.norm1.weight, self.norm1.bias)
+        return torch.softmax(self.head(y), -1)
+
+
+OPS = ("scaled_dot_product_attention", "scaled_dot_product_attention_lse", "softmax",
+       "layer_norm", "add_layer_norm", "embed_pe", "apply_rotary_pos_emb", "rotary_embedding")
+
+
+@unittest.skipUnless(getattr(pt, "_OPS", None),
+                     "torch < 2.4: no torch.library.custom_op (peak.torch's plain path only)")
+class CustomOps(unittest.TestCase):
+    """peak.torch's torch.library operators: each function goes through its
+    own (the plain path with threads=), with the same bytes; the fakes
+    (torch.library.opcheck); a model compiled whole (inductor, fullgraph)
+    and exported."""
+
+    def test_functions_use_their_ops(self):
+        q, k, v = torch.randn(2, 8, 6, 16), torch.randn(2, 2, 9, 16), torch.randn(2, 2, 9, 8)
+        x, r = torch.randn(3, 5, 32), torch.randn(3, 5, 32)
+        w, b = torch.rand(32) + 0.5, torch.randn(32)
+        ids, table = torch.randint(0, 50, (3, 7)), torch.randn(50, 32)
+        rotary = pt.RotaryEmbedding({"rope_theta": 1e4, "rope_type": "longrope",
+                                     "short_factor": [1.0] * 8, "long_factor": [2.0] * 8,
+                                     "original_max_position_embeddings": 8},
+                                    head_dim=16, max_position_embeddings=32)
+        pos = torch.arange(9).expand(2, 9)  # 9 > 8: the long factors
+        cos, sin = rotary(q, pos[:, :6])
+        mask = torch.rand(6, 9) > 0.3
+        sinks = torch.randn(8)
+        calls = [
+            ("scaled_dot_product_attention", lambda **wh: (pt.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, softcap=20.0, alibi="causal", sinks=1.0, **wh),)),
+            ("scaled_dot_product_attention_lse", lambda **wh: pt.scaled_dot_product_attention(
+                q.half(), k, v, is_causal=True, sinks=sinks, return_lse=True, **wh)),
+            ("softmax", lambda **wh: (pt.softmax(x, dtype=torch.float16, **wh),)),
+            ("layer_norm", lambda **wh: (pt.layer_norm(x, (32,), w, b, **wh),)),
+            ("add_layer_norm", lambda **wh: pt.add_layer_norm(x, r, w, b, 1e-6, **wh)),
+            ("embed_pe", lambda **wh: (pt.embed_pe(ids, table, 2.0, padding_idx=1, **wh),)),
+            ("apply_rotary_pos_emb", lambda **wh: pt.apply_rotary_pos_emb(q, k[:, :, :6], cos,
+                                                                          sin, **wh)),
+        ]
+        n = torch.get_num_threads()
+        for name, fn in calls:
+            seen = []
+
+            def spy(*a, _op=pt._OPS[name], **kw):
+                seen.append(1)
+                return _op(*a, **kw)
+
+            with torch.no_grad(), mock.patch.dict(pt._OPS, {name: spy}):
+                got = fn()
+                self.assertEqual(len(seen), 1, name)
+                want = fn(threads=n)  # the plain path
+                self.assertEqual(len(seen), 1, name)
+            for a, b_ in zip(got, want):
+                self.assertTrue(torch.equal(bits(a), bits(b_)), name)
+        seen, real = [], pt._OPS["rotary_embedding"]
+        with mock.patch.dict(pt._OPS, {"rotary_embedding": lambda *a: seen.append(a) or
+                                       real(*a)}):
+            got = rotary(q, pos)
+        self.assertEqual(len(seen), 1)
+        rotary.threads = n
+        for a, b_ in zip(got, rotary(q, pos)):
+            self.assertTrue(torch.equal(a, b_))
+        rotary.threads = None
+        # longrope inside the operator: the long factors for 9 positions,
+        # the short ones for 6
+        short = rotary(q, pos[:, :6])[0]
+        self.assertFalse(torch.equal(got[0][:, 1:6], short[:, 1:6]))
+        rotary.threads = n
+        self.assertTrue(torch.equal(short, rotary(q, pos[:, :6])[0]))
+
+    def test_fakes(self):
+        """torch.library.opcheck: schema, fake (shapes, dtypes, strides)
+        and AOT dispatch of every operator."""
+        q, k, v = torch.randn(2, 8, 5, 16), torch.randn(2, 2, 7, 16), torch.randn(2, 2, 7, 8)
+        mask = torch.rand(5, 7) > 0.3
+        x, w, b = torch.randn(3, 4, 32), torch.rand(32) + 0.5, torch.randn(32)
+        rotary = pt.RotaryEmbedding({"rope_theta": 1e4}, head_dim=16)
+        cos, sin = rotary(q, torch.arange(5).expand(2, 5))
+        kq = k[:, :, :5]
+        cases = [
+            ("scaled_dot_product_attention", (q, k, v, mask, False, None, 2.0, "causal", None,
+                                              torch.randn(8))),
+            ("scaled_dot_product_attention_lse", (q.half(), k, v, None, True)),
+            ("softmax", (torch.randn(2, 3, 5, 7), torch.float16, 0.5, mask, True)),
+            ("layer_norm", (x.half(), w, b, 1e-5)),
+            ("add_layer_norm", (x, x.flip(0), w.half(), None, 1e-6)),
+            ("embed_pe", (torch.randint(0, 20, (3, 6)), torch.randn(20, 32), 2.0)),
+            ("apply_rotary_pos_emb", (q, kq, cos, sin, None, 1)),
+            ("apply_rotary_pos_emb", (q.transpose(1, 2), kq.transpose(1, 2), cos, sin, None, 2)),
+            ("rotary_embedding", (torch.arange(6)[None], 16, rotary._json)),
+        ]
+        for name, args in cases:
+            with self.subTest(op=name):
+                torch.library.opcheck(getattr(torch.ops.peak, name), args)
+
+    def test_compile_and_export(self):
+        """TinyBlock through torch.compile(fullgraph=True) (inductor; a graph
+        break would raise) under no_grad, then with torch.inference_mode()
+        (aot_eager: no second C++ build), against PyTorch's eager layer;
+        torch.export.export's graph holds the peak operators."""
+        torch.manual_seed(0)
+        model = TinyBlock().eval()
+        ids, pos = torch.randint(0, 64, (2, 12)), torch.arange(12).expand(2, 12)
+        tol = dict(atol=1e-5, rtol=1e-4)
+        try:
+            with torch.no_grad():
+                want = model.reference(ids, pos)
+                torch.testing.assert_close(model(ids, pos), want, **tol)
+                got = torch.compile(model, fullgraph=True)(ids, pos)
+            torch.testing.assert_close(got, want, **tol)
+            with torch.inference_mode():
+                got = torch.compile(model, backend="aot_eager", fullgraph=True)(ids, pos)
+            torch.testing.assert_close(got, want, **tol)
+            with torch.no_grad():
+                ep = torch.export.export(model, (ids, pos))
+                targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+                for name in ("embed_pe", "layer_norm", "rotary_embedding",
+                             "apply_rotary_pos_emb", "scaled_dot_product_attention",
+                             "add_layer_norm", "softmax"):
+                    self.assertIn(f"peak.{name}.default", targets)
+                torch.testing.assert_close(ep.module()(ids, pos), want, **tol)
+        finally:
+            torch._dynamo.reset()
+
 
 
 if __name__ == "__main__":
