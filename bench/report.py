@@ -6,7 +6,7 @@ Usage (bench/report.sh runs it; it can also be re-run on kept raw files):
   /usr/bin/python3 bench/report.py --bench BENCH.json [--accuracy ACC.json]
       [--torch TORCH.json] [--peers PEERS.json] [--replay REPLAY.json]
       [--out-dir bench/results] [--readme README.md]
-      [--command "sh bench/report.sh"] [--note TEXT]
+      [--command "sh bench/report.sh"] [--note TEXT] [--history HISTORY.jsonl]
 
 --peers: bench/peers-bench.py's JSON (PyTorch 2.x and ONNX Runtime at 1 and
 2 threads); --replay: bench_replay --format=json (the simulated thread
@@ -25,6 +25,10 @@ This file is the entry point; the work is in the modules beside it:
   report_tables.py  the markdown: bench/results/<cpu>.md, the README block
   report_plots.py   the PNG plots (matplotlib)
   report_peers.py   the PyTorch 2.x / ONNX Runtime tables and the thread scaling
+  report_history.py the per-CPU run history, bench/results/history/<cpu>.jsonl
+                    (report.sh appends each run before this script runs; the
+                    report plots the headline shapes over its runs, and
+                    bench/compare.py compares two of them)
 """
 
 import argparse
@@ -36,7 +40,8 @@ from report_data import (cpu_info, cpu_slug, load_accuracy, load_bench, load_tor
                          split_threads)
 from report_model import TRANSCENDENTAL_FLOPS, add_throughputs, annotate_limits, goal_rows
 from report_peers import load_peers, load_replay, md_sections, peer_goal_rows, plot_scaling
-from report_plots import write_plots
+from report_history import history_path, read_history
+from report_plots import plot_history, write_plots
 from report_tables import (context_lines, md_report, md_summary, readme_block, summary_rows,
                            update_readme)
 
@@ -52,6 +57,9 @@ def main(argv):
     p.add_argument("--readme")
     p.add_argument("--command", default="sh bench/report.sh")
     p.add_argument("--note", action="append", default=[])
+    p.add_argument("--history", help="the run history (default: "
+                   "bench/results/history/<cpu>.jsonl, report_history.py): a plot of "
+                   "the headline shapes over its runs when it has two or more")
     p.add_argument("--clock", choices=("cpu", "real"), default="cpu",
                    help="which time the medians use (default cpu: see report_tables.CLOCK_NOTE)")
     args = p.parse_args(argv)
@@ -79,6 +87,17 @@ def main(argv):
     pngs.update(plot_scaling(scaling, workers, args.out_dir, slug))
     if "scaling" in pngs:
         peers_md += [f"![scaling]({pngs['scaling']})", ""]
+    history = args.history or history_path(slug)
+    runs_hist = read_history(history) if os.path.exists(history) else []
+    hist_png = plot_history(runs_hist, args.out_dir, slug, cpu.get("model_name", slug))
+    pngs.update(hist_png)
+    if hist_png:
+        peers_md += ["## History", "",
+                     f"The headline shapes over the {len(runs_hist)} runs of "
+                     f"`{os.path.relpath(history, args.out_dir)}` (one JSON line per run: "
+                     "commit, date, per-repetition times; `bench/compare.py A B` compares "
+                     "two runs with a Mann-Whitney U test):", "",
+                     f"![history]({hist_png['history']})", ""]
     at = md.index("## Accuracy") if "## Accuracy" in md else len(md)
     md[at:at] = peers_md
     md_path = os.path.join(args.out_dir, f"{slug}.md")

@@ -28,6 +28,15 @@
 # on a 2-core machine (most of it bench_peak; REPS and MIN_TIME in the
 # environment override 5 and 0.05 s).
 #
+# Each run is also appended to bench/results/history/<cpu>.jsonl
+# (bench/report_history.py: one JSON line per run with the commit, whether
+# the tree was dirty, the date, the CPU, the thread counts and per benchmark
+# the median, min, max and per-repetition real times); with two or more
+# runs there the report plots the headline shapes over them.  Compare two
+# runs (a history line or a bench_peak JSON each) with
+#   /usr/bin/python3 bench/compare.py HISTORY.jsonl@-2 HISTORY.jsonl@-1 [--filter REGEX]
+# (median change and a Mann-Whitney U test per benchmark; it never fails).
+#
 # OpenBLAS 0.3.21 does not know CPUs newer than Sapphire Rapids and runs its
 # SSE3 "Prescott" kernels on them; the benchmark commands below (and only
 # they: never the tests) set OPENBLAS_CORETYPE to the newest core the CPU
@@ -178,6 +187,11 @@ else
     echo "report: no bench_replay in this build; the scaling table has measured figures" \
         "only" >&2
 fi
+
+# the run history: one JSON line per run in bench/results/history/<cpu>.jsonl
+set -- /usr/bin/python3 "$here/report_history.py" --bench "$raw/bench.json" \
+    --note "sh bench/report.sh$([ "$quick" = yes ] && echo ' --quick')$([ -n "$filter" ] && echo " --filter $filter"); load average (1, 5, 15 min) before: $load_before; after: $(loadavg)"
+"$@"
 
 set -- /usr/bin/python3 "$here/report.py" --bench "$raw/bench.json" \
     --accuracy "$raw/accuracy.json" --out-dir "$here/results" \

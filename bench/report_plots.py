@@ -131,3 +131,78 @@ def write_plots(results, limits, out_dir, slug, cpu_name):
     except ImportError as e:
         print(f"report: no matplotlib ({e}); tables only", file=sys.stderr)
     return pngs
+
+
+# ---- the run history (bench/results/history/<cpu>.jsonl, bench/report_history.py) ------
+
+# The headline shapes of the history plot: (label, benchmark name); those in
+# none of the runs are left out.
+HISTORY_HEADLINES = (
+    ("attention L 2048 causal", "attention/dispatch/H:8/Lq:2048/Lk:2048/causal:1/cold:0/real_time"),
+    ("decode, 2048 cache", "attention/dispatch/H:8/Lq:1/Lk:2048/causal:0/cold:0/real_time"),
+    ("softmax BERT 12x512", "softmax/dispatch/heads:12/L:512/causal:0/real_time"),
+    ("LayerNorm 65536x768", "layernorm/dispatch/rows:65536/d_model:768/real_time"),
+    ("embedding 64x512x512", "embedding/dispatch/batch:64/seq_len:512/d_model:512/fly:0/real_time"),
+    ("PE table 5000x512", "pe_table/dispatch/seq_len:5000/d_model:512/real_time"),
+)
+SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def history_series(runs, headlines=HISTORY_HEADLINES):
+    """[(label, unit, [throughput or None per run])]: items/s or bytes/s when
+    every run that has the benchmark reports that counter, else calls/s
+    (1 / median real time), so one line never mixes units."""
+    out = []
+    for label, name in headlines:
+        es = [r.get("benchmarks", {}).get(name) for r in runs]
+        have = [e for e in es if e]
+        if not have:
+            continue
+        counters = {next(iter(e["rate"])) if e.get("rate") else None for e in have}
+        counter = counters.pop() if len(counters) == 1 else None
+        if counter:
+            ys = [e["rate"][counter] if e else None for e in es]
+            unit = counter.replace("_per_second", "/s")
+        else:
+            ys = [1.0 / (e["median"] * SECONDS[e.get("unit", "ns")]) if e else None for e in es]
+            unit = "calls/s"
+        out.append((label, unit, ys))
+    return out
+
+
+def plot_history(runs, out_dir, slug, cpu_name):
+    """out_dir/<slug>-history.png: the headline shapes' throughput over the
+    runs of the history, x = run index labelled with short commit hashes;
+    only with >= 2 runs.  Returns {"history": file name} or {}."""
+    series = history_series(runs)
+    if len(runs) < 2 or not series:
+        return {}
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        print(f"report: no matplotlib ({e}); no history plot", file=sys.stderr)
+        return {}
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.6 * len(runs) + 5), 4.6))
+    xs = list(range(len(runs)))
+    for i, (label, unit, ys) in enumerate(series):
+        pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", markersize=4,
+                color=plt.get_cmap("tab10")(i % 10), label=f"{label} ({unit})")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{i}\n{(r.get('commit') or 'unknown')[:7]}"
+                        f"{'+' if r.get('dirty') else ''}" for i, r in enumerate(runs)],
+                       fontsize=7)
+    ax.set_xlabel("run (history line) and commit; + : uncommitted changes")
+    ax.set_yscale("log")
+    ax.set_ylabel("throughput (median)")
+    ax.set_title(f"Headline shapes over the runs, one core of {cpu_name}\n"
+                 "(runs differ in machine load: see each line's note)", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"{slug}-history.png")
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return {"history": os.path.basename(path)}

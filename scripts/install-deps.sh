@@ -54,7 +54,7 @@ libpthreadpool-dev"
 torch_pkgs="python3-torch"
 arm64_pkgs="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 libsleef-dev:arm64 check:arm64"
-bench_pkgs="python3-torch python3-matplotlib"
+bench_pkgs="python3-torch python3-matplotlib python3-scipy"
 peers_pkgs="python3-venv python3-pip"
 pip_pkgs="python3-venv"
 # llvm: llvm-symbolizer, which clang's sanitizer runtimes (the fuzzers) need

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""report_history - the per-CPU run history (part of bench/report.py's
+tooling; bench/report.sh runs it after bench_peak).  Appends one JSON line
+per run to bench/results/history/<cpu-slug>.jsonl (the slug of the report's
+bench/results/<cpu-slug>.md), append-only, keys sorted:
+
+  {"benchmarks": {NAME: {"max", "median", "min", "repetitions",
+                         "threads", "times": [real_time per repetition],
+                         "unit": "ns"|"us"|"ms"|"s",
+                         ["rate": {"items_per_second"|"bytes_per_second": median}]}},
+   "commit": "<git rev-parse HEAD>" or "unknown", "dirty": true|false|null,
+   "cpu": "<model name>", "cpu_slug": "...", "date": "<bench_peak's date>",
+   "load_avg": [...], "note": "...", "repetitions": N, "schema": 1,
+   "threads": [distinct thread counts]}
+
+NAME is Google Benchmark's run_name (no /repeats suffix); times are
+real_time in the benchmark's own time_unit, in repetition order.
+bench/compare.py compares two runs (history lines or bench_peak JSON).
+
+  /usr/bin/python3 bench/report_history.py --bench BENCH.json
+      [--history FILE] [--note TEXT] [--commit SHA] [--dirty|--clean]
+  /usr/bin/python3 bench/report_history.py --from-report bench/results/<cpu>.json ...
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from report_data import cpu_info, cpu_slug, median, shape_args
+
+SCHEMA = 1
+HERE = os.path.dirname(os.path.abspath(__file__))
+HISTORY_DIR = os.path.join(HERE, "results", "history")
+RATE_COUNTERS = ("items_per_second", "bytes_per_second")
+
+
+def history_path(slug, history_dir=HISTORY_DIR):
+    return os.path.join(history_dir, f"{slug}.jsonl")
+
+
+def git_commit(root=HERE):
+    """(HEAD's hash, whether the tree has uncommitted changes); ("unknown",
+    None) outside a git checkout."""
+    try:
+        sha = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        st = subprocess.run(["git", "-C", root, "status", "--porcelain",
+                             "--untracked-files=no"], check=True, capture_output=True,
+                            text=True).stdout
+        return sha, bool(st.strip())
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", None
+
+
+def bench_threads(name, r):
+    """peak's pool size (a /threads:<n> shape) else Google Benchmark's threads."""
+    n = shape_args("/".join(name.split("/")[1:])).get("threads")
+    return int(n) if n is not None else int(r.get("threads", 1))
+
+
+def benchmarks_from_gb(doc):
+    """{run_name: entry} from Google Benchmark JSON (aggregates skipped)."""
+    raw = {}
+    for r in doc.get("benchmarks", []):
+        if r.get("run_type") == "aggregate" or r.get("error_occurred"):
+            continue
+        name = r.get("run_name", r["name"])
+        slot = raw.setdefault(name, {"unit": r.get("time_unit", "ns"), "reps": [],
+                                     "threads": bench_threads(name, r)})
+        slot["reps"].append((r.get("repetition_index", len(slot["reps"])), r))
+    out = {}
+    for name, slot in raw.items():
+        reps = [r for _, r in sorted(slot["reps"], key=lambda x: x[0])]
+        times = [r["real_time"] for r in reps]
+        e = {"unit": slot["unit"], "times": times, "median": median(times),
+             "min": min(times), "max": max(times), "repetitions": len(times),
+             "threads": slot["threads"]}
+        for k in RATE_COUNTERS:
+            vals = [r[k] for r in reps if k in r]
+            if vals:
+                e["rate"] = {k: median(vals)}
+                break
+        out[name] = e
+    return out
+
+
+def run_record(doc, cpu=None, commit="unknown", dirty=None, note=None):
+    """One history line (a dict) from bench_peak's JSON document."""
+    cpu = cpu if cpu is not None else cpu_info()
+    ctx = doc.get("context", {})
+    benches = benchmarks_from_gb(doc)
+    rec = {"schema": SCHEMA, "commit": commit, "dirty": dirty, "date": ctx.get("date"),
+           "cpu": cpu.get("model_name", "unknown"), "cpu_slug": cpu_slug(cpu),
+           "threads": sorted({e["threads"] for e in benches.values()}),
+           "repetitions": max((e["repetitions"] for e in benches.values()), default=0),
+           "load_avg": ctx.get("load_avg"), "benchmarks": benches}
+    if note:
+        rec["note"] = note
+    return rec
+
+
+def record_from_report(doc, commit="unknown", note=None):
+    """A history line from a report's bench/results/<cpu>.json, which keeps
+    per benchmark the wall-clock median, min and max ("real", in s) but not
+    the per-repetition times: "times" is empty there (compare.py then says
+    "too few repetitions").  bench_peak's entries only (not torch's; the
+    memcpy/FMA limits are not kept per benchmark).  Times are stored in ns."""
+    ctx = doc.get("context", {})
+    cpu = doc.get("cpu", {})
+    benches = {}
+    for family, shapes in doc.get("results", {}).items():
+        for shape, variants in shapes.items():
+            for variant, e in variants.items():
+                if e.get("source") != "bench_peak" or "real" not in e:
+                    continue
+                name = "/".join(x for x in (family, variant, shape) if x) + "/real_time"
+                r = e["real"]
+                benches[name] = {"unit": "ns", "times": [], "median": r["median_s"] * 1e9,
+                                 "min": r["min_s"] * 1e9, "max": r["max_s"] * 1e9,
+                                 "repetitions": r["repetitions"],
+                                 "threads": int(shape_args(shape).get("threads", 1))}
+    rec = {"schema": SCHEMA, "commit": commit, "dirty": None, "date": ctx.get("date"),
+           "cpu": cpu.get("model_name", "unknown"), "cpu_slug": cpu_slug(cpu),
+           "threads": sorted({e["threads"] for e in benches.values()}),
+           "repetitions": max((e["repetitions"] for e in benches.values()), default=0),
+           "load_avg": ctx.get("load_avg"), "benchmarks": benches}
+    if note:
+        rec["note"] = note
+    return rec
+
+
+def history_line(rec):
+    """The record as one line: sorted keys, no spaces, so equal runs give
+    equal lines."""
+    return json.dumps(rec, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def append_history(path, rec):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(history_line(rec))
+
+
+def read_history(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def history_run(spec):
+    """'FILE.jsonl@N' -> (the N-th record, N counted from 0, negative from
+    the end); None when spec has no @N."""
+    m = re.fullmatch(r"(.*)@(-?\d+)", spec)
+    if not m:
+        return None
+    runs = read_history(m.group(1))
+    n = int(m.group(2))
+    if not -len(runs) <= n < len(runs):
+        raise IndexError(f"{m.group(1)} has {len(runs)} runs; no run {n}")
+    return runs[n]
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description="append a bench_peak run to the history")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--bench", help="bench_peak's JSON (--benchmark_out)")
+    src.add_argument("--from-report", help="a report's bench/results/<cpu>.json (no "
+                     "per-repetition times; commit \"unknown\" unless --commit)")
+    p.add_argument("--history", help="default: bench/results/history/<cpu-slug>.jsonl")
+    p.add_argument("--note", action="append", default=[])
+    p.add_argument("--commit", help="default: git rev-parse HEAD")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--dirty", action="store_const", const=True, dest="dirty")
+    g.add_argument("--clean", action="store_const", const=False, dest="dirty")
+    args = p.parse_args(argv)
+    with open(args.bench or args.from_report, encoding="utf-8") as f:
+        doc = json.load(f)
+    note = "; ".join(args.note) or None
+    if args.from_report:
+        rec = record_from_report(doc, args.commit or "unknown", note)
+        commit, dirty = rec["commit"], None
+    else:
+        commit, dirty = git_commit()
+        if args.commit:
+            commit, dirty = args.commit, None
+        if args.dirty is not None:
+            dirty = args.dirty
+        rec = run_record(doc, cpu_info(), commit, dirty, note)
+    path = args.history or history_path(rec["cpu_slug"])
+    append_history(path, rec)
+    print(f"report: appended {len(rec['benchmarks'])} benchmarks of {commit[:12]}"
+          f"{' (dirty tree)' if dirty else ''} to {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
