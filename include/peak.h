@@ -22,7 +22,9 @@
  * - Descriptor structs have a PEAK_..._DEFAULT initialiser; start from it and
  *   set the fields you need, so that fields added later keep their defaults.
  * - Tensors are row-major float32 and need no alignment beyond float's own
- *   (4 bytes); vector kernels use unaligned loads and masked tails.
+ *   (4 bytes); vector kernels use unaligned loads and masked tails.  A
+ *   bfloat16 or float16 tensor (peak_dtype) needs 2-byte alignment, which
+ *   is not checked: an odd address is undefined behaviour.
  * - Strided outputs must not overlap themselves: a layout in which two
  *   index tuples land on the same row is rejected (PEAK_ERR_INVALID_ARG).
  * - Kernels are reentrant and thread-safe.  The only global state is the
@@ -821,7 +823,7 @@ typedef struct peak_embed_desc {
                                  stride ld_table (elements). */
     size_t vocab;           /**< Rows of E. */
     ptrdiff_t ld_table;     /**< >= d_model. */
-    size_t d_model;         /**< Floats per row. */
+    size_t d_model;         /**< Elements per row. */
     float scale;            /**< Multiplies E; sqrt(d_model) in the paper 3.4. */
     const float *pe;        /**< [pe_rows, d_model] table, or NULL: on the fly. */
     size_t pe_rows;         /**< Rows of pe. */
@@ -1587,7 +1589,8 @@ typedef struct peak_layernorm_types {
  * or r, and sum may equal x or r, with the same row stride; otherwise y and
  * sum must share no float with x, r, gamma, beta or each other (checked:
  * rows that interleave without overlapping, such as x and y in one [x | y]
- * buffer, are accepted; the SIMD tiers write row t while reading row t+1,
+ * buffer, are accepted when both have one element size; of two sizes,
+ * their whole extents must not meet; the SIMD tiers write row t while reading row t+1,
  * so a partial overlap would change the result).  Mean and variance are
  * two-pass (stable for rows with a large common offset).  Unlike
  * peak_embed_pe the tiers are not bit-identical here: each is within

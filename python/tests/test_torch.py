@@ -541,6 +541,14 @@ class LayerNorm(unittest.TestCase):
                 self.assertLessEqual((got.double() - theirs.double()).abs().max().item(),
                                      4 * ulp * theirs.double().abs().max().item(), f"{dt}")
 
+    def test_half_module_beyond_peaks_rows(self):
+        """A 16-bit row longer than peak takes (16384) falls back to
+        PyTorch's own LayerNorm instead of raising."""
+        ln = pt.LayerNorm(16385).to(torch.bfloat16).eval()
+        x = torch.randn(2, 16385).to(torch.bfloat16)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(ln(x), nn.LayerNorm.forward(ln, x)))
+
     @staticmethod
     def _torch_layer_norm(x, w, b):
         try:
