@@ -87,11 +87,8 @@ def benchmarks_from_gb(doc):
     return out
 
 
-def run_record(doc, cpu=None, commit="unknown", dirty=None, note=None):
-    """One history line (a dict) from bench_peak's JSON document."""
-    cpu = cpu if cpu is not None else cpu_info()
-    ctx = doc.get("context", {})
-    benches = benchmarks_from_gb(doc)
+def _record(benches, ctx, cpu, commit, dirty, note):
+    """A history line from its benchmarks and the run's context."""
     rec = {"schema": SCHEMA, "commit": commit, "dirty": dirty, "date": ctx.get("date"),
            "cpu": cpu.get("model_name", "unknown"), "cpu_slug": cpu_slug(cpu),
            "threads": sorted({e["threads"] for e in benches.values()}),
@@ -100,6 +97,14 @@ def run_record(doc, cpu=None, commit="unknown", dirty=None, note=None):
     if note:
         rec["note"] = note
     return rec
+
+
+def run_record(doc, cpu=None, commit="unknown", dirty=None, note=None):
+    """One history line (a dict) from bench_peak's JSON document."""
+    cpu = cpu if cpu is not None else cpu_info()
+    ctx = doc.get("context", {})
+    benches = benchmarks_from_gb(doc)
+    return _record(benches, ctx, cpu, commit, dirty, note)
 
 
 def record_from_report(doc, commit="unknown", note=None):
@@ -122,14 +127,7 @@ def record_from_report(doc, commit="unknown", note=None):
                                  "min": r["min_s"] * 1e9, "max": r["max_s"] * 1e9,
                                  "repetitions": r["repetitions"],
                                  "threads": int(shape_args(shape).get("threads", 1))}
-    rec = {"schema": SCHEMA, "commit": commit, "dirty": None, "date": ctx.get("date"),
-           "cpu": cpu.get("model_name", "unknown"), "cpu_slug": cpu_slug(cpu),
-           "threads": sorted({e["threads"] for e in benches.values()}),
-           "repetitions": max((e["repetitions"] for e in benches.values()), default=0),
-           "load_avg": ctx.get("load_avg"), "benchmarks": benches}
-    if note:
-        rec["note"] = note
-    return rec
+    return _record(benches, ctx, cpu, commit, None, note)
 
 
 def history_line(rec):

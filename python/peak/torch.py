@@ -234,19 +234,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     _sdpa_shape(query, key, value)
     op = _op("scaled_dot_product_attention_lse" if return_lse else
              "scaled_dot_product_attention", threads, pool)
-    if op is not None:
-        slopes = _head_tensor("alibi_slopes", alibi_slopes, False)
-        sink_t = _head_tensor("sinks", sinks, True)
-        if (scale is None or _real(scale)) and (softcap is None or _real(softcap)) and \
-                (alibi is None or isinstance(alibi, str)) and slopes is not False and \
-                sink_t is not False:
-            res = op(query, key, value, attn_mask, bool(is_causal),
-                     None if scale is None else float(scale),
-                     None if softcap is None else float(softcap), alibi, slopes, sink_t)
-            out, lse = res if return_lse else (res, None)
-        else:
-            op = None
-    if op is None:
+    args = _op_logits(scale, softcap, alibi, alibi_slopes, sinks) if op is not None else None
+    if args is not None:
+        scale_f, softcap_f, slopes, sink_t = args
+        res = op(query, key, value, attn_mask, bool(is_causal), scale_f, softcap_f, alibi,
+                 slopes, sink_t)
+        out, lse = res if return_lse else (res, None)
+    else:
         out, lse = _sdpa_impl(query, key, value, attn_mask, is_causal, scale, softcap, alibi,
                               _per_head("alibi_slopes", alibi_slopes),
                               _per_head("sinks", sinks), return_lse, _where(threads, pool))
@@ -278,6 +272,20 @@ def _check_mask(m):
         raise TypeError(f"attn_mask: expected a torch.Tensor, got {type(m).__name__}")
     if m.dtype != torch.bool:
         _check("attn_mask", m)
+
+
+def _op_logits(scale, softcap, alibi, alibi_slopes, sinks):
+    """The scale and logit options as attention's and softmax's operators
+    take them, (scale, softcap, alibi_slopes, sinks), or None where one of
+    them is something no schema holds (the plain path)."""
+    slopes = _head_tensor("alibi_slopes", alibi_slopes, False)
+    sink_t = _head_tensor("sinks", sinks, True)
+    if not ((scale is None or _real(scale)) and (softcap is None or _real(softcap)) and
+            (alibi is None or isinstance(alibi, str)) and slopes is not False and
+            sink_t is not False):
+        return None
+    return (None if scale is None else float(scale),
+            None if softcap is None else float(softcap), slopes, sink_t)
 
 
 def _head_tensor(name, t, scalar_ok):
@@ -399,15 +407,11 @@ def softmax(input, dim=-1, *, dtype=None, scale=None, attn_mask=None, is_causal=
         input = input.movedim(dim, -1)
     op = _op("softmax", threads, pool)
     out = None
-    if op is not None:
-        slopes = _head_tensor("alibi_slopes", alibi_slopes, False)
-        sink_t = _head_tensor("sinks", sinks, True)
-        if (scale is None or _real(scale)) and (softcap is None or _real(softcap)) and \
-                (alibi is None or isinstance(alibi, str)) and slopes is not False and \
-                sink_t is not False:
-            out = op(input, dtype, None if scale is None else float(scale), attn_mask,
-                     bool(is_causal), None if softcap is None else float(softcap), alibi,
-                     slopes, sink_t)
+    args = _op_logits(scale, softcap, alibi, alibi_slopes, sinks) if op is not None else None
+    if args is not None:
+        scale_f, softcap_f, slopes, sink_t = args
+        out = op(input, dtype, scale_f, attn_mask, bool(is_causal), softcap_f, alibi, slopes,
+                 sink_t)
     if out is None:
         out = _softmax_impl(input, dtype, scale, attn_mask, is_causal, softcap, alibi,
                             _per_head("alibi_slopes", alibi_slopes), _per_head("sinks", sinks),

@@ -6,7 +6,7 @@
  * peak_convert (the type is the input's last byte: older inputs decode as
  * before, float32).
  */
-#include "fuzz.h"
+#include "fuzz-types.h"
 
 /* Positions near the documented edges: 0, 2^20 (the accuracy promise),
    PEAK_MAX_POSITION (the limit), and anywhere below it. */
@@ -134,12 +134,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fz_ftz_restore(csr2);
             if (s32 != PEAK_OK || peak_convert(want16, type, f32, PEAK_F32, n, NULL) != PEAK_OK)
                 fz_fail("scalar: the float32 table or its conversion failed");
-            const uint16_t *got16 = (const uint16_t *)(const void *)out;
-            for (size_t k = 0; k < n; k++)
-                if (got16[k] != want16[k])
-                    fz_fail("scalar: %s entry (%zu, %zu) = 0x%04x, the float32 entry %a "
-                            "converted 0x%04x", type == PEAK_BF16 ? "bf16" : "f16", k / d,
-                            k % d, (unsigned)got16[k], (double)f32[k], (unsigned)want16[k]);
+            fz_expect_rounded16("entry", (const uint16_t *)(const void *)out, want16, f32, n, d,
+                                type);
             free(f32);
             free(want16);
             ref = fz_dup(out, nf);

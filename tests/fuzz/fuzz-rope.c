@@ -11,7 +11,7 @@
  * are not written.  A call with one documented invalid argument returns
  * its status on every tier and writes nothing.
  */
-#include "fuzz.h"
+#include "fuzz-types.h"
 #include "rope.h" /* peak_rope_attention_factor */
 
 /* ---- parameters ------------------------------------------------------------- */
@@ -267,12 +267,8 @@ static void fuzz_cache(fz_in *in)
             fz_ftz_restore(csr);
             if (s32 != PEAK_OK || peak_convert(want16, type, f32, PEAK_F32, n, NULL) != PEAK_OK)
                 fz_fail("scalar: the float32 cache or its conversion failed");
-            const uint16_t *got16 = (const uint16_t *)(const void *)out;
-            for (size_t k = 0; k < n; k++)
-                if (got16[k] != want16[k])
-                    fz_fail("scalar: %s cache (%zu, %zu) = 0x%04x, the float32 value %a "
-                            "converted 0x%04x", type == PEAK_BF16 ? "bf16" : "f16", k / r,
-                            k % r, (unsigned)got16[k], (double)f32[k], (unsigned)want16[k]);
+            fz_expect_rounded16("cache", (const uint16_t *)(const void *)out, want16, f32, n, r,
+                                type);
             free(f32);
             free(want16);
             ref = fz_dup(out, nf);

@@ -296,4 +296,17 @@ static inline void fz_logits_move(peak_logits *c, const float *was, uint16_t *h,
         c->sinks = in;
 }
 
+/* The scalar tier's 16-bit output got[0 .. n) (rows of cols) against its
+   float32 call f32 rounded by peak_convert (want): every element equal. */
+static inline void fz_expect_rounded16(const char *what, const uint16_t *got,
+                                       const uint16_t *want, const float *f32, size_t n,
+                                       size_t cols, peak_dtype t)
+{
+    for (size_t k = 0; k < n; k++)
+        if (got[k] != want[k])
+            fz_fail("scalar: %s %s (%zu, %zu) = 0x%04x, the float32 value %a converted 0x%04x",
+                    t == PEAK_BF16 ? "bf16" : "f16", what, k / cols, k % cols,
+                    (unsigned)got[k], (double)f32[k], (unsigned)want[k]);
+}
+
 #endif /* PEAK_FUZZ_TYPES_H */
