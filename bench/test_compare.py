@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Tests of bench/compare.py and bench/report_history.py (unittest; not
-registered with meson):  /usr/bin/python3 bench/test_compare.py
+"""Tests of bench/compare.py and bench/report_history.py (unittest; meson
+test bench-compare):  /usr/bin/python3 bench/test_compare.py
 
 The fallback U test (compare.mann_whitney_u) is checked against
 scipy.stats.mannwhitneyu when scipy imports (Debian: python3-scipy); those

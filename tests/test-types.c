@@ -848,6 +848,25 @@ START_TEST(softmax_types_refused)
           "%s: a float32 y over a bfloat16 x accepted", peak_isa_name(peak_test_isa));
     CHECK(peak_test_canaries_intact(x, n), "%s: a refused call wrote x",
           peak_isa_name(peak_test_isa));
+    /* The extent limit counts each tensor's own element size: x's last row
+       at PTRDIFF_MAX / 4 elements is out of range for float32, not for
+       bfloat16, whose call is refused one check later (y overlaps it). */
+    d.batch = 2;
+    d.x_stride[0] = PTRDIFF_MAX / 4;
+    d.x_stride[1] = d.x_stride[2] = (ptrdiff_t)n;
+    d.y_stride[0] = d.y_stride[1] = d.y_stride[2] = (ptrdiff_t)n;
+    d.x_type = PEAK_F32;
+    CHECK(peak_softmax(x + 1, x, &d, NULL) == PEAK_ERR_OUT_OF_RANGE,
+          "%s: a float32 x beyond PTRDIFF_MAX bytes accepted", peak_isa_name(peak_test_isa));
+    d.x_type = PEAK_BF16;
+    CHECK(peak_softmax(x + 1, x, &d, NULL) == PEAK_ERR_INVALID_ARG,
+          "%s: a bfloat16 x of PTRDIFF_MAX / 2 bytes judged by float32's size",
+          peak_isa_name(peak_test_isa));
+    d.x_stride[0] = PTRDIFF_MAX / 2;
+    CHECK(peak_softmax(x + 1, x, &d, NULL) == PEAK_ERR_OUT_OF_RANGE,
+          "%s: a bfloat16 x beyond PTRDIFF_MAX bytes accepted", peak_isa_name(peak_test_isa));
+    CHECK(peak_test_canaries_intact(x, n), "%s: a refused call wrote x",
+          peak_isa_name(peak_test_isa));
     free(x);
     free(y);
 }

@@ -46,8 +46,7 @@ static int pe_params_ok(const peak_pe_params *p)
 static const peak_pe_params default_pe_params = PEAK_PE_PARAMS_DEFAULT;
 
 /* Whether rows x cols contiguous elements of `elem` bytes (rows >= 1) fit
-   in a ptrdiff_t of bytes: a typed table's own element size, where
-   extent_fits assumes float's. */
+   in a ptrdiff_t of bytes (extent_fits_as of a table without a stride). */
 static int table_fits(size_t rows, size_t cols, size_t elem)
 {
     return cols <= (size_t)PTRDIFF_MAX / elem / rows;
@@ -241,8 +240,8 @@ static peak_status embed_check(void *out, ptrdiff_t ld_out, const int32_t *ids, 
     if (out == d->table || (d->pe && out == d->pe) || (!d->pe && !pe_params_ok(&d->pe_params)))
         return PEAK_ERR_INVALID_ARG;
     ptrdiff_t ld_pe = (ptrdiff_t)d->d_model;
-    if (!extent_fits(&n_tokens, &ld_out, 1, d->d_model) ||
-        !extent_fits(&d->vocab, &d->ld_table, 1, d->d_model) ||
+    if (!extent_fits_as(&n_tokens, &ld_out, 1, d->d_model, peak_dtype_size(d->out_type)) ||
+        !extent_fits_as(&d->vocab, &d->ld_table, 1, d->d_model, peak_dtype_size(d->table_type)) ||
         (d->pe && d->pe_rows && !extent_fits(&d->pe_rows, &ld_pe, 1, d->d_model)))
         return PEAK_ERR_OUT_OF_RANGE;
     /* The kernels read ids, positions, table and pe while they write out
@@ -395,7 +394,8 @@ peak_status peak_softmax(void *y, const void *x, const peak_softmax_desc *desc,
         return PEAK_ERR_INVALID_ARG;
     if (!strides_nonneg(d->x_stride, 3) || !strides_nonneg(d->y_stride, 3))
         return PEAK_ERR_INVALID_ARG;
-    if (!extent_fits(n, d->x_stride, 3, d->k_len) || !extent_fits(n, d->y_stride, 3, d->k_len))
+    if (!extent_fits_as(n, d->x_stride, 3, d->k_len, ex) ||
+        !extent_fits_as(n, d->y_stride, 3, d->k_len, ey))
         return PEAK_ERR_OUT_OF_RANGE;
     if (!rows_apart(n, d->y_stride, 3, d->k_len))
         return PEAK_ERR_INVALID_ARG;
@@ -527,10 +527,10 @@ static peak_status attention_resolve(const peak_attention_desc *in, peak_attenti
     size_t nq[3] = {d->batch, d->q_len, d->heads};
     size_t nk[3] = {d->batch, d->kv_len, d->kv_heads};
     size_t nl[3] = {d->batch, d->heads, d->q_len};
-    if (!extent_fits(nq, d->q_stride, 3, d->head_dim) ||
-        !extent_fits(nk, d->k_stride, 3, d->head_dim) ||
-        !extent_fits(nk, d->v_stride, 3, d->v_head_dim) ||
-        !extent_fits(nq, d->o_stride, 3, d->v_head_dim) ||
+    if (!extent_fits_as(nq, d->q_stride, 3, d->head_dim, peak_dtype_size(d->q_type)) ||
+        !extent_fits_as(nk, d->k_stride, 3, d->head_dim, peak_dtype_size(d->k_type)) ||
+        !extent_fits_as(nk, d->v_stride, 3, d->v_head_dim, peak_dtype_size(d->v_type)) ||
+        !extent_fits_as(nq, d->o_stride, 3, d->v_head_dim, peak_dtype_size(d->o_type)) ||
         (d->lse && !extent_fits(nl, d->lse_stride, 3, 1)))
         return PEAK_ERR_OUT_OF_RANGE;
     if (!rows_apart(nq, d->o_stride, 3, d->v_head_dim) ||
@@ -732,9 +732,10 @@ peak_status peak_add_layernorm(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_
     if ((r && (ld_r < 0 || (size_t)ld_r < d_model)) ||
         (sum && (ld_sum < 0 || (size_t)ld_sum < d_model)))
         return PEAK_ERR_INVALID_ARG;
-    if (!extent_fits(&rows, &ld_y, 1, d_model) || !extent_fits(&rows, &ld_x, 1, d_model) ||
-        (r && !extent_fits(&rows, &ld_r, 1, d_model)) ||
-        (sum && !extent_fits(&rows, &ld_sum, 1, d_model)))
+    if (!extent_fits_as(&rows, &ld_y, 1, d_model, ey) ||
+        !extent_fits_as(&rows, &ld_x, 1, d_model, ex) ||
+        (r && !extent_fits_as(&rows, &ld_r, 1, d_model, er)) ||
+        (sum && !extent_fits_as(&rows, &ld_sum, 1, d_model, es)))
         return PEAK_ERR_OUT_OF_RANGE;
     /* In place means the same type too: bfloat16 over float16 has their
        size and strides. */

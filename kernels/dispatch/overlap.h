@@ -16,12 +16,13 @@
 #include <stdint.h>
 
 /* The largest element offset a kernel may touch, computed without overflow:
-   sum over dims of (n[k]-1)*stride[k], plus `inner` contiguous elements.
-   Sizes are >= 1 and strides >= 0 here.  Returns 0 if the extent, in bytes,
-   would not fit in a ptrdiff_t. */
-static inline int extent_fits(const size_t *n, const ptrdiff_t *stride, int dims, size_t inner)
+   sum over dims of (n[k]-1)*stride[k], plus `inner` contiguous elements of
+   `elem` bytes.  Sizes are >= 1 and strides >= 0 here.  Returns 0 if the
+   extent, in bytes, would not fit in a ptrdiff_t. */
+static inline int extent_fits_as(const size_t *n, const ptrdiff_t *stride, int dims, size_t inner,
+                                 size_t elem)
 {
-    size_t limit = (size_t)PTRDIFF_MAX / sizeof(float);
+    size_t limit = (size_t)PTRDIFF_MAX / elem;
     size_t total = inner;
     if (inner > limit)
         return 0;
@@ -32,6 +33,12 @@ static inline int extent_fits(const size_t *n, const ptrdiff_t *stride, int dims
         total += span * s;
     }
     return 1;
+}
+
+/* extent_fits_as for float elements. */
+static inline int extent_fits(const size_t *n, const ptrdiff_t *stride, int dims, size_t inner)
+{
+    return extent_fits_as(n, stride, dims, inner, sizeof(float));
 }
 
 static inline int strides_nonneg(const ptrdiff_t *stride, int dims)

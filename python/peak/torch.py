@@ -126,19 +126,19 @@ _HALF = (torch.float16, torch.bfloat16)
 _FLOATS = (torch.float32,) + _HALF
 
 
-def _check(name, t, half=False):
+def _check(name, t, half=False, widened=False):
     """The checks _np makes, without touching the data (torch.compile
     traces them): a CPU tensor of float32 (or with half also float16 and
-    bfloat16, the latter where ml_dtypes is installed), not recording
-    autograd."""
+    bfloat16, the latter where ml_dtypes is installed; with widened, both,
+    which the caller widens to float32 itself), not recording autograd."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
     if t.device.type != "cpu":
         raise ValueError(f"{name}: peak runs on the CPU; tensor is on {t.device}")
-    if t.dtype != torch.float32 and not (half and t.dtype in _HALF):
-        want = "torch.float32, float16 or bfloat16" if half else "torch.float32"
+    if t.dtype != torch.float32 and not ((half or widened) and t.dtype in _HALF):
+        want = "torch.float32, float16 or bfloat16" if half or widened else "torch.float32"
         raise TypeError(f"{name}: dtype {t.dtype}, expected {want}")
-    if t.dtype == torch.bfloat16 and not _BF16:
+    if t.dtype == torch.bfloat16 and not _BF16 and not widened:
         raise TypeError(f"{name}: bfloat16 tensors need ml_dtypes (pip install ml_dtypes)")
     if t.requires_grad and torch.is_grad_enabled():
         raise RuntimeError(f"{name} requires grad: peak computes forward passes only; call "
@@ -191,8 +191,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     peak's rule): Hkv must divide H (ValueError otherwise); True: the same
     (RuntimeError otherwise, as torch); False: PyTorch's rule without GQA,
     Hkv must be H, or 1 (broadcast), RuntimeError otherwise, as torch.
-    attn_mask: a bool tensor (True = take part, as in PyTorch) or a float32
-    tensor added to the scores, broadcasting to ``[B, H, Lq, Lk]``.
+    attn_mask: a bool tensor (True = take part, as in PyTorch) or a float
+    tensor added to the scores, broadcasting to ``[B, H, Lq, Lk]``: float32
+    read in place, float16 or bfloat16 widened (exactly) into a float32
+    copy first.
     is_causal: top-left causal mask, as PyTorch.  scale: None means
     1/sqrt(D).  dropout_p must be 0 (ValueError otherwise: peak has no
     dropout).  A row with no visible key returns zeros (PyTorch returns NaN
@@ -271,7 +273,7 @@ def _check_mask(m):
     if not isinstance(m, torch.Tensor):
         raise TypeError(f"attn_mask: expected a torch.Tensor, got {type(m).__name__}")
     if m.dtype != torch.bool:
-        _check("attn_mask", m)
+        _check("attn_mask", m, widened=True)
 
 
 def _op_logits(scale, softcap, alibi, alibi_slopes, sinks):
@@ -320,6 +322,8 @@ def _np_mask(m):
     _check_mask(m)
     if m.dtype == torch.bool:
         return m.detach().cpu().numpy()
+    if m.dtype in _HALF:  # peak adds float32 biases: widened exactly, one copy
+        return m.detach().to(torch.float32).numpy()
     return _np("attn_mask", m)
 
 
@@ -379,8 +383,8 @@ def softmax(input, dim=-1, *, dtype=None, scale=None, attn_mask=None, is_causal=
     Beyond torch.softmax (keywords, peak.softmax says the details; they
     need the last dim and read input as ``[B, H, Lq, Lk]`` with fewer axes
     as leading 1s): scale (multiplies the scores first; None: 1),
-    attn_mask (bool, True = take part, or float32 added; broadcasting to
-    input's shape), is_causal (top-left), softcap, alibi, alibi_slopes and
+    attn_mask (bool, True = take part, or float added, a 16-bit one
+    widened into a float32 copy; broadcasting to input's shape), is_causal (top-left), softcap, alibi, alibi_slopes and
     sinks as scaled_dot_product_attention takes them.  Masked entries are
     0 and a row with nothing visible is all zeros.  threads, pool: as the
     module docstring says (given, the plain path)."""

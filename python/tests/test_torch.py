@@ -188,6 +188,21 @@ class Attention(unittest.TestCase):
         with torch.no_grad():  # the input is not copied: a view of peak's 16-bit output
             out = pt.scaled_dot_product_attention(q.half(), k.half(), v.half())
         self.assertEqual(out.dtype, torch.float16)
+        # A 16-bit float mask (torch takes the query's type) is widened: the
+        # call equals the one with the float32 mask of the same values, bit
+        # for bit, with or without ml_dtypes, for attention and softmax.
+        mask = torch.randn(10, 300) * 3
+        mask[:, ::7] = -float("inf")
+        for mt in (torch.float16, torch.bfloat16):
+            m16 = mask.to(mt)
+            with torch.no_grad():
+                for hq in (q, q.half()):
+                    same_bytes(self, pt.scaled_dot_product_attention(hq, k, v, attn_mask=m16),
+                               pt.scaled_dot_product_attention(hq, k, v, attn_mask=m16.float()))
+            s = torch.randn(2, 8, 10, 300)
+            same_bytes(self, pt.softmax(s, attn_mask=m16), pt.softmax(s, attn_mask=m16.float()))
+        with self.assertRaises(TypeError):  # not a float or bool mask
+            pt.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(10, 300, dtype=torch.int32))
 
     def test_enable_gqa_and_signature(self):
         """torch 2.x's signature, positional arguments included; enable_gqa
