@@ -157,11 +157,13 @@ START_TEST(feature_names_and_the_real_cpu)
     peak_x86_regs r;
     peak_x86_read(&r);
     ck_assert_uint_eq(peak_cpu_features(), peak_x86_features(&r));
+#if !defined(__clang__) /* clang 14 knows neither feature's name here */
     __builtin_cpu_init();
     ck_assert_int_eq((peak_cpu_features() & PEAK_CPU_F16C) != 0,
                      __builtin_cpu_supports("f16c") != 0);
     ck_assert_int_eq((peak_cpu_features() & PEAK_CPU_AVX512_BF16) != 0,
                      __builtin_cpu_supports("avx512bf16") != 0);
+#endif
 #else
     ck_assert_uint_eq(peak_cpu_features() & (PEAK_CPU_F16C | PEAK_CPU_AVX512_BF16 |
                                              PEAK_CPU_AVX512_FP16),

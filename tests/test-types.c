@@ -802,8 +802,10 @@ START_TEST(softmax_types_against_double)
                 const size_t diag = i + s->Lk - s->Lq + 1;
                 const size_t vis = s->causal && diag < end ? diag : end;
                 double m = -INFINITY, sum = 0.0;
-                for (size_t j = 0; j < vis; j++)
-                    m = fmax(m, (double)(x[j] * c.d.scale));
+                for (size_t j = 0; j < vis; j++) { /* not fmax: aarch64 gcc 12 -O3 ICEs */
+                    const double v = (double)(x[j] * c.d.scale);
+                    m = v > m ? v : m;
+                }
                 for (size_t j = 0; j < vis; j++)
                     sum += p[j] = exp((double)(x[j] * c.d.scale) - m);
                 for (size_t j = 0; j < s->Lk; j++) {
