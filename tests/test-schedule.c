@@ -28,6 +28,7 @@
 #include "test-util.h"
 
 #include "schedule/parallel.h"
+#include "schedule/schedule.h"
 
 #include <fenv.h>
 #include <pthread.h>
@@ -805,6 +806,35 @@ START_TEST(imbalance_on_large_machines)
 }
 END_TEST
 
+/* Calls with a float16 tensor on the AVX2 tier of a CPU without F16C run
+   on the scalar tier's kernels (no CPU we test on lacks it, so the choice
+   is checked with the feature flags given); every other call, and every
+   other tier, keeps its own. */
+START_TEST(float16_without_f16c_takes_the_scalar_tier)
+{
+    const peak_kernels *rows[] = {&peak_kernels_scalar,
+#if PEAK_HAVE_AVX2
+                                  &peak_kernels_avx2,
+#endif
+#if PEAK_HAVE_AVX512
+                                  &peak_kernels_avx512,
+#endif
+#if PEAK_HAVE_NEON
+                                  &peak_kernels_neon,
+#endif
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const peak_kernels *k = rows[i];
+        const bool avx2 = k->isa == PEAK_ISA_AVX2;
+        ck_assert_ptr_eq(peak_typed_kernels_for(k, 0, false), k);
+        ck_assert_ptr_eq(peak_typed_kernels_for(k, PEAK_CPU_F16C, true), k);
+        ck_assert_ptr_eq(peak_typed_kernels_for(k, 0, true), avx2 ? &peak_kernels_scalar : k);
+        ck_assert_ptr_eq(peak_typed_kernels_for(k, ~(unsigned)PEAK_CPU_F16C, true),
+                         avx2 ? &peak_kernels_scalar : k);
+    }
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("schedule");
@@ -817,6 +847,7 @@ static Suite *make_suite(void)
     tcase_add_loop_test(tc, nested_runs_inline, 0, N_POOL_KINDS);
     tcase_add_test(tc, intercept_receives_the_work);
     tcase_add_loop_test(tc, tasks_run_in_the_callers_fp_environment, 0, N_POOL_KINDS);
+    tcase_add_test(tc, float16_without_f16c_takes_the_scalar_tier);
     suite_add_tcase(s, tc);
     TCase *sim = tcase_create("simulation");
     tcase_add_loop_test(sim, imbalance_on_large_machines, 0, 2);

@@ -43,12 +43,16 @@ static double convert_cost(const void *ctx, size_t item)
            (double)peak_item_len(c->n, item * CONVERT_ITEM_ELEMS, CONVERT_ITEM_ELEMS);
 }
 
-const peak_kernels *peak_schedule_typed_kernels(bool f16)
+const peak_kernels *peak_typed_kernels_for(const peak_kernels *k, unsigned features, bool f16)
 {
-    const peak_kernels *k = peak_active_kernels();
-    if (f16 && k->isa == PEAK_ISA_AVX2 && !(peak_cpu_features() & PEAK_CPU_F16C))
+    if (f16 && k->isa == PEAK_ISA_AVX2 && !(features & PEAK_CPU_F16C))
         return &peak_kernels_scalar;
     return k;
+}
+
+const peak_kernels *peak_schedule_typed_kernels(bool f16)
+{
+    return peak_typed_kernels_for(peak_active_kernels(), peak_cpu_features(), f16);
 }
 
 peak_convert_fn peak_schedule_convert_kernel(peak_dtype yt, peak_dtype xt)

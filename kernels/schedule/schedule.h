@@ -65,6 +65,9 @@ PEAK_INTERNAL peak_convert_fn peak_schedule_convert_kernel(peak_dtype y_type, pe
 /* The active tier's kernels, unless a call with a float16 tensor (f16)
    needs F16C that the CPU lacks: then the scalar tier's. */
 PEAK_INTERNAL const peak_kernels *peak_schedule_typed_kernels(bool f16);
+/* The same choice for tier k on a CPU with these peak_cpu_feature flags. */
+PEAK_INTERNAL const peak_kernels *peak_typed_kernels_for(const peak_kernels *k, unsigned features,
+                                                         bool f16);
 PEAK_INTERNAL const peak_kernels *peak_schedule_attention_kernels(const peak_attention_desc *d);
 
 /* PEAK_ERR_NO_MEMORY when a 16-bit y's long rows find no scratch. */
