@@ -61,10 +61,29 @@ def bench_threads(name, r):
     return int(n) if n is not None else int(r.get("threads", 1))
 
 
+TIME_UNITS = ("ns", "us", "ms", "s")
+
+
+def _gb_time(r):
+    """A repetition's real_time: a finite positive number (ValueError else)."""
+    t = r.get("real_time")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
+        raise ValueError(f"{r.get('name', '?')}: real_time {t!r} is not a positive number")
+    if r.get("time_unit", "ns") not in TIME_UNITS:
+        raise ValueError(f"{r.get('name', '?')}: time_unit {r.get('time_unit')!r} is not one "
+                         f"of {', '.join(TIME_UNITS)}")
+    return t
+
+
 def benchmarks_from_gb(doc):
-    """{run_name: entry} from Google Benchmark JSON (aggregates skipped)."""
+    """{run_name: entry} from Google Benchmark JSON (aggregates skipped);
+    ValueError for a document that is not one, or holds no run."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise ValueError("not Google Benchmark JSON (no benchmarks list)")
     raw = {}
-    for r in doc.get("benchmarks", []):
+    for r in doc["benchmarks"]:
+        if not isinstance(r, dict) or "name" not in r:
+            raise ValueError(f"a benchmark entry without a name: {r!r:.80}")
         if r.get("run_type") == "aggregate" or r.get("error_occurred"):
             continue
         name = r.get("run_name", r["name"])
@@ -74,7 +93,7 @@ def benchmarks_from_gb(doc):
     out = {}
     for name, slot in raw.items():
         reps = [r for _, r in sorted(slot["reps"], key=lambda x: x[0])]
-        times = [r["real_time"] for r in reps]
+        times = [_gb_time(r) for r in reps]
         e = {"unit": slot["unit"], "times": times, "median": median(times),
              "min": min(times), "max": max(times), "repetitions": len(times),
              "threads": slot["threads"]}
@@ -84,6 +103,8 @@ def benchmarks_from_gb(doc):
                 e["rate"] = {k: median(vals)}
                 break
         out[name] = e
+    if not out:
+        raise ValueError("no benchmark runs in it (only aggregates or errors, or none)")
     return out
 
 
@@ -173,19 +194,22 @@ def main(argv):
     g.add_argument("--dirty", action="store_const", const=True, dest="dirty")
     g.add_argument("--clean", action="store_const", const=False, dest="dirty")
     args = p.parse_args(argv)
-    with open(args.bench or args.from_report, encoding="utf-8") as f:
-        doc = json.load(f)
     note = "; ".join(args.note) or None
-    if args.from_report:
-        rec = record_from_report(doc, args.commit or "unknown", note)
-        commit, dirty = rec["commit"], None
-    else:
-        commit, dirty = git_commit()
-        if args.commit:
-            commit, dirty = args.commit, None
-        if args.dirty is not None:
-            dirty = args.dirty
-        rec = run_record(doc, cpu_info(), commit, dirty, note)
+    try:
+        with open(args.bench or args.from_report, encoding="utf-8") as f:
+            doc = json.load(f)
+        if args.from_report:
+            rec = record_from_report(doc, args.commit or "unknown", note)
+            commit, dirty = rec["commit"], None
+        else:
+            commit, dirty = git_commit()
+            if args.commit:
+                commit, dirty = args.commit, None
+            if args.dirty is not None:
+                dirty = args.dirty
+            rec = run_record(doc, cpu_info(), commit, dirty, note)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        p.error(f"{args.bench or args.from_report}: {type(e).__name__}: {e}")
     path = args.history or history_path(rec["cpu_slug"])
     append_history(path, rec)
     print(f"report: appended {len(rec['benchmarks'])} benchmarks of {commit[:12]}"

@@ -168,6 +168,31 @@ class History(unittest.TestCase):
                 with self.assertRaises(SystemExit) as cm:
                     compare.main([path, os.path.join(d, "missing.json")])
                 self.assertEqual(cm.exception.code, 2)
+                # documents that are not runs: a clear error (2), never a traceback
+                good = doc["benchmarks"][0]
+                bad_docs = {"list": [good], "empty": {"benchmarks": []},
+                            "nan": {"benchmarks": [dict(good, real_time=float("nan"))]},
+                            "string": {"benchmarks": [dict(good, real_time="5")]},
+                            "unit": {"benchmarks": [dict(good, time_unit="fortnights")]},
+                            "no_time": {"benchmarks": [{k: v for k, v in good.items()
+                                                         if k != "real_time"}]}}
+                sys.stderr, err = open(os.devnull, "w"), sys.stderr
+                try:
+                    for what, bad in bad_docs.items():
+                        bpath = os.path.join(d, what + ".json")
+                        with open(bpath, "w", encoding="utf-8") as f:
+                            json.dump(bad, f)
+                        for main, argv in ((compare.main, [path, bpath]),
+                                           (report_history.main,
+                                            ["--bench", bpath, "--commit", "x",
+                                             "--history", os.path.join(d, "h.jsonl")])):
+                            with self.assertRaises(SystemExit, msg=what) as cm:
+                                main(argv)
+                            self.assertEqual(cm.exception.code, 2, what)
+                    self.assertFalse(os.path.exists(os.path.join(d, "h.jsonl")))
+                finally:
+                    sys.stderr.close()
+                    sys.stderr = err
             finally:
                 sys.stdout.close()
                 sys.stdout = out

@@ -50,6 +50,7 @@ Axis conventions here:
 import atexit
 import ctypes
 import dataclasses
+import math
 import numbers
 import operator
 import os
@@ -144,9 +145,14 @@ def _load():
     errors = []
     for name in _candidates():
         try:
-            return ctypes.CDLL(name), name
+            lib = ctypes.CDLL(name)
         except OSError as e:
             errors.append(f"  {name}: {e}")
+            continue
+        if not hasattr(lib, "peak_version"):
+            errors.append(f"  {name}: loads, but is not peak (no peak_version)")
+            continue
+        return lib, name
     raise ImportError(
         "peak: cannot load libpeak.so." + _SOVERSION + "; set PEAK_LIBRARY to its path, "
         "or install it (meson install; ldconfig), or pip install the package from a "
@@ -719,6 +725,8 @@ def _set_scale(desc, scale, default):
     """desc.scale = scale (float32); None is C's 0, 'the default'.  A given
     scale that is 0 in float32 would be read as that marker: ValueError."""
     desc.scale = 0.0 if scale is None else float(scale)
+    if not math.isfinite(desc.scale):  # named here, not by C
+        raise InvalidArgument(1, f"scale {scale!r} must be finite (PEAK_ERR_INVALID_ARG)")
     if scale is not None and desc.scale == 0.0:
         raise ValueError(f"scale {scale!r} is 0 in float32, peak's 'default' marker; pass "
                          f"None for {default}")
@@ -1556,6 +1564,9 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
     (pre-norm chains; may be x or residual).  threads, pool: where the
     call runs (see the module docstring; default: this thread alone).
     Returns out."""
+    if not (math.isfinite(float(eps)) and float(eps) >= 0.0):  # named here, not by C
+        raise InvalidArgument(1, f"peak_add_layernorm: eps {eps!r} must be finite and not "
+                              "negative (PEAK_ERR_INVALID_ARG)")
     run = _Run(threads, pool)
     types = _LayerNormTypes(_F32, _F32, _F32, _F32)
     _, types.x = _typed("x", x, (1, 2, 3, 4, 5))

@@ -197,8 +197,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     copy first.
     is_causal: top-left causal mask, as PyTorch.  scale: None means
     1/sqrt(D).  dropout_p must be 0 (ValueError otherwise: peak has no
-    dropout).  A row with no visible key returns zeros (PyTorch returns NaN
-    there).
+    dropout).  A row with no visible key returns zeros (PyTorch 1.13
+    returns NaN there), and so does every row when Lk is 0; empty query
+    batches, heads or rows give an empty result.
 
     Logit options (keywords, beyond PyTorch's signature; peak.attention()
     says the details), applied in this order: scale, softcap, ALiBi,
@@ -274,6 +275,8 @@ def _check_mask(m):
         raise TypeError(f"attn_mask: expected a torch.Tensor, got {type(m).__name__}")
     if m.dtype != torch.bool:
         _check("attn_mask", m, widened=True)
+    elif m.device.type != "cpu":
+        raise ValueError(f"attn_mask: peak runs on the CPU; tensor is on {m.device}")
 
 
 def _op_logits(scale, softcap, alibi, alibi_slopes, sinks):
@@ -338,6 +341,14 @@ def _mask_args(attn_mask):
 def _sdpa_impl(query, key, value, attn_mask, is_causal, scale, softcap, alibi, alibi_slopes,
                sinks, return_lse, where):
     """peak.attention of 4-D tensors: (out, lse or None), new tensors."""
+    if query.numel() == 0 or key.shape[2] == 0 or value.shape[3] == 0:
+        # empty (as torch) or no keys at all: every row sees nothing, so
+        # zeros and an lse of -inf (peak's rule for such rows)
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            _check(name, t, True)
+        B, H, Lq, Dv = _sdpa_shape(query, key, value)
+        lse = torch.full((B, H, Lq), -float("inf")) if return_lse else None
+        return torch.zeros((B, H, Lq, Dv), dtype=query.dtype), lse
     q, k, v = (_np("query", query, True), _np("key", key, True),
                _np("value", value, True))
     res = _peak.attention(q, k, v, layout="bhld", scale=scale, causal=is_causal,
@@ -519,6 +530,9 @@ def _embed_pe_impl(input, weight, scale, pe, positions, pos0, padding_idx, layou
                    where):
     ids = input.detach().cpu().numpy() if isinstance(input, torch.Tensor) else input
     pos = positions.detach().cpu().numpy() if isinstance(positions, torch.Tensor) else positions
+    if np.size(ids) == 0:  # no tokens: an empty result, as F.embedding
+        _check("weight", weight, True)
+        return torch.empty(tuple(np.shape(ids)) + (weight.shape[-1],), dtype=weight.dtype)
     out = _peak.embed_pe(ids, _np("weight", weight, half=True), scale=scale,
                          pe=None if pe is None else np.ascontiguousarray(_np("pe", pe)),
                          positions=pos, pos0=pos0, padding_idx=padding_idx, layout=layout,
@@ -579,6 +593,10 @@ def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *, threads=Non
 
 
 def _add_layer_norm_impl(x, residual, weight, bias, eps, where):
+    if x.numel() == 0 and x.dim() > 0 and x.shape[-1] > 0:  # no rows: empty, as torch
+        _check("x", x, True)
+        s = None if residual is None else torch.empty_like(x)
+        return torch.empty_like(x), s
     xs = _np("x", x, half=True)
     rs = None if residual is None else _np("residual", residual, half=True)
     s = None if residual is None else np.empty(xs.shape, xs.dtype)
@@ -594,6 +612,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, threads
     """``F.layer_norm`` over the last axis (normalized_shape must be
     ``(x.shape[-1],)``; the custom operator ``peak::layer_norm``).  threads,
     pool: as the module docstring says."""
+    if isinstance(normalized_shape, int):  # as F.layer_norm takes it
+        normalized_shape = (normalized_shape,)
     if tuple(normalized_shape) != (x.shape[-1],):
         raise ValueError("peak normalises over the last axis only: normalized_shape must be "
                          f"({x.shape[-1]},), got {tuple(normalized_shape)}")
@@ -614,8 +634,13 @@ class LayerNorm(nn.LayerNorm):
 
     @classmethod
     def from_module(cls, ln, *, threads=None, pool=None):
+        """A peak LayerNorm with ln's shape, eps, affine flags and
+        parameters (their dtype too)."""
+        bias = ln.bias is not None or not ln.elementwise_affine
+        p = ln.weight if ln.weight is not None else ln.bias
         new = cls(ln.normalized_shape, eps=ln.eps, elementwise_affine=ln.elementwise_affine,
-                  threads=threads, pool=pool)
+                  **({} if bias else {"bias": False}),
+                  **({} if p is None else {"dtype": p.dtype}), threads=threads, pool=pool)
         new.load_state_dict(ln.state_dict())
         return new
 

@@ -9,6 +9,7 @@ first: this script re-executes itself with it in LD_PRELOAD (leak checking
 off: the interpreter itself "leaks" at exit).
 """
 import os
+import platform
 import subprocess
 import sys
 import unittest
@@ -37,9 +38,14 @@ def main():
     if san not in ("", "none") and "PEAK_RUN_PRELOADED" not in os.environ:
         cc = os.environ.get("PEAK_CC", "cc").split()
         libs = []
-        for name in ("libasan.so", "libubsan.so") if "address" in san else ("libubsan.so",):
-            if name == "libubsan.so" and "undefined" not in san:
-                continue
+        names = [n for n in ("libasan.so", "libubsan.so")
+                 if n == "libasan.so" and "address" in san or n == "libubsan.so" and "undefined" in san]
+        if "clang" in subprocess.run(cc + ["--version"], capture_output=True, text=True).stdout:
+            # clang's runtimes: ASan's carries UBSan's handlers too
+            arch = platform.machine()
+            names = [f"libclang_rt.asan-{arch}.so" if "address" in san
+                     else f"libclang_rt.ubsan_standalone-{arch}.so"]
+        for name in names:
             path = subprocess.run(cc + ["-print-file-name=" + name], capture_output=True,
                                   text=True).stdout.strip()
             if not os.path.isabs(path):

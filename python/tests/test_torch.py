@@ -3,6 +3,7 @@
 Run: python3 python/tests/run.py torch (meson test: python-torch); skipped
 when the interpreter cannot import torch (Debian: python3-torch).
 """
+import inspect
 import math
 import unittest
 from unittest import mock
@@ -740,6 +741,56 @@ class Softmax(unittest.TestCase):
             pt.softmax(x, 0, is_causal=True)
         with self.assertRaises(RuntimeError):
             pt.softmax(x.requires_grad_())
+
+
+class EdgeCases(unittest.TestCase):
+    """Inputs a new user tried: a mask on another device, empty tensors, the
+    forms F.layer_norm and nn.LayerNorm accept."""
+
+    def test_mask_on_another_device(self):
+        q = torch.randn(1, 2, 4, 8)
+        for dt in (torch.bool, torch.float32):
+            m = torch.ones(4, 4, dtype=dt, device="meta")
+            with torch.no_grad(), self.assertRaises(ValueError):
+                pt.scaled_dot_product_attention(q, q, q, attn_mask=m)
+            with self.assertRaises(ValueError):
+                pt.softmax(torch.randn(1, 2, 4, 4), attn_mask=m)
+
+    def test_empty_inputs_as_torch(self):
+        q, k = torch.randn(2, 4, 3, 8), torch.randn(2, 2, 5, 8)
+        with torch.no_grad():
+            for qq, kk, shape in ((q[:0], k[:0], (0, 4, 3, 8)), (q[:, :, :0], k, (2, 4, 0, 8))):
+                out = pt.scaled_dot_product_attention(qq, kk, kk)
+                self.assertEqual(tuple(out.shape), shape)
+            out, lse = pt.scaled_dot_product_attention(q, k[:, :, :0], k[:, :, :0],
+                                                       return_lse=True)
+            self.assertEqual(tuple(out.shape), (2, 4, 3, 8))
+            self.assertTrue(bool((out == 0).all()))  # no key: zeros, lse -inf
+            self.assertTrue(bool((lse == -float("inf")).all()))
+        x = torch.randn(0, 16)
+        self.assertEqual(tuple(pt.layer_norm(x, (16,)).shape), (0, 16))
+        y, total = pt.add_layer_norm(x, x)
+        self.assertEqual((tuple(y.shape), tuple(total.shape)), ((0, 16), (0, 16)))
+        w = torch.randn(10, 16)
+        ids = torch.zeros(2, 0, dtype=torch.long)
+        got = pt.embed_pe(ids, w)
+        self.assertEqual((tuple(got.shape), got.dtype),
+                         (tuple(F.embedding(ids, w).shape), torch.float32))
+
+    def test_layer_norm_forms(self):
+        x, w, b = torch.randn(3, 32), torch.rand(32) + 0.5, torch.randn(32)
+        same_bytes(self, pt.layer_norm(x, 32, w, b), pt.layer_norm(x, (32,), w, b))
+        torch.testing.assert_close(pt.layer_norm(x, 32, w, b), F.layer_norm(x, (32,), w, b),
+                                   atol=2e-6, rtol=1e-5)
+        if "bias" in inspect.signature(nn.LayerNorm).parameters:  # torch 2.1 and later
+            ln = nn.LayerNorm(32, bias=False).eval()
+            with torch.no_grad():
+                ln.weight.uniform_(0.5, 1.5)
+                mine = pt.LayerNorm.from_module(ln).eval()
+                self.assertIsNone(mine.bias)
+                torch.testing.assert_close(mine(x), ln(x), atol=2e-6, rtol=1e-5)
+        half = nn.LayerNorm(32).half()
+        self.assertEqual(pt.LayerNorm.from_module(half).weight.dtype, torch.float16)
 
 
 class TinyBlock(nn.Module):
