@@ -31,6 +31,7 @@ operators appearing in the graph as ``torch.ops.peak.*``:
     peak::layer_norm, peak::add_layer_norm
                            layer_norm, add_layer_norm, LayerNorm.forward
     peak::embed_pe         embed_pe
+    peak::pe_add           PositionalEncoding.forward
     peak::apply_rotary_pos_emb
                            apply_rotary_pos_emb (float32 CPU tensors of the shapes it takes)
     peak::rotary_embedding RotaryEmbedding.forward (every rope_type but "dynamic")
@@ -50,7 +51,7 @@ the results are the same, but torch.compile breaks its graph there:
   - embed_pe with ids or positions that are not CPU tensors;
   - RotaryEmbedding of rope_type "dynamic" (it keeps state between calls)
     or with position_ids off the CPU;
-  - attention_merge and PositionalEncoding, which are not operators.
+  - attention_merge, which is not an operator (its parts are a sequence).
 Where apply_rotary_pos_emb and the LayerNorm module fall back to PyTorch's
 own code (types, devices or shapes peak does not take, autograd
 recording), torch.compile traces that code as usual.
@@ -682,13 +683,25 @@ class PositionalEncoding(nn.Module):
             pe = self.pe[0, :x.size(1 if self.batch_first else 0)]
             y = x + (pe if self.batch_first else pe.unsqueeze(1))
             return self.dropout(y)
-        y = x.detach().clone()  # out of place, like x + pe
-        view = y if self.batch_first else y.transpose(0, 1)
-        if view.size(1) > self.pe.size(1):
-            raise ValueError(f"sequence of {view.size(1)} positions, table has {self.pe.size(1)}")
-        arr = view.numpy()
-        _peak.pe_add(arr, pe=self.pe[0].numpy(), **_where(self.threads, self.pool))
-        return self.dropout(y)
+        seq = x.size(1 if self.batch_first else 0)
+        if x.dim() != 3 or seq > self.pe.size(1):
+            raise ValueError(f"x: shape {tuple(x.shape)}: expected 3 dimensions and at most "
+                             f"{self.pe.size(1)} positions (the table's)")
+        op = _op("pe_add", self.threads, self.pool)
+        if op is not None:
+            return self.dropout(op(x, self.pe[0], self.batch_first))
+        return self.dropout(_pe_add_impl(x, self.pe[0], self.batch_first,
+                                         _where(self.threads, self.pool)))
+
+
+def _pe_add_impl(x, pe, batch_first, where):
+    """x + pe[:seq] (peak_pe_add) for x [batch, seq, d] (batch_first) or
+    [seq, batch, d], pe [max_len, d]: a new tensor."""
+    y = x.detach().clone(memory_format=torch.contiguous_format)  # out of place, like x + pe
+    view = y if batch_first else y.transpose(0, 1)
+    if view.numel():
+        _peak.pe_add(view.numpy(), pe=_np("pe", pe), **where)
+    return y
 
 
 def _attention_reference(q, k, v, attn_mask=None, is_causal=False, scale=None):
@@ -1217,7 +1230,14 @@ def _register():
         return (position_ids.new_empty(shape, dtype=torch.float32),
                 position_ids.new_empty(shape, dtype=torch.float32))
 
+    def pe_add(x: Tensor, pe: Tensor, batch_first: bool = True) -> Tensor:
+        return _pe_add_impl(x, pe, batch_first, _where(None, None))
+
+    def pe_add_fake(x, pe, batch_first=True):
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
     for name, fn, fake in (
+            ("pe_add", pe_add, pe_add_fake),
             ("scaled_dot_product_attention", sdpa, sdpa_fake),
             ("scaled_dot_product_attention_lse", sdpa_lse, sdpa_lse_fake),
             ("softmax", softmax_op, softmax_fake),

@@ -889,6 +889,8 @@ class CustomOps(unittest.TestCase):
             ("layer_norm", lambda **wh: (pt.layer_norm(x, (32,), w, b, **wh),)),
             ("add_layer_norm", lambda **wh: pt.add_layer_norm(x, r, w, b, 1e-6, **wh)),
             ("embed_pe", lambda **wh: (pt.embed_pe(ids, table, 2.0, padding_idx=1, **wh),)),
+            ("pe_add", lambda **wh: (pt.PositionalEncoding(32, max_len=9, batch_first=False,
+                                                           threads=wh.get("threads"))(x),)),
             ("apply_rotary_pos_emb", lambda **wh: pt.apply_rotary_pos_emb(q, k[:, :, :6], cos,
                                                                           sin, **wh)),
         ]
@@ -940,6 +942,8 @@ class CustomOps(unittest.TestCase):
             ("layer_norm", (x.half(), w, b, 1e-5)),
             ("add_layer_norm", (x, x.flip(0), w.half(), None, 1e-6)),
             ("embed_pe", (torch.randint(0, 20, (3, 6)), torch.randn(20, 32), 2.0)),
+            ("pe_add", (x, torch.randn(9, 32), True)),
+            ("pe_add", (x.transpose(0, 1), torch.randn(9, 32), False)),
             ("apply_rotary_pos_emb", (q, kq, cos, sin, None, 1)),
             ("apply_rotary_pos_emb", (q.transpose(1, 2), kq.transpose(1, 2), cos, sin, None, 2)),
             ("rotary_embedding", (torch.arange(6)[None], 16, rotary._json)),
@@ -976,6 +980,30 @@ class CustomOps(unittest.TestCase):
                 torch.testing.assert_close(ep.module()(ids, pos), want, **tol)
         finally:
             torch._dynamo.reset()
+
+    def test_positional_encoding_compiles(self):
+        """PositionalEncoding (peak::pe_add) between two Linear layers, both
+        layouts: compiled whole (aot_eager, fullgraph) and exported, the
+        same bytes as eager x + pe."""
+        torch.manual_seed(0)
+        for batch_first, shape in ((True, (2, 20, 32)), (False, (20, 2, 32))):
+            model = nn.Sequential(nn.Linear(32, 32),
+                                  pt.PositionalEncoding(32, max_len=50, batch_first=batch_first),
+                                  nn.Linear(32, 32)).eval()
+            x = torch.randn(shape)
+            try:
+                with torch.no_grad():
+                    h = model[0](x)
+                    pe = model[1].pe[0, :20]
+                    want = model[2](h + (pe if batch_first else pe.unsqueeze(1)))
+                    self.assertTrue(torch.equal(model(x), want))
+                    got = torch.compile(model, backend="aot_eager", fullgraph=True)(x)
+                    self.assertTrue(torch.equal(got, want))
+                    ep = torch.export.export(model, (x,))
+                    self.assertIn("peak.pe_add.default", {str(n.target) for n in ep.graph.nodes})
+                    self.assertTrue(torch.equal(ep.module()(x), want))
+            finally:
+                torch._dynamo.reset()
 
 
 
