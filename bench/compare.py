@@ -29,9 +29,9 @@ import re
 import sys
 from functools import lru_cache
 
-from report_history import benchmarks_from_gb, history_run
+from report_history import TIME_UNITS as TIME_UNIT
+from report_history import benchmarks_from_gb, check_benchmarks, history_run
 
-TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 MIN_REPETITIONS = 4
 
 
@@ -111,8 +111,14 @@ def load_run(spec):
     """{name: entry} (entries as report_history stores them) and a label."""
     rec = history_run(spec)
     if rec is not None:
+        if not isinstance(rec, dict):
+            raise ValueError(f"{spec}: not a history record")
         label = f"{rec.get('commit', 'unknown')[:10]}{'+dirty' if rec.get('dirty') else ''}" \
                 f" {rec.get('date') or ''}".strip()
+        try:
+            check_benchmarks(rec.get("benchmarks"))
+        except ValueError as e:
+            raise ValueError(f"{spec}: {e}") from None
         return rec["benchmarks"], label
     with open(spec, encoding="utf-8") as f:
         doc = json.load(f)
@@ -183,7 +189,8 @@ def main(argv):
     try:
         pattern = re.compile(args.filter) if args.filter else None
         (a, label_a), (b, label_b) = load_run(args.run_a), load_run(args.run_b)
-    except (OSError, ValueError, IndexError, KeyError, TypeError, re.error) as e:
+    except (OSError, ValueError, IndexError, KeyError, TypeError, AttributeError, OverflowError,
+            RecursionError, re.error) as e:
         p.error(f"{type(e).__name__}: {e}" if isinstance(e, (KeyError, TypeError)) else str(e))
     rows = compare_runs(a, b, args.alpha, pattern)
     print(f"A: {label_a} ({len(a)} benchmarks)")

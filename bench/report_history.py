@@ -61,18 +61,61 @@ def bench_threads(name, r):
     return int(n) if n is not None else int(r.get("threads", 1))
 
 
-TIME_UNITS = ("ns", "us", "ms", "s")
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def _gb_time(r):
-    """A repetition's real_time: a finite positive number (ValueError else)."""
+def _seconds_ok(t, unit):
+    """t (in unit) a number whose seconds are finite and > 0."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or unit not in TIME_UNITS:
+        return False
+    try:
+        sec = float(t) * TIME_UNITS[unit]
+    except OverflowError:  # an integer beyond float range
+        return False
+    return 0 < sec < float("inf")
+
+
+def _name_ok(name):
+    """A benchmark name: text that prints (no control characters, no lone
+    surrogates)."""
+    if not isinstance(name, str) or not name or any(c < " " or c == "\x7f" for c in name):
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_benchmarks(benches):
+    """ValueError unless benches is a non-empty {name: entry} of entries
+    with a known unit, a positive median and positive repetition times."""
+    if not isinstance(benches, dict) or not benches:
+        raise ValueError("no benchmarks")
+    for name, e in benches.items():
+        if not _name_ok(name):
+            raise ValueError(f"benchmark name {name!r} is not printable text")
+        if not isinstance(e, dict):
+            raise ValueError(f"{name}: not an entry")
+        unit = e.get("unit", "ns")
+        times = e.get("times") or []
+        if not isinstance(times, list) or not all(
+                _seconds_ok(t, unit) for t in [e.get("median")] + times):
+            raise ValueError(f"{name}: median or times not positive numbers of a known unit "
+                             f"(unit {unit!r})")
+
+
+def _gb_time(r, unit):
+    """A repetition's real_time in `unit` (its benchmark's first
+    repetition's): a finite positive number (ValueError else)."""
     t = r.get("real_time")
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
-        raise ValueError(f"{r.get('name', '?')}: real_time {t!r} is not a positive number")
-    if r.get("time_unit", "ns") not in TIME_UNITS:
-        raise ValueError(f"{r.get('name', '?')}: time_unit {r.get('time_unit')!r} is not one "
-                         f"of {', '.join(TIME_UNITS)}")
-    return t
+    if r.get("time_unit", "ns") != unit:
+        raise ValueError(f"{r.get('name', '?')!r}: repetitions in {unit!r} and "
+                         f"{r.get('time_unit')!r}")
+    if not _seconds_ok(t, unit):
+        raise ValueError(f"{r.get('name', '?')!r}: real_time {t!r} {unit} is not a positive "
+                         f"number of a known unit ({', '.join(TIME_UNITS)})")
+    return float(t)
 
 
 def benchmarks_from_gb(doc):
@@ -82,8 +125,9 @@ def benchmarks_from_gb(doc):
         raise ValueError("not Google Benchmark JSON (no benchmarks list)")
     raw = {}
     for r in doc["benchmarks"]:
-        if not isinstance(r, dict) or "name" not in r:
-            raise ValueError(f"a benchmark entry without a name: {r!r:.80}")
+        if not isinstance(r, dict) or not _name_ok(r.get("name")) or \
+                not _name_ok(r.get("run_name", r.get("name"))):
+            raise ValueError(f"a benchmark entry without a printable name: {str(r)[:80]!r}")
         if r.get("run_type") == "aggregate" or r.get("error_occurred"):
             continue
         name = r.get("run_name", r["name"])
@@ -93,7 +137,7 @@ def benchmarks_from_gb(doc):
     out = {}
     for name, slot in raw.items():
         reps = [r for _, r in sorted(slot["reps"], key=lambda x: x[0])]
-        times = [_gb_time(r) for r in reps]
+        times = [_gb_time(r, slot["unit"]) for r in reps]
         e = {"unit": slot["unit"], "times": times, "median": median(times),
              "min": min(times), "max": max(times), "repetitions": len(times),
              "threads": slot["threads"]}
@@ -110,6 +154,7 @@ def benchmarks_from_gb(doc):
 
 def _record(benches, ctx, cpu, commit, dirty, note):
     """A history line from its benchmarks and the run's context."""
+    check_benchmarks(benches)
     rec = {"schema": SCHEMA, "commit": commit, "dirty": dirty, "date": ctx.get("date"),
            "cpu": cpu.get("model_name", "unknown"), "cpu_slug": cpu_slug(cpu),
            "threads": sorted({e["threads"] for e in benches.values()}),
@@ -154,7 +199,7 @@ def record_from_report(doc, commit="unknown", note=None):
 def history_line(rec):
     """The record as one line: sorted keys, no spaces, so equal runs give
     equal lines."""
-    return json.dumps(rec, sort_keys=True, separators=(",", ":")) + "\n"
+    return json.dumps(rec, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
 
 
 def append_history(path, rec):
@@ -208,7 +253,8 @@ def main(argv):
             if args.dirty is not None:
                 dirty = args.dirty
             rec = run_record(doc, cpu_info(), commit, dirty, note)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError,
+            RecursionError) as e:
         p.error(f"{args.bench or args.from_report}: {type(e).__name__}: {e}")
     path = args.history or history_path(rec["cpu_slug"])
     append_history(path, rec)

@@ -175,7 +175,15 @@ class History(unittest.TestCase):
                             "string": {"benchmarks": [dict(good, real_time="5")]},
                             "unit": {"benchmarks": [dict(good, time_unit="fortnights")]},
                             "no_time": {"benchmarks": [{k: v for k, v in good.items()
-                                                         if k != "real_time"}]}}
+                                                         if k != "real_time"}]},
+                            "huge": {"benchmarks": [dict(good, real_time=10 ** 400)]},
+                            "tiny": {"benchmarks": [dict(good, real_time=5e-324)]},
+                            "name": {"benchmarks": [dict(good, name=5, run_name=5)]},
+                            "surrogate": {"benchmarks": [dict(good, name="a/\ud800",
+                                                              run_name="a/\ud800")]},
+                            "control": {"benchmarks": [dict(good, name="a\nb", run_name="a\nb")]},
+                            "units": {"benchmarks": [good, dict(good, time_unit="ms",
+                                                                 repetition_index=1)]}}
                 sys.stderr, err = open(os.devnull, "w"), sys.stderr
                 try:
                     for what, bad in bad_docs.items():
@@ -189,6 +197,25 @@ class History(unittest.TestCase):
                             with self.assertRaises(SystemExit, msg=what) as cm:
                                 main(argv)
                             self.assertEqual(cm.exception.code, 2, what)
+                    self.assertFalse(os.path.exists(os.path.join(d, "h.jsonl")))
+                    # history lines that are not runs, and a report with none
+                    hist = os.path.join(d, "bad.jsonl")
+                    with open(hist, "w", encoding="utf-8") as f:
+                        for line in ([1], "x", {"benchmarks": []},
+                                     {"benchmarks": {"a": {"unit": "ns", "times": []}}},
+                                     {"benchmarks": {"a": {"unit": "xs", "median": 1}}}):
+                            f.write(json.dumps(line) + "\n")
+                    for n in range(5):
+                        with self.assertRaises(SystemExit, msg=str(n)) as cm:
+                            compare.main([path, f"{hist}@{n}"])
+                        self.assertEqual(cm.exception.code, 2, n)
+                    rpath = os.path.join(d, "report.json")
+                    with open(rpath, "w", encoding="utf-8") as f:
+                        json.dump({"results": {}}, f)
+                    with self.assertRaises(SystemExit) as cm:
+                        report_history.main(["--from-report", rpath, "--history",
+                                             os.path.join(d, "h.jsonl")])
+                    self.assertEqual(cm.exception.code, 2)
                     self.assertFalse(os.path.exists(os.path.join(d, "h.jsonl")))
                 finally:
                     sys.stderr.close()

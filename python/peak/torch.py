@@ -343,13 +343,8 @@ def _sdpa_impl(query, key, value, attn_mask, is_causal, scale, softcap, alibi, a
                sinks, return_lse, where):
     """peak.attention of 4-D tensors: (out, lse or None), new tensors."""
     if query.numel() == 0 or key.shape[2] == 0 or value.shape[3] == 0:
-        # empty (as torch) or no keys at all: every row sees nothing, so
-        # zeros and an lse of -inf (peak's rule for such rows)
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            _check(name, t, True)
-        B, H, Lq, Dv = _sdpa_shape(query, key, value)
-        lse = torch.full((B, H, Lq), -float("inf")) if return_lse else None
-        return torch.zeros((B, H, Lq, Dv), dtype=query.dtype), lse
+        return _sdpa_empty(query, key, value, scale, softcap, alibi, alibi_slopes, sinks,
+                           return_lse)
     q, k, v = (_np("query", query, True), _np("key", key, True),
                _np("value", value, True))
     res = _peak.attention(q, k, v, layout="bhld", scale=scale, causal=is_causal,
@@ -360,6 +355,36 @@ def _sdpa_impl(query, key, value, attn_mask, is_causal, scale, softcap, alibi, a
                           return_lse=return_lse, **_mask_args(attn_mask), **where)
     out, lse = res if return_lse else (res, None)
     return _tensor(out), (None if lse is None else torch.from_numpy(lse))
+
+
+def _finite_positive(name, v):
+    """v a finite real > 0 (as peak checks it), else InvalidArgument naming v."""
+    if not (_real(v) and math.isfinite(float(v)) and float(v) > 0):
+        raise _peak.InvalidArgument(1, f"{name} {v!r} must be a finite number > 0 "
+                                       "(PEAK_ERR_INVALID_ARG)")
+
+
+def _sdpa_empty(query, key, value, scale, softcap, alibi, alibi_slopes, sinks, return_lse):
+    """_sdpa_impl where there is nothing to compute: an empty query (as
+    torch: an empty result) or no keys (every row sees nothing: zeros, and
+    an lse of -inf, or the row's sink with sinks, as peak gives such rows).
+    The arguments are checked as the call with work checks them."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check(name, t, True)
+    B, H, Lq, Dv = _sdpa_shape(query, key, value)
+    _peak._set_scale(_peak._AttentionDesc(), scale, "1/sqrt(D)")
+    if softcap is not None and softcap != 0:  # 0: off, as peak reads it
+        _finite_positive("softcap", softcap)
+    head = _peak._logits(_peak._Logits(), H, softcap=softcap, alibi=alibi,
+                         alibi_slopes=None if alibi_slopes is None else
+                         _per_head("alibi_slopes", alibi_slopes),
+                         sinks=None if sinks is None else _per_head("sinks", sinks))
+    lse = None
+    if return_lse:
+        lse = torch.full((B, H, Lq), -float("inf"))
+        if "sinks" in head:
+            lse[:] = torch.from_numpy(np.broadcast_to(head["sinks"], (H,)).copy())[:, None]
+    return torch.zeros((B, H, Lq, Dv), dtype=query.dtype), lse
 
 
 def _sdpa_shape(query, key, value):
@@ -377,7 +402,7 @@ def _sdpa_shape(query, key, value):
     if tuple(value.shape[:3]) != tuple(key.shape[:3]):
         raise ValueError(f"value: shape {tuple(value.shape)} does not match key "
                          f"{tuple(key.shape)}")
-    if key.shape[1] == 0 or H % key.shape[1]:
+    if (key.shape[1] == 0 and H) or (key.shape[1] and H % key.shape[1]):
         raise ValueError(f"k/v heads ({key.shape[1]}) must divide q heads ({H})")
     return (B, H, Lq, value.shape[3])
 
@@ -533,6 +558,10 @@ def _embed_pe_impl(input, weight, scale, pe, positions, pos0, padding_idx, layou
     pos = positions.detach().cpu().numpy() if isinstance(positions, torch.Tensor) else positions
     if np.size(ids) == 0:  # no tokens: an empty result, as F.embedding
         _check("weight", weight, True)
+        if np.asarray(ids).dtype.kind not in "iu":
+            raise TypeError(f"input: dtype {np.asarray(ids).dtype}, expected integer ids")
+        _peak._pe_params(layout, mode, base)
+        _peak._cint("pos0", pos0)
         return torch.empty(tuple(np.shape(ids)) + (weight.shape[-1],), dtype=weight.dtype)
     out = _peak.embed_pe(ids, _np("weight", weight, half=True), scale=scale,
                          pe=None if pe is None else np.ascontiguousarray(_np("pe", pe)),
@@ -596,6 +625,13 @@ def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *, threads=Non
 def _add_layer_norm_impl(x, residual, weight, bias, eps, where):
     if x.numel() == 0 and x.dim() > 0 and x.shape[-1] > 0:  # no rows: empty, as torch
         _check("x", x, True)
+        for name, t in (("weight", weight), ("bias", bias)):
+            a = _affine(name, t)
+            if a is not None and a.shape != (x.shape[-1],):
+                raise ValueError(f"{name}: shape {a.shape}, expected ({x.shape[-1]},)")
+        if not (_real(eps) and math.isfinite(float(eps)) and float(eps) >= 0.0):
+            raise _peak.InvalidArgument(1, f"eps {eps!r} must be finite and not negative "
+                                           "(PEAK_ERR_INVALID_ARG)")
         s = None if residual is None else torch.empty_like(x)
         return torch.empty_like(x), s
     xs = _np("x", x, half=True)
@@ -1136,9 +1172,22 @@ def _register():
             "tags" in inspect.signature(torch.library.custom_op).parameters:
         kw["tags"] = (torch.Tag.needs_exact_strides,)
 
+    def one_device(name, fake):
+        """The fake, after a check that every tensor is on one device:
+        torch runs the fake (not peak) when one input is on the meta device
+        and the others on the CPU, and its outputs would be uninitialised
+        CPU memory."""
+        def checked(*args, **kwargs):
+            devices = {t.device for t in (*args, *kwargs.values()) if isinstance(t, Tensor)}
+            if len(devices) > 1:
+                raise ValueError(f"peak::{name}: tensors on {sorted(map(str, devices))}; "
+                                 "peak runs on the CPU, every tensor on one device")
+            return fake(*args, **kwargs)
+        return checked
+
     def define(name, fn, fake):
         op = torch.library.custom_op(f"peak::{name}", fn, mutates_args=(), **kw)
-        op.register_fake(fake)
+        op.register_fake(one_device(name, fake))
         return getattr(torch.ops.peak, name)
 
     def sdpa(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,

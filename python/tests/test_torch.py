@@ -767,7 +767,24 @@ class EdgeCases(unittest.TestCase):
             self.assertEqual(tuple(out.shape), (2, 4, 3, 8))
             self.assertTrue(bool((out == 0).all()))  # no key: zeros, lse -inf
             self.assertTrue(bool((lse == -float("inf")).all()))
+            # a sink is the lse of a row that sees nothing; H = Hkv = 0 is empty
+            _, lse = pt.scaled_dot_product_attention(q, k[:, :, :0], k[:, :, :0],
+                                                     sinks=torch.arange(4.0), return_lse=True)
+            self.assertTrue(torch.equal(lse, torch.arange(4.0)[None, :, None].expand(2, 4, 3)))
+            e = torch.randn(2, 0, 3, 8)
+            self.assertEqual(tuple(pt.scaled_dot_product_attention(e, e, e).shape), (2, 0, 3, 8))
+            # the arguments are checked as in a call with work
+            for kw, err in ((dict(scale=float("nan")), ValueError), (dict(alibi="bogus"), ValueError),
+                            (dict(softcap=-1.0), ValueError), (dict(sinks=torch.zeros(7)), ValueError)):
+                with self.assertRaises(err, msg=str(kw)):
+                    pt.scaled_dot_product_attention(q, k[:, :, :0], k[:, :, :0], **kw)
         x = torch.randn(0, 16)
+        with self.assertRaises(ValueError):
+            pt.layer_norm(x, 16, eps=float("nan"))
+        with self.assertRaises(ValueError):
+            pt.layer_norm(x, 16, torch.ones(5))
+        with self.assertRaises(TypeError):
+            pt.embed_pe(torch.zeros(0), torch.randn(5, 4))
         self.assertEqual(tuple(pt.layer_norm(x, (16,)).shape), (0, 16))
         y, total = pt.add_layer_norm(x, x)
         self.assertEqual((tuple(y.shape), tuple(total.shape)), ((0, 16), (0, 16)))
@@ -924,6 +941,21 @@ class CustomOps(unittest.TestCase):
         self.assertFalse(torch.equal(got[0][:, 1:6], short[:, 1:6]))
         rotary.threads = n
         self.assertTrue(torch.equal(short, rotary(q, pos[:, :6])[0]))
+
+    def test_an_input_on_another_device_is_refused(self):
+        """An operator called with one input on the meta device runs its
+        fake, not peak: an error, never uninitialised memory; all on meta
+        is shape inference and gives meta outputs."""
+        q, x = torch.randn(1, 2, 3, 8), torch.randn(2, 8)
+        meta = torch.zeros(1, 2, 3, 3, device="meta")
+        for call in (lambda: torch.ops.peak.scaled_dot_product_attention(q, q, q, meta),
+                     lambda: torch.ops.peak.layer_norm(x, torch.ones(8, device="meta")),
+                     lambda: torch.ops.peak.add_layer_norm(x, x.to("meta"))):
+            with self.assertRaises(ValueError):
+                call()
+        qm = q.to("meta")
+        self.assertEqual(torch.ops.peak.scaled_dot_product_attention(qm, qm, qm).device.type,
+                         "meta")
 
     def test_fakes(self):
         """torch.library.opcheck: schema, fake (shapes, dtypes, strides)
