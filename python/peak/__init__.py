@@ -594,6 +594,7 @@ def _workers(threads=None, pool=None):
 
 # peak_dtype codes.
 _F32, _BF16, _F16 = 0, 1, 2
+_FLT_MAX = float(np.finfo(np.float32).max)
 
 def _array(name, a, dtype, ndims, writable=False):
     """Checks an ndarray (no conversion) and returns it."""
@@ -725,7 +726,7 @@ def _set_scale(desc, scale, default):
     """desc.scale = scale (float32); None is C's 0, 'the default'.  A given
     scale that is 0 in float32 would be read as that marker: ValueError."""
     desc.scale = 0.0 if scale is None else float(scale)
-    if not math.isfinite(desc.scale):  # named here, not by C
+    if not math.isfinite(desc.scale):  # named here, not by C (float32: 1e39 is inf)
         raise InvalidArgument(1, f"scale {scale!r} must be finite (PEAK_ERR_INVALID_ARG)")
     if scale is not None and desc.scale == 0.0:
         raise ValueError(f"scale {scale!r} is 0 in float32, peak's 'default' marker; pass "
@@ -1564,8 +1565,8 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
     (pre-norm chains; may be x or residual).  threads, pool: where the
     call runs (see the module docstring; default: this thread alone).
     Returns out."""
-    if not (math.isfinite(float(eps)) and float(eps) >= 0.0):  # named here, not by C
-        raise InvalidArgument(1, f"peak_add_layernorm: eps {eps!r} must be finite and not "
+    if not (0.0 <= float(eps) <= _FLT_MAX):  # named here, not by C (NaN fails too)
+        raise InvalidArgument(1, f"peak_add_layernorm: eps {eps!r} must be a finite float32, not "
                               "negative (PEAK_ERR_INVALID_ARG)")
     run = _Run(threads, pool)
     types = _LayerNormTypes(_F32, _F32, _F32, _F32)

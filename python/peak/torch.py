@@ -73,6 +73,7 @@ import functools
 import inspect
 import json
 import math
+import numbers
 import warnings
 from typing import Optional
 
@@ -649,8 +650,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, threads
     """``F.layer_norm`` over the last axis (normalized_shape must be
     ``(x.shape[-1],)``; the custom operator ``peak::layer_norm``).  threads,
     pool: as the module docstring says."""
-    if isinstance(normalized_shape, int):  # as F.layer_norm takes it
-        normalized_shape = (normalized_shape,)
+    if isinstance(normalized_shape, numbers.Integral):  # as F.layer_norm takes it
+        normalized_shape = (int(normalized_shape),)
     if tuple(normalized_shape) != (x.shape[-1],):
         raise ValueError("peak normalises over the last axis only: normalized_shape must be "
                          f"({x.shape[-1]},), got {tuple(normalized_shape)}")
