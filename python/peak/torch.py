@@ -545,7 +545,7 @@ def embed_pe(input, weight, scale=1.0, *, pe=None, positions=None, pos0=0, paddi
                 isinstance(padding_idx, int) and not isinstance(padding_idx, bool))) and \
             isinstance(layout, str) and isinstance(mode, str):
         if input.dim() not in (1, 2):
-            raise ValueError(f"ids: expected a non-empty [n] or [batch, seq] tensor, got "
+            raise ValueError(f"ids: expected an [n] or [batch, seq] tensor, got "
                              f"{tuple(input.shape)}")
         return op(input, weight, float(scale), pe, positions, pos0, padding_idx, layout, mode,
                   float(base))
@@ -561,6 +561,9 @@ def _embed_pe_impl(input, weight, scale, pe, positions, pos0, padding_idx, layou
         _check("weight", weight, True)
         if np.asarray(ids).dtype.kind not in "iu":
             raise TypeError(f"input: dtype {np.asarray(ids).dtype}, expected integer ids")
+        if np.ndim(ids) not in (1, 2):
+            raise ValueError(f"ids: expected an [n] or [batch, seq] tensor, got "
+                             f"{tuple(np.shape(ids))}")
         _peak._pe_params(layout, mode, base)
         _peak._cint("pos0", pos0)
         return torch.empty(tuple(np.shape(ids)) + (weight.shape[-1],), dtype=weight.dtype)
