@@ -302,6 +302,15 @@ esac
 } >"$root/etc/apt/sources.list"
 rm -f "$root"/etc/apt/sources.list.d/*.list "$root"/etc/apt/sources.list.d/*.sources
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's network, like its resolver: where the host reaches the
+# package index through a proxy with its own certificate authority (PIP_CERT
+# names the bundle), pip in the root needs that bundle too; a machine that
+# reaches PyPI directly needs nothing (pip carries its own CAs).
+pip_cert=""
+if [ -n "${PIP_CERT:-}" ] && [ -f "$PIP_CERT" ]; then
+    cp "$PIP_CERT" "$root/etc/peak-fresh-host-ca.pem"
+    pip_cert=PIP_CERT=/etc/peak-fresh-host-ca.pem
+fi
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 
@@ -329,7 +338,7 @@ run() { # name command...
     {
         rc=0
         chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin $pip_cert \
             /bin/sh -c "cd $src && exec \"\$@\"" sh "$@" </dev/null 2>&1 || rc=$?
         echo "$rc" >"$logs/$name.rc"
         times >"$logs/$name.times" # this subshell's children: the command
