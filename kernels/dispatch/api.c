@@ -45,13 +45,6 @@ static int pe_params_ok(const peak_pe_params *p)
 
 static const peak_pe_params default_pe_params = PEAK_PE_PARAMS_DEFAULT;
 
-/* Whether rows x cols contiguous elements of `elem` bytes (rows >= 1) fit
-   in a ptrdiff_t of bytes (extent_fits_as of a table without a stride). */
-static int table_fits(size_t rows, size_t cols, size_t elem)
-{
-    return cols <= (size_t)PTRDIFF_MAX / elem / rows;
-}
-
 /* ---- sinusoid table ----------------------------------------------------- */
 
 peak_status peak_pe_table(void *out, peak_dtype out_type, size_t n_pos, size_t d_model,
@@ -65,7 +58,8 @@ peak_status peak_pe_table(void *out, peak_dtype out_type, size_t n_pos, size_t d
         return PEAK_ERR_UNSUPPORTED;
     if (pos0 > PEAK_MAX_POSITION || n_pos > PEAK_MAX_POSITION - pos0)
         return PEAK_ERR_OUT_OF_RANGE;
-    if (!table_fits(n_pos, d_model, es))
+    const ptrdiff_t ld = (ptrdiff_t)d_model;
+    if (!extent_fits_as(&n_pos, &ld, 1, d_model, es))
         return PEAK_ERR_OUT_OF_RANGE;
     peak_schedule_pe_table(out, out_type, n_pos, d_model, pos0, p, pool);
     return PEAK_OK;
@@ -117,7 +111,8 @@ peak_status peak_rope_cache(void *cache, peak_dtype cache_type, size_t n_pos, si
         return PEAK_ERR_UNSUPPORTED;
     if (pos0 > PEAK_MAX_POSITION || n_pos > PEAK_MAX_POSITION - pos0)
         return PEAK_ERR_OUT_OF_RANGE;
-    if (!table_fits(n_pos, params->rotary_dim, es))
+    const ptrdiff_t ld = (ptrdiff_t)params->rotary_dim;
+    if (!extent_fits_as(&n_pos, &ld, 1, params->rotary_dim, es))
         return PEAK_ERR_OUT_OF_RANGE;
     if (spans_meet(array_span(cache, n_pos * params->rotary_dim, es),
                    array_span(params->longrope_factors,

@@ -722,6 +722,14 @@ def _ints(name, a, dtype, what):
     return np.ascontiguousarray(arr)
 
 
+def _check_eps(eps):
+    """LayerNorm's eps as peak takes it (a finite float32, not negative),
+    else InvalidArgument naming it (C's status text would not)."""
+    if not 0.0 <= float(eps) <= _FLT_MAX:  # NaN fails too
+        raise InvalidArgument(1, f"peak_add_layernorm: eps {eps!r} must be a finite float32, not "
+                              "negative (PEAK_ERR_INVALID_ARG)")
+
+
 def _set_scale(desc, scale, default):
     """desc.scale = scale (float32); None is C's 0, 'the default'.  A given
     scale that is 0 in float32 would be read as that marker: ValueError."""
@@ -1565,9 +1573,7 @@ def add_layernorm(x, residual=None, weight=None, bias=None, eps=1e-5, *, out=Non
     (pre-norm chains; may be x or residual).  threads, pool: where the
     call runs (see the module docstring; default: this thread alone).
     Returns out."""
-    if not (0.0 <= float(eps) <= _FLT_MAX):  # named here, not by C (NaN fails too)
-        raise InvalidArgument(1, f"peak_add_layernorm: eps {eps!r} must be a finite float32, not "
-                              "negative (PEAK_ERR_INVALID_ARG)")
+    _check_eps(eps)
     run = _Run(threads, pool)
     types = _LayerNormTypes(_F32, _F32, _F32, _F32)
     _, types.x = _typed("x", x, (1, 2, 3, 4, 5))

@@ -633,9 +633,9 @@ def _add_layer_norm_impl(x, residual, weight, bias, eps, where):
             a = _affine(name, t)
             if a is not None and a.shape != (x.shape[-1],):
                 raise ValueError(f"{name}: shape {a.shape}, expected ({x.shape[-1]},)")
-        if not (_real(eps) and math.isfinite(float(eps)) and float(eps) >= 0.0):
-            raise _peak.InvalidArgument(1, f"eps {eps!r} must be finite and not negative "
-                                           "(PEAK_ERR_INVALID_ARG)")
+        if not _real(eps):
+            raise TypeError(f"eps: expected a real number, got {type(eps).__name__}")
+        _peak._check_eps(eps)
         s = None if residual is None else torch.empty_like(x)
         return torch.empty_like(x), s
     xs = _np("x", x, half=True)
