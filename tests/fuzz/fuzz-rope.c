@@ -462,8 +462,9 @@ static void fuzz_apply(fz_in *in)
             else
                 c.heads = 2, c.y_stride[2] = 0;
             break;
-        case 10: /* y over x, not in place */
-            y_at = 1, y_off = 1 + fz_upto(in, D - 1);
+        case 10: /* y over x, not in place: y_off < D (at D, one row's y
+                    would miss x and run past its buffer) */
+            y_at = 1, y_off = 1 + fz_upto(in, D - 2);
             memcpy(c.y_stride, xs, sizeof xs);
             break;
         case 11: /* y over the cache, or (on the fly) its params wrong */
