@@ -177,7 +177,8 @@ static inline peak_layernorm_row peak_layernorm_row_at(const peak_layernorm_args
                             a->d_model,
                             ahead ? peak_layernorm_row_of(a->x, a->ld_x, ta, a->t) : NULL,
                             ahead ? peak_layernorm_row_of(a->r, a->ld_r, ta, a->t) : NULL,
-                            a->t};
+                            a->t,
+                            NULL};
     return w;
 }
 
@@ -200,15 +201,10 @@ static inline peak_layernorm_stats peak_layernorm_stats_of(const peak_layernorm_
     return st;
 }
 
-/* A 16-bit row by the plain-C reference: s = x + r widened into a float
-   row on the stack (d_model <= PEAK_LAYERNORM_MAX_STAGED), normalised in
-   place, y and sum rounded from it.  Not inline: its 64 KiB frame only
-   while it runs (rare rows: peak_layernorm_stats_of). */
-static __attribute__((noinline, unused)) void
-peak_layernorm_reference_16(const peak_layernorm_row *w, float eps)
+/* A 16-bit row by the plain-C reference: s = x + r widened into the float
+   row s (n floats), normalised in place, y and sum rounded from it. */
+static inline void peak_layernorm_reference_16_in(const peak_layernorm_row *w, float eps, float *s)
 {
-    float s[PEAK_LAYERNORM_MAX_STAGED];
-    assert(w->n <= PEAK_LAYERNORM_MAX_STAGED);
     for (size_t j = 0; j < w->n; j++)
         s[j] = peak_layernorm_input(w, j);
     if (w->sum)
@@ -219,12 +215,26 @@ peak_layernorm_reference_16(const peak_layernorm_row *w, float eps)
         peak_convert_store(w->y, w->t, j, peak_f32_to_bits(s[j]));
 }
 
+/* The same through a row on the stack (d_model <= PEAK_LAYERNORM_MAX_STAGED).
+   Not inline: its 64 KiB frame only while it runs (rare rows:
+   peak_layernorm_stats_of). */
+static __attribute__((noinline, unused)) void
+peak_layernorm_reference_16(const peak_layernorm_row *w, float eps)
+{
+    float s[PEAK_LAYERNORM_MAX_STAGED];
+    assert(w->n <= PEAK_LAYERNORM_MAX_STAGED);
+    peak_layernorm_reference_16_in(w, eps, s);
+}
+
 /* Row t by the plain-C reference (rows peak_layernorm_stats_of leaves to it). */
 static inline void peak_layernorm_reference(const peak_layernorm_args *a,
                                             const peak_layernorm_row *w, float eps)
 {
     if (w->t != PEAK_F32) {
-        peak_layernorm_reference_16(w, eps);
+        if (w->s) /* the row pass 1 kept: as long as the row */
+            peak_layernorm_reference_16_in(w, eps, w->s);
+        else
+            peak_layernorm_reference_16(w, eps);
         return;
     }
     peak_layernorm_rows_ref((float *)w->y, a->ld_y, (float *)w->sum, a->ld_sum,

@@ -62,7 +62,7 @@ void peak_layernorm_rows_ref(float *y, ptrdiff_t ld_y, float *sum, ptrdiff_t ld_
                              float eps)
 {
     assert(y && x && d_model > 0 && eps >= 0.0f);
-    peak_layernorm_row w = {y, sum, x, r, gamma, beta, d_model, NULL, NULL, PEAK_F32};
+    peak_layernorm_row w = {y, sum, x, r, gamma, beta, d_model, NULL, NULL, PEAK_F32, NULL};
     for (size_t t = 0; t < rows; t++) {
         const ptrdiff_t pt = (ptrdiff_t)t;
         w.y = y + pt * ld_y;

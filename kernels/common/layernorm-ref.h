@@ -30,6 +30,8 @@ typedef struct peak_layernorm_row {
     const void *pf_x;
     const void *pf_r;
     peak_dtype t;
+    float *s; /* the SIMD tiers' 16-bit rows: n floats, x + r as pass 1
+                 found it, for pass 2; or NULL */
 } peak_layernorm_row;
 
 /* Element j of a row of type t, exactly as a float. */
