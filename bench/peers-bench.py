@@ -18,6 +18,9 @@ The shapes (SHAPES below; B = 1 and head_dim 64 unless named):
   self H8 L512, BERT-base H12 L512, self H8 L2048, causal H8 L2048, causal
   H8 L4096, cross H8 Lq50 Lk512, GQA 32/8 causal L1024, decode H8 Lk2048,
   decode GQA 32/8 Lk8192, batch 8 H12 L128; and softmax H12 L512 unmasked.
+  All bfloat16 (BF16_SHAPES; needs ml_dtypes): self H8 L2048 and decode GQA
+  32/8 Lk8192, Q, K, V and O bfloat16 for both, torch's tensors and peak's
+  ml_dtypes arrays holding the same bits (no ONNX Runtime column).
 Layouts: each peer gets its natural layout and peak runs on the very same
 arrays in that layout, so every ratio compares like with like:
   torch  [B, H, L, D] (scaled_dot_product_attention's); peak layout="bhld"
@@ -113,6 +116,15 @@ SHAPES = [
     ("batch8-h12-l128", 8, 12, 12, 128, 128, False, "self", "batch 8 H12 L128"),
 ]
 SOFTMAX_SHAPES = [("softmax-h12-l512", 1, 12, 512, "softmax H12 L512 unmasked")]
+BF16_SHAPES = [
+    ("bf16-self-h8-l2048", 1, 8, 8, 2048, 2048, False, "self",
+     "all bfloat16 self-attention H8 L2048"),
+    ("bf16-decode-gqa-32-8-lk8192", 1, 32, 8, 1, 8192, False, "decode",
+     "all bfloat16 decode GQA 32/8 Lk8192 (K/V cache)"),
+]
+# Outputs rounded to bfloat16 by both: apart by at most about one of its
+# ulps at max|V| (2^-8 relative), so twice that.
+BF16_TOL = 2.0 ** -7
 # The logit options (peak_logits) at H8 L2048 causal, against torch doing
 # the same with a materialised [1, H, L, L] bias or the long way (its SDPA
 # has none of them): name, option, what
@@ -123,7 +135,7 @@ LOGIT_CASES = [
 ]
 LOGIT_L, LOGIT_H, SOFTCAP = 2048, 8, 30.0
 D = 64
-GOALS = {"attention": 1.3, "softmax": 1.5, "logits": 2.0}
+GOALS = {"attention": 1.3, "softmax": 1.5, "logits": 2.0, "bf16": 1.3}
 TOL = 1e-4  # max abs difference from torch, relative to max|V| (softmax: to 1)
 
 
@@ -456,6 +468,36 @@ def softmax_case(sh, n, np, torch, peak, pt, orts, x):
     return impls, results, TOL, notes
 
 
+def bf16_case(sh, n, np, torch, peak, pt, data):
+    """peak.attention on ml_dtypes bfloat16 arrays against torch's SDPA on
+    bfloat16 tensors of the same bits, both writing bfloat16 O ([B, H, L,
+    D]; GQA through enable_gqa, or K/V repeated as attention_case does)."""
+    import ml_dtypes
+    name, B, H, Hkv, Lq, Lk, causal, kind, _ = sh
+    F = torch.nn.functional
+    tq, tk, tv = (torch.from_numpy(a).to(torch.bfloat16) for a in data[:3])
+    q, k, v = (t.view(torch.int16).numpy().view(ml_dtypes.bfloat16) for t in (tq, tk, tv))
+    gqa = {"enable_gqa": True} if Hkv != H else {}
+    if gqa and "enable_gqa" not in (F.scaled_dot_product_attention.__doc__ or ""):
+        r = H // Hkv
+        tk, tv, gqa = tk.repeat_interleave(r, dim=1), tv.repeat_interleave(r, dim=1), {}
+    kw = pt.kwargs(n)
+    o = np.empty((B, H, Lq, D), ml_dtypes.bfloat16)
+    state = {}
+
+    def torch_fn():
+        with torch.inference_mode():
+            state["torch"] = F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, **gqa)
+
+    def peak_fn():
+        peak.attention(q, k, v, layout="bhld", causal=causal, out=o, **kw)
+    impls = [("peak", peak_fn), ("torch", torch_fn)]
+    results = {"peak": lambda: o.astype(np.float32),
+               "torch": lambda: state["torch"].float().numpy()}
+    notes = ["Q, K, V and O bfloat16 for both; peak's arrays are torch's bits (ml_dtypes)"]
+    return impls, results, BF16_TOL * float(np.abs(v.astype(np.float32)).max()), notes
+
+
 def logits_case(case, n, np, torch, peak, pt, data, slopes, sinks):
     """peak.attention with one logit option against torch: ALiBi through
     SDPA's attn_mask, the bias (ALiBi plus the causal -inf) materialised
@@ -587,7 +629,7 @@ def run_case(kind, sh, n, impls, results, bound, notes, args, torch, np):
     if kind == "logits":
         entry["shape"] = {"B": 1, "H": LOGIT_H, "Hkv": LOGIT_H, "Lq": LOGIT_L, "Lk": LOGIT_L,
                           "D": D, "causal": True, "kind": "self", "option": sh[1]}
-    elif kind == "attention":
+    elif kind in ("attention", "bf16"):
         B, H, Hkv, Lq, Lk, causal = sh[1:7]
         entry["shape"] = {"B": B, "H": H, "Hkv": Hkv, "Lq": Lq, "Lk": Lk, "D": D,
                           "causal": causal, "kind": sh[7]}
@@ -879,6 +921,15 @@ def main(argv):
                                                           data)
             entries.append(run_case("attention", sh, n, impls, results, bound, notes, args,
                                     torch, np))
+    for sh in BF16_SHAPES:
+        if rx and not rx.search(sh[0]):
+            continue
+        data = make_data(np, rng, sh)
+        for n in args.threads:
+            log(f"peers-bench: {sh[0]}, {n} thread{'s' if n > 1 else ''}")
+            impls, results, bound, notes = bf16_case(sh, n, np, torch, peak, pt, data)
+            entries.append(run_case("bf16", sh, n, impls, results, bound, notes, args, torch,
+                                    np))
     for sh in SOFTMAX_SHAPES:
         if rx and not rx.search(sh[0]):
             continue

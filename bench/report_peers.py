@@ -15,7 +15,7 @@ from report_data import shape_args
 from report_model import fmt_time
 
 # Speed-up goals against the peers, per family: peer median / peak median.
-PEER_GOALS = {"attention": 1.3, "softmax": 1.5, "logits": 2.0}
+PEER_GOALS = {"attention": 1.3, "softmax": 1.5, "logits": 2.0, "bf16": 1.3}
 
 
 def load_json(path):
@@ -79,6 +79,8 @@ def peers_key(e):
         return canon("attention", {k: s[k] for k in ("B", "H", "Hkv", "Lq", "Lk", "causal")})
     if e["family"] == "logits":  # no bench_peak twin: a key of its own
         return ("logits " + s["option"], ())
+    if e["family"] == "bf16":  # likewise (bench_peak's attention/types: no peer)
+        return ("bf16 " + e["name"], ())
     return canon("softmax", {"heads": s["H"], "L": s["L"], "causal": 0})
 
 
