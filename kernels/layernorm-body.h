@@ -384,33 +384,56 @@ static void layernorm_rows_f32(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_
                    PEAK_F32, rows_after, stream, NULL);
 }
 
-/* A 16-bit call's rows, T a constant: with their s kept in a frame of
-   their own when layernorm_keeps, else as float32's. */
-#define LAYERNORM_ROWS_16(name, T, attr)                                                          \
-    attr __attribute__((noinline)) static void name##_kept(                                      \
-        void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum, const void *x, ptrdiff_t ld_x,     \
-        const void *r, ptrdiff_t ld_r, const float *gamma, const float *beta, size_t rows,      \
-        size_t d_model, float eps, size_t rows_after, bool stream)                               \
-    {                                                                                            \
-        float kept[2 * LAYERNORM_KEPT_FLOATS];                                                   \
-        layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, \
-                       T, rows_after, stream, kept);                                            \
-    }                                                                                            \
-    attr static void name(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum, const void *x,  \
-                          ptrdiff_t ld_x, const void *r, ptrdiff_t ld_r, const float *gamma,   \
-                          const float *beta, size_t rows, size_t d_model, float eps,            \
-                          size_t rows_after, bool stream)                                       \
-    {                                                                                            \
-        if (layernorm_keeps(d_model))                                                            \
-            name##_kept(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps, \
-                        rows_after, stream);                                                     \
-        else                                                                                     \
-            layernorm_rows(y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model,  \
-                           eps, T, rows_after, stream, NULL);                                    \
-    }
+/* A 16-bit call's rows with their s kept (layernorm_keeps), in a frame of
+   their own; the callers below, their type a constant. */
+#define LAYERNORM_ROWS_ARGS                                                                       \
+    y, ld_y, sum, ld_sum, x, ld_x, r, ld_r, gamma, beta, rows, d_model, eps
 
-LAYERNORM_ROWS_16(layernorm_rows_bf16, PEAK_BF16, )
-LAYERNORM_ROWS_16(layernorm_rows_f16, PEAK_F16, PEAK_VF_F16_TARGET)
+__attribute__((noinline)) static void
+layernorm_rows_bf16_kept(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum, const void *x,
+                         ptrdiff_t ld_x, const void *r, ptrdiff_t ld_r, const float *gamma,
+                         const float *beta, size_t rows, size_t d_model, float eps,
+                         size_t rows_after, bool stream)
+{
+    float kept[2 * LAYERNORM_KEPT_FLOATS];
+    layernorm_rows(LAYERNORM_ROWS_ARGS, PEAK_BF16, rows_after, stream, kept);
+}
+
+static void layernorm_rows_bf16(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum,
+                                const void *x, ptrdiff_t ld_x, const void *r, ptrdiff_t ld_r,
+                                const float *gamma, const float *beta, size_t rows,
+                                size_t d_model, float eps, size_t rows_after, bool stream)
+{
+    if (layernorm_keeps(d_model))
+        layernorm_rows_bf16_kept(LAYERNORM_ROWS_ARGS, rows_after, stream);
+    else
+        layernorm_rows(LAYERNORM_ROWS_ARGS, PEAK_BF16, rows_after, stream, NULL);
+}
+
+PEAK_VF_F16_TARGET __attribute__((noinline)) static void
+layernorm_rows_f16_kept(void *y, ptrdiff_t ld_y, void *sum, ptrdiff_t ld_sum, const void *x,
+                        ptrdiff_t ld_x, const void *r, ptrdiff_t ld_r, const float *gamma,
+                        const float *beta, size_t rows, size_t d_model, float eps,
+                        size_t rows_after, bool stream)
+{
+    float kept[2 * LAYERNORM_KEPT_FLOATS];
+    layernorm_rows(LAYERNORM_ROWS_ARGS, PEAK_F16, rows_after, stream, kept);
+}
+
+PEAK_VF_F16_TARGET static void layernorm_rows_f16(void *y, ptrdiff_t ld_y, void *sum,
+                                                  ptrdiff_t ld_sum, const void *x, ptrdiff_t ld_x,
+                                                  const void *r, ptrdiff_t ld_r,
+                                                  const float *gamma, const float *beta,
+                                                  size_t rows, size_t d_model, float eps,
+                                                  size_t rows_after, bool stream)
+{
+    if (layernorm_keeps(d_model))
+        layernorm_rows_f16_kept(LAYERNORM_ROWS_ARGS, rows_after, stream);
+    else
+        layernorm_rows(LAYERNORM_ROWS_ARGS, PEAK_F16, rows_after, stream, NULL);
+}
+
+#undef LAYERNORM_ROWS_ARGS
 
 /* ---- the kernel of the including tier (kernels.inc) ---- */
 
