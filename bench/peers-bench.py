@@ -911,25 +911,19 @@ def main(argv):
     rx = re.compile(args.filter) if args.filter else None
     entries = []
     rng = np.random.default_rng(20240601)
-    for sh in SHAPES:
-        if rx and not rx.search(sh[0]):
-            continue
-        data = make_data(np, rng, sh)
-        for n in args.threads:
-            log(f"peers-bench: {sh[0]}, {n} thread{'s' if n > 1 else ''}")
-            impls, results, bound, notes = attention_case(sh, n, np, torch, peak, pt, orts,
-                                                          data)
-            entries.append(run_case("attention", sh, n, impls, results, bound, notes, args,
-                                    torch, np))
-    for sh in BF16_SHAPES:
-        if rx and not rx.search(sh[0]):
-            continue
-        data = make_data(np, rng, sh)
-        for n in args.threads:
-            log(f"peers-bench: {sh[0]}, {n} thread{'s' if n > 1 else ''}")
-            impls, results, bound, notes = bf16_case(sh, n, np, torch, peak, pt, data)
-            entries.append(run_case("bf16", sh, n, impls, results, bound, notes, args, torch,
-                                    np))
+    def attention_and_ort(sh, n, np, torch, peak, pt, data):
+        return attention_case(sh, n, np, torch, peak, pt, orts, data)
+    for family, shapes, case in (("attention", SHAPES, attention_and_ort),
+                                 ("bf16", BF16_SHAPES, bf16_case)):
+        for sh in shapes:
+            if rx and not rx.search(sh[0]):
+                continue
+            data = make_data(np, rng, sh)
+            for n in args.threads:
+                log(f"peers-bench: {sh[0]}, {n} thread{'s' if n > 1 else ''}")
+                impls, results, bound, notes = case(sh, n, np, torch, peak, pt, data)
+                entries.append(run_case(family, sh, n, impls, results, bound, notes, args,
+                                        torch, np))
     for sh in SOFTMAX_SHAPES:
         if rx and not rx.search(sh[0]):
             continue
