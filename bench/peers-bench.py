@@ -53,7 +53,11 @@ turn (peak, torch, peak in ORT's layout, ORT, then the next round), a
 sample being k back-to-back calls (k calibrated so a sample lasts at least
 --min-time), wall clock (time.perf_counter), seconds per call.  Between
 samples the process sleeps --gap seconds (untimed), so that one library's
-spinning workers (OpenMP's, ORT's) have gone quiet before the next one runs.
+spinning workers (OpenMP's, ORT's, peak's pthreadpool) have gone quiet
+before the next one runs.  pthreadpool's workers spin for milliseconds
+after a call: with 2 ms between samples, torch's 2-thread softmax (H12
+L512) took 1.7 ms after a sample of peak's pooled calls against 0.85 ms
+alone; with 20 ms, 0.88 ms (Sapphire Rapids, 2 cores).  Hence 50 ms.
 Reported: median, min and max seconds per call; speed-ups as the peer's
 median over peak's (> 1: peak is faster); every output's max abs
 difference from torch's, against a bound of 1e-4 * max|V|.
@@ -147,7 +151,7 @@ def parse_args(argv):
                    "(>= 7)")
     p.add_argument("--min-time", type=float, default=0.01, help="seconds per sample, at least")
     p.add_argument("--warmup", type=int, default=2, help="warm-up calls of each")
-    p.add_argument("--gap", type=float, default=0.002, help="idle seconds between samples")
+    p.add_argument("--gap", type=float, default=0.05, help="idle seconds between samples")
     p.add_argument("--no-ort", action="store_true", help="leave ONNX Runtime out")
     p.add_argument("--ort-spinning", action="store_true",
                    help="let ORT's workers spin on after a run (its default)")
