@@ -302,34 +302,37 @@ class Ort:
 
 # ---- the cases ----------------------------------------------------------------------------
 
+def torch_sdpa(torch, tq, tk, tv, causal, notes):
+    """torch's SDPA on [B, H, L, D] tensors as a call returning O: GQA
+    (fewer K/V heads) through enable_gqa, or, in a torch without it, K/V
+    repeated with repeat_interleave inside the call (said in notes)."""
+    F = torch.nn.functional
+    r = tq.shape[1] // tk.shape[1]
+    if r > 1 and "enable_gqa" not in (F.scaled_dot_product_attention.__doc__ or ""):
+        notes.append("torch: no enable_gqa; K/V repeated with repeat_interleave in the call")
+
+        def fn():
+            with torch.inference_mode():
+                return F.scaled_dot_product_attention(
+                    tq, tk.repeat_interleave(r, dim=1), tv.repeat_interleave(r, dim=1),
+                    is_causal=causal)
+        return fn
+    gqa = {"enable_gqa": True} if r > 1 else {}
+
+    def fn():
+        with torch.inference_mode():
+            return F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, **gqa)
+    return fn
+
+
 def attention_case(sh, n, np, torch, peak, pt, orts, data):
     """(impls, check, notes): impls is a list of (label, fn) run in turn."""
     name, B, H, Hkv, Lq, Lk, causal, kind, _ = sh
-    F = torch.nn.functional
-    gqa = Hkv != H
     q, k, v, q3, k3, v3 = data
     notes = []
     # torch: [B, H, L, D]; peak on the same arrays
     tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
-    has_gqa_arg = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
-    if gqa and has_gqa_arg:
-        def torch_fn():
-            with torch.inference_mode():
-                return F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal,
-                                                      enable_gqa=True)
-    elif gqa:
-        notes.append("torch: no enable_gqa; K/V repeated with repeat_interleave in the call")
-
-        def torch_fn():
-            with torch.inference_mode():
-                r = H // Hkv
-                return F.scaled_dot_product_attention(
-                    tq, tk.repeat_interleave(r, dim=1), tv.repeat_interleave(r, dim=1),
-                    is_causal=causal)
-    else:
-        def torch_fn():
-            with torch.inference_mode():
-                return F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+    torch_fn = torch_sdpa(torch, tq, tk, tv, causal, notes)
     kw = pt.kwargs(n)
     o_bhld = np.empty((B, H, Lq, D), np.float32)
 
@@ -475,30 +478,25 @@ def softmax_case(sh, n, np, torch, peak, pt, orts, x):
 def bf16_case(sh, n, np, torch, peak, pt, data):
     """peak.attention on ml_dtypes bfloat16 arrays against torch's SDPA on
     bfloat16 tensors of the same bits, both writing bfloat16 O ([B, H, L,
-    D]; GQA through enable_gqa, or K/V repeated as attention_case does)."""
+    D]; GQA as torch_sdpa calls it)."""
     import ml_dtypes
     name, B, H, Hkv, Lq, Lk, causal, kind, _ = sh
-    F = torch.nn.functional
     tq, tk, tv = (torch.from_numpy(a).to(torch.bfloat16) for a in data[:3])
     q, k, v = (t.view(torch.int16).numpy().view(ml_dtypes.bfloat16) for t in (tq, tk, tv))
-    gqa = {"enable_gqa": True} if Hkv != H else {}
-    if gqa and "enable_gqa" not in (F.scaled_dot_product_attention.__doc__ or ""):
-        r = H // Hkv
-        tk, tv, gqa = tk.repeat_interleave(r, dim=1), tv.repeat_interleave(r, dim=1), {}
+    notes = ["Q, K, V and O bfloat16 for both; peak's arrays are torch's bits (ml_dtypes)"]
+    sdpa = torch_sdpa(torch, tq, tk, tv, causal, notes)
     kw = pt.kwargs(n)
     o = np.empty((B, H, Lq, D), ml_dtypes.bfloat16)
     state = {}
 
     def torch_fn():
-        with torch.inference_mode():
-            state["torch"] = F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, **gqa)
+        state["torch"] = sdpa()
 
     def peak_fn():
         peak.attention(q, k, v, layout="bhld", causal=causal, out=o, **kw)
     impls = [("peak", peak_fn), ("torch", torch_fn)]
     results = {"peak": lambda: o.astype(np.float32),
                "torch": lambda: state["torch"].float().numpy()}
-    notes = ["Q, K, V and O bfloat16 for both; peak's arrays are torch's bits (ml_dtypes)"]
     return impls, results, BF16_TOL * float(np.abs(v.astype(np.float32)).max()), notes
 
 
