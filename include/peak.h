@@ -39,10 +39,10 @@
  *   on the fly 52 KiB; peak_pe_table 22 KiB, 51 KiB 16-bit;
  *   peak_rope_cache 21 KiB, 57 KiB 16-bit; peak_softmax 18 KiB;
  *   peak_attention under 9 KiB; peak_add_layernorm with 16-bit tensors
- *   68 KiB at d_model 16384 (a float32 row of it); the AVX-512 tier measured up to 71 KiB in
- *   0.1).  A thread that calls peak, and every thread of a pool that runs
- *   peak's tasks, must leave that much free (musl's default thread stack
- *   is 128 KiB).
+ *   68 KiB at d_model 16384 (a float32 row of it); the AVX-512 tier
+ *   measured up to 71 KiB in 0.1).  A thread that calls peak, and every
+ *   thread of a pool that runs peak's tasks, must leave that much free
+ *   (musl's default thread stack is 128 KiB).
  *
  * @par Why descriptors
  * Softmax, attention and the embedding take descriptors instead of long
